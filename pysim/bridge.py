@@ -1,0 +1,113 @@
+"""The one door between the page and pysim: `call(name, json_text) -> json_text`.
+
+The browser's worker (and the build-time hook, which pre-renders each widget)
+sends a simulation name and a JSON payload `{"config": {...}, "actions": [...]}`.
+The answer is always JSON, never an exception:
+
+    {"ok": true,  "result": <view model>}
+    {"ok": false, "error": {"field": "pool_blocks", "message": "got -1, expected ..."}}
+
+so a bad slider value or a crafted link can only ever produce a message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .config import ConfigError, describe, from_mapping
+
+# A payload larger than this is refused before parsing: no allowed input needs it.
+MAX_PAYLOAD_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulation as the bridge and the command line see it."""
+
+    name: str
+    config_cls: type
+    run: Callable[[Any, list], dict]  # (config, actions) -> view model
+    text: Callable[[dict], str] | None = None  # a readable summary for the CLI
+    takes_actions: bool = False
+
+
+def _registry() -> dict[str, Simulation]:
+    # Imported here so that a broken simulation module cannot stop the others
+    # from loading, and so `pysim.bridge` stays cheap to import.
+    from . import race
+
+    sims = [race.SIMULATION]
+    for module_name in ("kvcache", "budget", "batch_size", "toy"):
+        try:
+            module = __import__(f"pysim.{module_name}", fromlist=["SIMULATION"])
+        except ImportError:
+            continue
+        sims.append(module.SIMULATION)
+        sims.extend(getattr(module, "EXTRA_SIMULATIONS", ()))
+    return {s.name: s for s in sims}
+
+
+_SIMULATIONS: dict[str, Simulation] | None = None
+
+
+def simulations() -> dict[str, Simulation]:
+    global _SIMULATIONS
+    if _SIMULATIONS is None:
+        _SIMULATIONS = _registry()
+    return _SIMULATIONS
+
+
+def run(name: str, payload: Any, *, from_text: bool = False) -> dict:
+    """Validate and run; raises ConfigError on bad input. Used by the CLI and tests."""
+    sims = simulations()
+    if name not in sims:
+        raise ConfigError("name", f"unknown simulation {name[:40]!r}; known: {', '.join(sorted(sims))}")
+    if payload is None:
+        payload = {}
+    if not isinstance(payload, dict):
+        raise ConfigError("", "expected an object with 'config' and optionally 'actions'")
+    extra = set(payload) - {"config", "actions"}
+    if extra:
+        raise ConfigError(str(sorted(extra)[0])[:40], "unknown key; the payload takes 'config' and 'actions'")
+    sim = sims[name]
+    config = from_mapping(sim.config_cls, payload.get("config"), from_text=from_text)
+    actions = payload.get("actions", [])
+    if not isinstance(actions, list):
+        raise ConfigError("actions", "expected a list of actions")
+    if actions and not sim.takes_actions:
+        raise ConfigError("actions", f"{name} takes no actions")
+    return sim.run(config, actions)
+
+
+def call(name: str, json_text: str) -> str:
+    """Run simulation `name` on a JSON payload; answer JSON. Never raises."""
+    try:
+        if not isinstance(name, str) or not isinstance(json_text, str):
+            raise ConfigError("", "name and payload must be strings")
+        if len(json_text) > MAX_PAYLOAD_CHARS:
+            raise ConfigError("", f"payload too large ({len(json_text):,} characters; at most {MAX_PAYLOAD_CHARS:,})")
+        if name == "describe":
+            result = _describe_all()
+        else:
+            try:
+                payload = json.loads(json_text, parse_constant=_refuse_constant)
+            except (ValueError, RecursionError) as exc:
+                raise ConfigError("", f"payload is not valid JSON ({str(exc)[:80]})") from None
+            result = run(name, payload)
+        return json.dumps({"ok": True, "result": result}, allow_nan=False, separators=(",", ":"))
+    except ConfigError as exc:
+        error = {"field": exc.field, "message": exc.message}
+    except Exception as exc:  # a bug in pysim: report it as data, keep the page alive
+        error = {"field": "", "message": f"internal error: {type(exc).__name__}: {str(exc)[:200]}"}
+    return json.dumps({"ok": False, "error": error})
+
+
+def _refuse_constant(token: str):
+    raise ConfigError("", f"{token} is not allowed in the payload; use a finite number")
+
+
+def _describe_all() -> dict:
+    return {name: {"fields": describe(sim.config_cls), "takes_actions": sim.takes_actions}
+            for name, sim in simulations().items()}

@@ -1,0 +1,318 @@
+// The page side of the widgets: one Python worker per page, shared by every widget,
+// plus the small pieces all widgets use (mounting, status line, URL-hash state).
+//
+// This is a classic script, not a module: browsers refuse module scripts from file://,
+// and a downloaded copy of the site must still draw its pre-rendered pictures there.
+(function () {
+  "use strict";
+
+  const settingsEl = document.getElementById("pysim-runtime");
+  const settings = settingsEl ? JSON.parse(settingsEl.textContent) : null;
+  const BOOT_TIMEOUT_MS = 90000;
+
+  function absolute(url) {
+    return new URL(url, document.baseURI).href;
+  }
+
+  // ------------------------------------------------------------- the worker
+
+  class Runtime {
+    constructor() {
+      this.state = "idle"; // idle | loading | ready | failed | unavailable
+      this.text = "Python not started";
+      this.listeners = new Set();
+      this.pending = new Map();
+      this.nextId = 1;
+      this.worker = null;
+      this.booting = null;
+      this.bootMs = null;
+    }
+
+    get servedOverHttp() {
+      return location.protocol === "http:" || location.protocol === "https:";
+    }
+
+    subscribe(listener) {
+      this.listeners.add(listener);
+      listener(this.state, this.text);
+      return () => this.listeners.delete(listener);
+    }
+
+    setState(state, text) {
+      this.state = state;
+      this.text = text;
+      for (const listener of this.listeners) listener(state, text);
+    }
+
+    // Start Python once; every caller gets the same promise.
+    start() {
+      if (this.booting) return this.booting;
+      if (!settings || !this.servedOverHttp) {
+        this.setState("unavailable", "Live simulation needs a local web server (see the note below).");
+        return Promise.reject(new Error("unavailable"));
+      }
+      this.booting = new Promise((resolve, reject) => {
+        this.setState("loading", "Starting Python");
+        const worker = new Worker(absolute(settings.worker), { type: "module", name: "pysim" });
+        this.worker = worker;
+        const timer = setTimeout(() => fail("Python did not start within 90 seconds."), BOOT_TIMEOUT_MS);
+        const fail = (message) => {
+          clearTimeout(timer);
+          this.teardown(message);
+          this.setState("failed", message);
+          reject(new Error(message));
+        };
+        worker.onmessage = (event) => {
+          const msg = event.data;
+          if (msg.type === "progress") this.setState("loading", msg.text);
+          else if (msg.type === "ready") {
+            clearTimeout(timer);
+            this.bootMs = msg.ms;
+            this.setState("ready", `Python ${msg.python} ready`);
+            resolve(this);
+          } else if (msg.type === "failed") fail("Python could not start: " + msg.message);
+          else if (msg.type === "result") this.settle(msg);
+        };
+        worker.onerror = (event) => {
+          event.preventDefault();
+          const message = "The Python worker stopped" + (event.message ? ": " + event.message : "");
+          if (this.state === "ready") this.crashed(message);
+          else fail(message);
+        };
+        worker.postMessage({
+          type: "boot",
+          pyodide: absolute(settings.pyodide),
+          lock: absolute(settings.lock),
+          package: settings.package,
+        });
+      });
+      return this.booting;
+    }
+
+    settle(msg) {
+      const entry = this.pending.get(msg.id);
+      if (!entry) return;
+      this.pending.delete(msg.id);
+      clearTimeout(entry.timer);
+      let answer;
+      try {
+        answer = JSON.parse(msg.text);
+      } catch (err) {
+        answer = { ok: false, error: { field: "", message: "unreadable answer from Python" } };
+      }
+      answer.ms = msg.ms;
+      entry.resolve(answer);
+    }
+
+    // Ask pysim for a view model. Resolves to {ok, result | error, ms}; rejects only
+    // when Python is unavailable or stopped.
+    async call(name, payload, { timeoutMs = 20000 } = {}) {
+      await this.start();
+      return new Promise((resolve, reject) => {
+        const id = this.nextId++;
+        const timer = setTimeout(() => {
+          this.pending.delete(id);
+          // A call that never returns means Python is stuck: start a fresh one.
+          this.crashed("A computation took longer than " + timeoutMs / 1000 + " s and was stopped.");
+          reject(new Error("timeout"));
+        }, timeoutMs);
+        this.pending.set(id, { resolve, reject, timer });
+        this.worker.postMessage({ type: "call", id, name, payload: JSON.stringify(payload) });
+      });
+    }
+
+    teardown(reason) {
+      if (this.worker) this.worker.terminate();
+      this.worker = null;
+      this.booting = null;
+      for (const entry of this.pending.values()) {
+        clearTimeout(entry.timer);
+        entry.reject(new Error(reason));
+      }
+      this.pending.clear();
+    }
+
+    // The worker died or hung: drop it and start a new one right away.
+    crashed(reason) {
+      this.teardown(reason);
+      this.setState("loading", reason + " Restarting Python");
+      this.start().catch(() => {});
+    }
+
+    retry() {
+      this.teardown("retry");
+      this.setState("idle", "Python not started");
+      return this.start();
+    }
+  }
+
+  const runtime = new Runtime();
+
+  // ------------------------------------------------------------- URL-hash state
+  //
+  // Each widget keeps its state in the hash as "name.key=value" pairs, so one link
+  // restores every widget on the page. Values are plain text, parsed strictly by the
+  // widget; nothing from the hash is ever inserted as markup.
+
+  function readHash(prefix) {
+    const out = {};
+    const hash = location.hash.replace(/^#/, "");
+    if (!hash.includes("=")) return out; // an ordinary heading anchor
+    for (const part of hash.split("&")) {
+      const eq = part.indexOf("=");
+      if (eq < 0) continue;
+      let key, value;
+      try {
+        key = decodeURIComponent(part.slice(0, eq));
+        value = decodeURIComponent(part.slice(eq + 1));
+      } catch (err) {
+        continue;
+      }
+      if (key.startsWith(prefix + ".")) out[key.slice(prefix.length + 1)] = value.slice(0, 200);
+    }
+    return out;
+  }
+
+  function writeHash(prefix, state) {
+    const keep = [];
+    const hash = location.hash.replace(/^#/, "");
+    if (hash.includes("=")) {
+      for (const part of hash.split("&")) if (part && !part.startsWith(prefix + ".")) keep.push(part);
+    }
+    for (const [key, value] of Object.entries(state)) {
+      keep.push(`${prefix}.${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`);
+    }
+    history.replaceState(null, "", "#" + keep.join("&"));
+  }
+
+  // ------------------------------------------------------------- DOM helpers
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") el.className = value;
+      else if (key === "text") el.textContent = value;
+      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+      else el.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined) continue;
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+  function fmt(x) {
+    return typeof x === "number" ? numberFormat.format(x) : String(x);
+  }
+
+  function reducedMotion() {
+    return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  }
+
+  // A slider with a typed entry beside it, a label, and a slot for pysim's message.
+  function numberControl({ name, label, min, max, step = 1, value, onChange }) {
+    const id = `ctl-${name}-${Math.random().toString(36).slice(2, 8)}`;
+    const error = h("span", { class: "pysim-error", id: id + "-err", role: "alert" });
+    const range = h("input", {
+      type: "range", id, name, min, max, step, value,
+      "aria-describedby": id + "-err",
+    });
+    const box = h("input", {
+      type: "number", name: name + "-value", min, max, step, value,
+      "aria-label": label + " (typed value)", "aria-describedby": id + "-err",
+    });
+    range.addEventListener("input", () => { box.value = range.value; onChange(range.value); });
+    box.addEventListener("change", () => {
+      if (box.value !== "" && Number(box.value) >= min && Number(box.value) <= max) range.value = box.value;
+      onChange(box.value);
+    });
+    const root = h("div", { class: "pysim-control", "data-field": name },
+      h("label", { for: id }, label), range, box, error);
+    return {
+      root, range, box, error,
+      set(v) { range.value = v; box.value = v; },
+      showError(message) { error.textContent = message || ""; root.classList.toggle("has-error", !!message); },
+    };
+  }
+
+  // ------------------------------------------------------------- mounting
+
+  const mounts = {};
+
+  function register(name, mount) {
+    mounts[name] = mount;
+  }
+
+  function statusLine(root) {
+    const text = h("span", { class: "pysim-status-text" });
+    const retry = h("button", { type: "button", class: "pysim-retry", hidden: true, onclick: () => runtime.retry().catch(() => {}) }, "Retry");
+    const note = h("p", { class: "pysim-offline-note", hidden: true },
+      "You are reading a downloaded copy. The picture above is pre-computed; to run the simulation, serve this folder: ",
+      h("code", {}, "python3 -m http.server 8000"), " in it, then open ", h("code", {}, "http://127.0.0.1:8000/"), ".");
+    const bar = h("div", { class: "pysim-status", role: "status", "aria-live": "polite" }, text, retry);
+    runtime.subscribe((state, message) => {
+      bar.dataset.state = state;
+      root.dataset.runtime = state;
+      text.textContent = message;
+      retry.hidden = state !== "failed";
+      note.hidden = state !== "unavailable";
+    });
+    return [bar, note];
+  }
+
+  function mountAll() {
+    for (const root of document.querySelectorAll(".pysim-widget[data-widget]")) {
+      if (root.dataset.mounted) continue;
+      const name = root.dataset.widget;
+      const data = root.querySelector("script.pysim-prerender");
+      const mount = mounts[name];
+      if (!mount || !data) continue;
+      root.dataset.mounted = "true";
+      const prerendered = JSON.parse(data.textContent);
+      for (const el of root.querySelectorAll(".pysim-noscript")) el.remove();
+      const body = h("div", { class: "pysim-body" });
+      root.append(body, ...statusLine(root));
+      try {
+        mount(body, { prerendered, runtime, root });
+      } catch (err) {
+        console.error("pysim widget " + name + " failed to mount", err);
+      }
+    }
+    if (!runtime.servedOverHttp) {
+      runtime.start().catch(() => {});
+      return;
+    }
+    // Start Python when a widget comes near the screen (or when the reader acts).
+    const widgets = document.querySelectorAll(".pysim-widget[data-mounted]");
+    if (!widgets.length) return;
+    if (!("IntersectionObserver" in window)) {
+      runtime.start().catch(() => {});
+      return;
+    }
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) {
+        observer.disconnect();
+        runtime.start().catch(() => {});
+      }
+    }, { rootMargin: "600px 0px" });
+    widgets.forEach((w) => observer.observe(w));
+  }
+
+  window.PySim = { runtime, register, h, fmt, readHash, writeHash, numberControl, reducedMotion };
+  // Deferred scripts all run before DOMContentLoaded, so every widget has registered
+  // by then. mountAll is idempotent; "load" covers a script added late.
+  let started = false;
+  function mountOnce() {
+    if (started) return;
+    started = true;
+    mountAll();
+  }
+  if (document.readyState === "complete") mountOnce();
+  else {
+    document.addEventListener("DOMContentLoaded", mountOnce);
+    window.addEventListener("load", mountOnce);
+  }
+})();
