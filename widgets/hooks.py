@@ -39,10 +39,12 @@ PYODIDE_NPM = ROOT / "node_modules" / "pyodide"
 # The runtime files a browser needs; the rest of the npm package is for Node and types.
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 
-# Front-end files, in load order. runtime.js first: the widgets register with it.
-SCRIPTS = ("runtime.js", "race.js")
-STYLES = ("widgets.css",)
+# Front-end files. Every widget page gets the shared runtime and styles; a widget
+# named NAME brings widgets/NAME.js (and widgets/NAME.css if there is one), so the
+# simulation module, the bridge name and the widget file share one word.
+RUNTIME = "runtime.js"
 WORKER = "worker.js"
+SHARED_STYLES = ("widgets.css",)
 
 WIDGET_DIV = re.compile(
     r'<div class="pysim-widget" data-widget="(?P<name>[a-z_]+)"(?P<attrs>[^>]*)>\s*</div>'
@@ -120,9 +122,9 @@ def on_pre_build(config, **kwargs):
 
     # Content-hashed front-end files: a hosted site may cache them forever.
     assets = {}
-    for filename in (*SCRIPTS, *STYLES, WORKER):
-        data = (WIDGETS_DIR / filename).read_bytes()
-        assets[filename] = ("assets/widgets/" + _hashed_name(filename, data), data)
+    for path in sorted([*WIDGETS_DIR.glob("*.js"), *WIDGETS_DIR.glob("*.css")]):
+        data = path.read_bytes()
+        assets[path.name] = ("assets/widgets/" + _hashed_name(path.name, data), data)
     _state["assets"] = assets
 
     # The wheel, named by its content.
@@ -146,6 +148,8 @@ def on_page_content(html_text, page, config, files, **kwargs):
 
     def fill(match: re.Match) -> str:
         name = match.group("name")
+        if f"{name}.js" not in _state["assets"]:
+            raise SystemExit(f"pysim hook: page {page.file.src_path} uses widget {name!r} but widgets/{name}.js does not exist")
         cfg_match = CONFIG_ATTR.search(match.group("attrs"))
         cfg = json.loads(html.unescape(cfg_match.group("json"))) if cfg_match else {}
         answer = json.loads(bridge.call(name, json.dumps({"config": cfg})))
@@ -171,7 +175,8 @@ def on_page_content(html_text, page, config, files, **kwargs):
 
 def on_post_page(output, page, config, **kwargs):
     """Link the widget runtime into pages that hold a widget, and only those."""
-    if not page.meta.get("pysim_widgets"):
+    widgets = page.meta.get("pysim_widgets")
+    if not widgets:
         return output
     up = "../" * page.url.count("/")  # from this page back to the site root
     assets = _state["assets"]
@@ -181,13 +186,17 @@ def on_post_page(output, page, config, **kwargs):
         "worker": up + assets[WORKER][0],
         "package": "pysim",
     }
-    head = [f'<link rel="stylesheet" href="{up}{assets[f][0]}">' for f in STYLES]
+    names = sorted(set(widgets))
+    styles = [*SHARED_STYLES, *(f"{n}.css" for n in names if f"{n}.css" in assets)]
+    scripts = [RUNTIME, *(f"{n}.js" for n in names)]
+    head = [f'<link rel="stylesheet" href="{up}{assets[f][0]}">' for f in styles]
     head.append(
         '<script type="application/json" id="pysim-runtime">'
         + json.dumps(runtime).replace("</", "<\\/")
         + "</script>"
     )
-    head += [f'<script defer src="{up}{assets[f][0]}"></script>' for f in SCRIPTS]
+    # Deferred classic scripts run in order, runtime first, so widgets can register.
+    head += [f'<script defer src="{up}{assets[f][0]}"></script>' for f in scripts]
     return output.replace("</head>", "\n".join(head) + "\n</head>", 1)
 
 

@@ -208,7 +208,8 @@
       if (seq !== requestSeq) return; // a newer change superseded this one
       if (!answer.ok) {
         const control = controls[answer.error.field];
-        (control || controls.requests).showError(answer.error.message);
+        const label = control ? control.root.querySelector("label").textContent : "Settings";
+        (control || controls.requests).showError(`${label}: ${answer.error.message}`);
         root.dataset.error = answer.error.field || "input";
         return; // keep the last good picture
       }

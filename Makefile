@@ -1,0 +1,96 @@
+# The README's two commands: `make serve` and `make test`. Both set everything up
+# from a fresh clone: virtual environments, npm packages, a Chromium for the tests.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export NO_MKDOCS_2_WARNING := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+VENV := .venv
+PY := $(VENV)/bin/python
+LOCK_VENV := .venv-lock
+WHEELS_FOR_PYODIDE := .cache/pyodide-wheels
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+# pyodide-build's `lockfile add-wheels` needs Python >= 3.12. Look on PATH, then pyenv.
+PY312 ?= $(shell for p in python3.13 python3.12; do command -v $$p >/dev/null 2>&1 && { command -v $$p; exit; }; done; \
+	r=$$(pyenv root 2>/dev/null); for v in $$(ls -d $$r/versions/3.1[23]* 2>/dev/null | sort -r); do \
+	[ -x $$v/bin/python3 ] && { echo $$v/bin/python3; exit; }; done)
+
+.PHONY: help serve test test-unit test-pyodide test-browser site wheel bench setup chromium clean
+
+help:
+	@echo "make serve   build the site and serve it at http://$(HOST):$(PORT) (rebuilds on change)"
+	@echo "make test    every test: pysim in CPython, pysim in Pyodide (Node), the site in Chromium"
+	@echo "make site    build site/ (and site/ only)"
+	@echo "make wheel   build the pysim wheel into dist/"
+	@echo "make bench   run the benchmarks and print their tables"
+
+# ------------------------------------------------------------------ set-up
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+$(LOCK_VENV)/.installed:
+	@test -n "$(PY312)" || { echo "Python >= 3.12 is needed for pyodide-build (set PY312=/path/to/python3.12)"; exit 1; }
+	$(PY312) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install -q 'pyodide-build>=0.30' 'pyodide-lock[wheel]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+$(WHEELS_FOR_PYODIDE)/.installed: tests/pyodide/requirements.txt $(VENV)/.installed
+	rm -rf $(WHEELS_FOR_PYODIDE)
+	$(PY) -m pip download -q --no-deps -r tests/pyodide/requirements.txt -d $(WHEELS_FOR_PYODIDE) \
+		--only-binary=:all: --python-version 3.14 --implementation py --platform any --abi none
+	touch $@
+
+# A browser for the tests: one already on the machine, else Debian's (as root).
+chromium:
+	@if [ -n "$$CHROMIUM" ] || [ -x /usr/lib/chromium/chromium ] || [ -x /usr/bin/chromium ] \
+		|| command -v google-chrome >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+		|| ls ~/.cache/ms-playwright/chromium-* >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "No Chromium found. Install one (apt-get install chromium) or run: $(VENV)/bin/playwright install chromium"; exit 1; fi
+
+setup: $(VENV)/.installed $(LOCK_VENV)/.installed node_modules/.installed
+
+# ------------------------------------------------------------------ build
+
+site: setup
+	$(VENV)/bin/mkdocs build --strict
+
+wheel: $(VENV)/.installed
+	$(PY) -m build --wheel --no-isolation --outdir dist .
+
+serve: setup
+	$(VENV)/bin/mkdocs serve --strict -a $(HOST):$(PORT) --watch pysim --watch widgets
+
+# ------------------------------------------------------------------ tests
+
+test: site $(WHEELS_FOR_PYODIDE)/.installed chromium
+	$(MAKE) --no-print-directory test-unit test-pyodide test-browser
+
+test-unit: $(VENV)/.installed
+	$(VENV)/bin/pytest -p no:cacheprovider tests/unit
+
+# The same unit tests inside Pyodide, against the exact wheel the site ships.
+test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
+	node tests/pyodide/run_pytest.mjs $(WHEELS_FOR_PYODIDE) $$(ls site/assets/pyodide/*/pysim-*.whl)
+
+test-browser: $(VENV)/.installed
+	$(VENV)/bin/pytest -p no:cacheprovider tests/browser
+
+bench: site $(WHEELS_FOR_PYODIDE)/.installed chromium
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf site dist .cache .pytest_cache

@@ -1,0 +1,151 @@
+"""Fixtures for the browser tests: the built site served on 127.0.0.1, and headless
+Chromium driven by Playwright, with every request recorded.
+
+The site must be built first (`make site`; `make test` does it). Chromium comes from
+the machine: Debian's package, or $CHROMIUM, or Playwright's own download where a
+reader's machine has one. Every request outside 127.0.0.1 is aborted and recorded, and
+each test fails if any was attempted or if the page logged an error.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
+
+LAUNCH_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # Nothing resolves except this machine, so a stray CDN URL fails fast and visibly.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
+
+def chromium_path() -> str | None:
+    """A Chromium or Chrome already on this machine, or None to let Playwright use its own."""
+    candidates = [os.environ.get("CHROMIUM"), "/usr/lib/chromium/chromium", "/usr/bin/chromium",
+                  shutil.which("chromium"), shutil.which("chromium-browser"),
+                  shutil.which("google-chrome"), shutil.which("google-chrome-stable")]
+    for path in candidates:
+        if path and Path(path).exists():
+            return path
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def end_headers(self):
+        # Same rule as a careful static host: no caching of HTML, long caching is the
+        # hashed assets' business. Here we simply disable caching so tests see fresh files.
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    if not (SITE / "index.html").exists():
+        pytest.fail(f"{SITE} has no index.html: build the site first (make site)")
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as p:
+        path = chromium_path()
+        browser = p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else \
+            p.chromium.launch(args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+class PageWatch:
+    """What a page did: every request, console errors, uncaught exceptions."""
+
+    def __init__(self):
+        self.requests: list[str] = []
+        self.outside: list[str] = []
+        self.errors: list[str] = []
+        self.allowed_errors: list[str] = []
+
+    def allow_error(self, fragment: str):
+        self.allowed_errors.append(fragment)
+
+    def unexpected_errors(self) -> list[str]:
+        return [e for e in self.errors if not any(a in e for a in self.allowed_errors)]
+
+
+@pytest.fixture
+def watch():
+    return PageWatch()
+
+
+def _is_local(url: str) -> bool:
+    parsed = urlparse(url)
+    if parsed.scheme in ("data", "blob", "about", "file"):
+        return True
+    return parsed.hostname == "127.0.0.1"
+
+
+@pytest.fixture
+def make_page(browser, watch):
+    """Open pages in a fresh context that records requests (the worker's too) and
+    aborts any that would leave 127.0.0.1."""
+    contexts = []
+
+    def make(*, width=1280, height=900, color_scheme="light", reduced_motion="no-preference", **kwargs):
+        context = browser.new_context(viewport={"width": width, "height": height},
+                                      color_scheme=color_scheme, reduced_motion=reduced_motion, **kwargs)
+        contexts.append(context)
+
+        def route(route_, request):
+            if _is_local(request.url):
+                route_.continue_()
+            else:
+                watch.outside.append(request.url)
+                route_.abort()
+
+        context.route("**/*", route)
+        context.on("request", lambda r: watch.requests.append(r.url))
+        page = context.new_page()
+        page.on("console", lambda m: m.type == "error" and watch.errors.append("console: " + m.text))
+        page.on("pageerror", lambda e: watch.errors.append(f"pageerror: {e}"))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+    assert watch.outside == [], f"requests left the machine: {watch.outside}"
+    assert watch.unexpected_errors() == [], f"errors in the page: {watch.unexpected_errors()}"
+
+
+@pytest.fixture
+def page(make_page):
+    return make_page()
+
+
+def wait_for_python(page, timeout=60000):
+    """Wait until the page's Python worker is ready (the status line says so)."""
+    page.wait_for_function(
+        "() => { const w = document.querySelector('.pysim-widget');"
+        " return w && (w.dataset.runtime === 'ready' || w.dataset.runtime === 'failed'); }",
+        timeout=timeout,
+    )
+    state = page.evaluate("document.querySelector('.pysim-widget').dataset.runtime")
+    assert state == "ready", page.evaluate("document.querySelector('.pysim-status').textContent")

@@ -1,0 +1,119 @@
+"""The scheduler race in a real browser: pre-rendered at once, recomputed by Pyodide,
+played from the controls, and robust to bad input."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import wait_for_python
+
+from pysim import bridge
+
+PAGE = "naive-batching/"
+ORDER = ["static", "continuous_reserved", "continuous_paged"]
+
+
+def table_steps(page) -> dict[str, int]:
+    """Steps to finish per scheduler, read from the table the reader sees."""
+    out = {}
+    for name in ORDER:
+        row = page.locator(f'.race-table tr[data-scheduler="{name}"]')
+        out[name] = int(row.locator("td").first.inner_text())
+    return out
+
+
+def expected_default():
+    answer = json.loads(bridge.call("race", json.dumps({"config": {}})))
+    assert answer["ok"]
+    return answer["result"]
+
+
+def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
+    page.goto(site_url + PAGE)
+    # The finished race is drawn from the embedded model before any Python has run.
+    page.wait_for_selector('.race-table tr[data-finished="true"]')
+    expected = expected_default()
+    assert table_steps(page) == {n: expected["schedulers"][n]["steps_to_finish"] for n in ORDER}
+    wait_for_python(page)
+    # The widget recomputes the defaults in Pyodide and compares with the embedded model.
+    page.wait_for_function("document.querySelector('.pysim-widget').dataset.live !== 'pending'")
+    assert page.evaluate("document.querySelector('.pysim-widget').dataset.live") == "same"
+    # And directly: Pyodide's answer equals CPython's, byte for byte after JSON.
+    pyodide_view = page.evaluate("PySim.runtime.call('race', {config: {}}).then(a => a.result)")
+    assert pyodide_view == expected
+    prerendered = json.loads(page.locator("script.pysim-prerender").text_content())
+    assert prerendered["view"] == expected
+    # The worker fetched Pyodide and the wheel from this site, and nothing else.
+    assert any(u.endswith("pyodide.asm.wasm") for u in watch.requests)
+    assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
+
+
+def test_run_all_three_and_read_the_table(page, site_url):
+    page.goto(site_url + PAGE)
+    wait_for_python(page)
+    page.get_by_role("button", name="Reset").click()
+    assert page.locator('.race-table tr[data-finished="true"]').count() == 0
+    page.locator('input[type="range"][id^="race-speed"]').fill("60")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_function(
+        "document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length === 3",
+        timeout=30000)
+    steps = table_steps(page)
+    assert steps["static"] > steps["continuous_reserved"] > steps["continuous_paged"]
+    # By a wide margin, as the spec expects: paged at least twice as fast as static.
+    assert steps["static"] >= 2 * steps["continuous_paged"]
+    assert "Step" in page.locator(".pysim-step-label").inner_text()
+
+
+def test_step_and_single_scheduler(page, site_url):
+    page.goto(site_url + PAGE)
+    wait_for_python(page)
+    page.get_by_role("button", name="Reset").click()
+    for _ in range(3):
+        page.get_by_role("button", name="Step").click()
+    assert page.locator(".pysim-step-label").inner_text().startswith("Step 3 of")
+    page.get_by_label("Schedulers to show").select_option("continuous_paged")
+    assert page.locator('.race-panel[data-scheduler="static"]').is_hidden()
+    assert page.locator('.race-panel[data-scheduler="continuous_paged"]').is_visible()
+
+
+def test_bad_value_shows_beside_its_control_and_keeps_the_picture(page, site_url):
+    page.goto(site_url + PAGE)
+    wait_for_python(page)
+    before = table_steps(page)
+    box = page.locator('.pysim-control[data-field="pool_blocks"] input[type="number"]')
+    box.fill("-5")
+    box.press("Enter")
+    error = page.locator('.pysim-control[data-field="pool_blocks"] .pysim-error')
+    error.wait_for(state="visible")
+    message = error.inner_text()
+    assert "Pool blocks" in message and "-5" in message and "2,000" in message
+    assert table_steps(page) == before  # the last good picture stays
+    # A good value clears the message and redraws.
+    box.fill("100")
+    box.press("Enter")
+    error.wait_for(state="hidden")
+    page.wait_for_function("document.querySelector('.race-table caption').textContent.includes('100 blocks')")
+
+
+def test_state_lives_in_the_url_hash(page, site_url):
+    page.goto(site_url + PAGE)
+    wait_for_python(page)
+    seed = page.locator('.pysim-control[data-field="seed"] input[type="number"]')
+    seed.fill("7")
+    seed.press("Enter")
+    page.wait_for_function("location.hash.includes('race.seed=7')")
+    url = page.url
+    page.goto("about:blank")
+    page.goto(url)
+    wait_for_python(page)
+    page.wait_for_function("document.querySelector('.race-table caption').textContent.includes('seed 7')")
+    assert seed.input_value() == "7"
+
+
+def test_crafted_hash_is_data_not_markup(page, site_url):
+    page.goto(site_url + PAGE + "#race.seed=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&race.view=%3Cscript%3E")
+    message = page.locator(".pysim-widget > .pysim-body > p.pysim-error")
+    assert "Ignored part of the link" in message.inner_text()
+    assert page.locator(".pysim-widget img").count() == 0
+    assert page.locator(".pysim-widget script:not(.pysim-prerender)").count() == 0
