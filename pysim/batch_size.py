@@ -1,0 +1,391 @@
+"""Choosing the batch size: the --max-num-seqs trade-off (widgets.md section 4).
+
+Each decode step of a batch of B running requests reads every weight once, plus the
+KV cache of every request, and does 2 FLOPs per parameter per request. So:
+
+    bytes_per_step(B) = weight_bytes + B x context_tokens x kv_bytes_per_token
+    t_step(B)         = max(bytes_per_step(B) / bandwidth, 2 x params x B / peak_flops)
+    per-user speed    = 1 / t_step(B)        (tokens/s each user sees)
+    total throughput  = B / t_step(B)        (tokens/s the GPU produces)
+
+A bigger batch shares the weight read among more users (total rises), but every extra
+request adds its KV read (or its FLOPs) to the step, so each user's stream slows down.
+Memory caps the batch too: vLLM may use 90% of the GPU (`--gpu-memory-utilization 0.9`),
+we keep 4 GB for activations and the runtime, the weights take their share, and what is
+left is the KV pool; a request of `context_tokens` tokens needs
+`context_tokens x kv_bytes_per_token` of it. The answer is the largest B that both fits
+and meets the per-user speed target, or none with the reason.
+
+Everything here is an *ideal ceiling* from a roofline model: real engines add kernel
+launch overheads, prefill work, attention FLOPs and scheduling gaps, and reach less.
+Where widgets.md fixes a rule (FLOPS are dense 16-bit even with FP8 weights; 4 GB
+reserve; memory x 0.9), this module follows it exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .bridge import Simulation
+from .catalog import GB, GPU, GPUS, MODELS, Model
+from .config import ConfigError, bounded, choice, flag
+
+# --gpu-memory-utilization 0.9, as a fraction kept exact: memory x 9 // 10.
+MEMORY_UTILIZATION = (9, 10)
+# Activations, CUDA graphs and the runtime itself (widgets.md: 4 GB).
+RESERVE_BYTES = 4 * GB
+# The curve stops here however large the limits are (the speed limit can reach ~90,000
+# at 1 token/s); points are log-spaced, so this is about 35 points at most.
+CURVE_CAP = 65_536
+
+NOTE = ("Ideal ceilings from a roofline model (illustrative): each decode step reads "
+        "all weights once plus every request's KV cache; real servers reach less.")
+
+# Presets are data the widget applies to context_tokens and target_tok_s (see the
+# report: they are not a config field, so the URL holds only the real settings).
+PRESETS: dict[str, dict] = {
+    "chatbot": {
+        "label": "Chatbot",
+        "context_tokens": 2_048,
+        "target_tok_s": 30.0,
+        "why": ("a short conversation: system prompt, a few turns and the reply fit in "
+                "2,048 tokens; 30 tokens/s streams faster than anyone reads"),
+    },
+    "coding_agent": {
+        "label": "Coding agent",
+        "context_tokens": 32_768,
+        "target_tok_s": 30.0,
+        "why": ("an agent keeps files, tool output and its plan in context: 32,768 tokens "
+                "(32K, a window every catalog model supports); the same 30 tokens/s, so "
+                "only the context changes"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class BatchSizeConfig:
+    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, no tensor parallelism)")
+    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served")
+    context_tokens: int = bounded(2_048, 128, 131_072,
+                                  "tokens of context each running request holds "
+                                  "(at most the model's own maximum)")
+    target_tok_s: float = bounded(30.0, 1, 1_000, "the speed each user must see, tokens/s",
+                                  integer=False)
+    kv_fp8: bool = flag(False, "store the KV cache in FP8 (1 byte a number instead of 2)")
+    weights_fp8: bool = flag(False, "store the weights in FP8 (1 byte a parameter instead of 2)")
+
+    def check(self) -> None:
+        model = MODELS[self.model]
+        if self.context_tokens > model.max_context_tokens:
+            raise ConfigError(
+                "context_tokens",
+                f"got {self.context_tokens:,}, but {model.name} reads at most "
+                f"{model.max_context_tokens:,} tokens; expected a whole number from 128 to "
+                f"{model.max_context_tokens:,}")
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Step time of a batch of B requests, from the two ceilings: bandwidth and FLOPS.
+
+    All inputs are integers, so Python's int / int division is correctly rounded and
+    the integer comparisons (which ceiling binds) are exact.
+    """
+
+    weight_bytes: int
+    request_kv_bytes: int  # context_tokens x kv_bytes_per_token: one request's KV read
+    bandwidth: int  # bytes/s
+    flops_per_token: int  # 2 x params
+    peak_flops: int
+
+    def bytes_per_step(self, b: int) -> int:
+        return self.weight_bytes + b * self.request_kv_bytes
+
+    def memory_seconds(self, b: int) -> float:
+        return self.bytes_per_step(b) / self.bandwidth
+
+    def compute_seconds(self, b: int) -> float:
+        return self.flops_per_token * b / self.peak_flops
+
+    def step_seconds(self, b: int) -> float:
+        return max(self.memory_seconds(b), self.compute_seconds(b))
+
+    # 1 / max(x, y) = min(1/x, 1/y): written this way, each speed is one correctly
+    # rounded division of exact integers, so the curve is monotone to the last bit
+    # (a compute-bound total is exactly peak_flops / (2 x params) at every B).
+    def per_user_tok_s(self, b: int) -> float:
+        return min(self.bandwidth / self.bytes_per_step(b),
+                   self.peak_flops / (self.flops_per_token * b))
+
+    def total_tok_s(self, b: int) -> float:
+        return min(b * self.bandwidth / self.bytes_per_step(b),
+                   self.peak_flops / self.flops_per_token)
+
+    def compute_bound(self, b: int) -> bool:
+        """True when the FLOPs take longer than the reads (exact integer comparison)."""
+        return self.flops_per_token * b * self.bandwidth > self.bytes_per_step(b) * self.peak_flops
+
+    def crossover(self) -> int | None:
+        """Smallest B at which compute binds, or None if reads always take longer.
+
+        compute > memory  <=>  B x (2P x bw - kv x F) > W x F, so it happens only when
+        one more request adds more compute time than read time.
+        """
+        slope = self.flops_per_token * self.bandwidth - self.request_kv_bytes * self.peak_flops
+        if slope <= 0:
+            return None
+        b = self.weight_bytes * self.peak_flops // slope + 1
+        assert self.compute_bound(b) and (b == 1 or not self.compute_bound(b - 1))
+        return b
+
+    def meets(self, b: int, target: float) -> bool:
+        return self.per_user_tok_s(b) >= target
+
+    def speed_limit(self, target: float) -> int:
+        """Largest B whose per-user speed still meets `target` (0 if even B = 1 misses).
+
+        Solved analytically from each ceiling, then nudged by the exact test so the
+        rounding of the division can never disagree with `meets`.
+        """
+        if not self.meets(1, target):
+            return 0
+        by_reads = (self.bandwidth / target - self.weight_bytes) / self.request_kv_bytes
+        by_flops = self.peak_flops / (self.flops_per_token * target)
+        b = max(1, math.floor(min(by_reads, by_flops)))
+        while b > 1 and not self.meets(b, target):
+            b -= 1
+        while self.meets(b + 1, target):
+            b += 1
+        return b
+
+
+def roofline(gpu: GPU, model: Model, config: BatchSizeConfig) -> Roofline:
+    """The step-time model for this GPU, model, context and precision."""
+    kv = model.kv_bytes_per_token(config.kv_fp8)
+    return Roofline(weight_bytes=model.weight_bytes(config.weights_fp8),
+                    request_kv_bytes=config.context_tokens * kv,
+                    bandwidth=gpu.bandwidth_bytes_per_s,
+                    flops_per_token=2 * model.params,
+                    peak_flops=gpu.peak_flops)
+
+
+def usable_bytes(gpu: GPU) -> int:
+    num, den = MEMORY_UTILIZATION
+    return gpu.memory_bytes * num // den
+
+
+def run(config: BatchSizeConfig, actions: list) -> dict:
+    assert not actions
+    gpu, model = GPUS[config.gpu], MODELS[config.model]
+    roof = roofline(gpu, model, config)
+    kv_per_token = model.kv_bytes_per_token(config.kv_fp8)
+    target = config.target_tok_s
+
+    # Memory: what is left for the KV cache, and how many requests of this context fit.
+    pool = usable_bytes(gpu) - roof.weight_bytes - RESERVE_BYTES
+    kv_pool = max(pool, 0)
+    max_batch_memory = kv_pool // roof.request_kv_bytes
+
+    # Speed: how many requests can share a step before each user drops below the target.
+    max_batch_speed = roof.speed_limit(target)
+
+    reason = _reason(pool, max_batch_memory, max_batch_speed)
+    recommended = None if reason else min(max_batch_memory, max_batch_speed)
+    if recommended is not None:
+        assert recommended >= 1 and roof.meets(recommended, target)
+
+    view = {
+        "config": {"gpu": config.gpu, "model": config.model,
+                   "context_tokens": config.context_tokens, "target_tok_s": target,
+                   "kv_fp8": config.kv_fp8, "weights_fp8": config.weights_fp8},
+        "note": NOTE,
+        "gpu": gpu.record(),
+        "model": model.record(),
+        "precision": {"weights": _precision(config.weights_fp8),
+                      "kv_cache": _precision(config.kv_fp8)},
+        "kv_bytes_per_token": kv_per_token,
+        "request_kv_bytes": roof.request_kv_bytes,
+        "weight_bytes": roof.weight_bytes,
+        "usable_bytes": usable_bytes(gpu),
+        "reserve_bytes": RESERVE_BYTES,
+        "kv_pool_bytes": kv_pool,
+        "kv_pool_tokens": kv_pool // kv_per_token,
+        "max_batch_memory": max_batch_memory,
+        "max_batch_speed": max_batch_speed,
+        "recommended_max_num_seqs": recommended,
+        "limited_by": None if recommended is None else (
+            "memory" if max_batch_memory <= max_batch_speed else "speed"),
+        "reason": reason,
+        "reason_text": None,
+        "per_user_tok_s": None if recommended is None else roof.per_user_tok_s(recommended),
+        "total_tok_s": None if recommended is None else roof.total_tok_s(recommended),
+        "t_step_ms": None if recommended is None else 1000 * roof.step_seconds(recommended),
+        "single_user_tok_s": roof.per_user_tok_s(1),
+        "crossover_batch": roof.crossover(),
+        "answer": "",
+        "curve": [],
+        "curve_max_batch": 0,
+        "presets": PRESETS,
+        "active_preset": _active_preset(config),
+        "catalog": {
+            "gpus": [{"id": g.id, "label": g.label} for g in GPUS.values()],
+            "models": [{"id": m.id, "label": m.name, "max_context_tokens": m.max_context_tokens}
+                       for m in MODELS.values()],
+        },
+    }
+    view["reason_text"] = _reason_text(view, gpu, model)
+    view["answer"] = _answer(view, gpu, model)
+    top = _curve_top(max_batch_memory, max_batch_speed)
+    marks = (max_batch_memory, max_batch_speed, recommended, view["crossover_batch"])
+    view["curve"] = [_point(roof, b, max_batch_memory, target) for b in _curve_batches(top, marks)]
+    view["curve_max_batch"] = top
+    return view
+
+
+def _reason(pool: int, max_batch_memory: int, max_batch_speed: int) -> str | None:
+    # Memory problems come first: they stop the server from starting at all.
+    if pool < 0:
+        return "weights_do_not_fit"
+    if max_batch_memory == 0:
+        return "no_room_for_kv"
+    if max_batch_speed == 0:
+        return "too_slow"
+    return None
+
+
+def _precision(fp8: bool) -> str:
+    return "FP8" if fp8 else "16-bit"
+
+
+def _active_preset(config: BatchSizeConfig) -> str | None:
+    for key, preset in PRESETS.items():
+        if (config.context_tokens == preset["context_tokens"]
+                and config.target_tok_s == preset["target_tok_s"]):
+            return key
+    return None
+
+
+# -- Curve --------------------------------------------------------------------------
+
+def _point(roof: Roofline, b: int, max_batch_memory: int, target: float) -> dict:
+    return {"batch": b,
+            "t_step_ms": 1000 * roof.step_seconds(b),
+            "per_user_tok_s": roof.per_user_tok_s(b),
+            "total_tok_s": roof.total_tok_s(b),
+            "bound": "compute" if roof.compute_bound(b) else "memory",
+            "fits": b <= max_batch_memory,
+            "meets_target": roof.meets(b, target)}
+
+
+def _curve_top(max_batch_memory: int, max_batch_speed: int) -> int:
+    """The curve runs to the power of two at or above twice the larger limit (16..CURVE_CAP)."""
+    want = 2 * max(max_batch_memory, max_batch_speed, 1)
+    top = 16
+    while top < want and top < CURVE_CAP:
+        top *= 2
+    return top
+
+
+def _curve_batches(top: int, marks) -> list[int]:
+    """Log-spaced batches 1, 2, 3, 4, 6, 8, 12, ... (powers of two and 1.5x them), plus
+    the exact limits, recommendation and crossover that fall within the chart."""
+    batches = {1}
+    p = 2
+    while p <= top:
+        batches.add(p)
+        if p + p // 2 <= top:
+            batches.add(p + p // 2)
+        p *= 2
+    batches.update(m for m in marks if m is not None and 1 <= m <= top)
+    return sorted(batches)
+
+
+# -- Words --------------------------------------------------------------------------
+
+def _an(name: str) -> str:
+    """'an H100', 'a 4090': GPU names are spelled out letter by letter, and the letters
+    A E F H I L M N O R S X are read with a leading vowel sound."""
+    return ("an " if name[:1].upper() in "AEFHILMNORSX" else "a ") + name
+
+
+def _gb(n: int) -> str:
+    """Decimal gigabytes, up to two decimals: 16.06 GB, 141.2 GB, 4 GB."""
+    return f"{n / GB:,.2f}".rstrip("0").rstrip(".") + " GB"
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.3g}"
+
+
+def _setting(view: dict, gpu: GPU, model: Model) -> str:
+    cfg, prec = view["config"], view["precision"]
+    if prec["weights"] == prec["kv_cache"]:
+        precision = f"{prec['weights']} weights and KV cache"
+    else:
+        precision = f"{prec['weights']} weights, {prec['kv_cache']} KV cache"
+    return (f"On {_an(gpu.name)} with {model.name} ({precision}) at "
+            f"{cfg['context_tokens']:,} tokens of context and {cfg['target_tok_s']:g} "
+            f"tokens/s per user")
+
+
+def _reason_text(view: dict, gpu: GPU, model: Model) -> str | None:
+    reason, cfg = view["reason"], view["config"]
+    if reason == "weights_do_not_fit":
+        return (f"the weights alone take {_gb(view['weight_bytes'])}; with the "
+                f"{_gb(RESERVE_BYTES)} reserve that is more than the "
+                f"{_gb(view['usable_bytes'])} the server may use (90% of "
+                f"{gpu.memory_bytes // GB} GB)")
+    if reason == "no_room_for_kv":
+        return (f"after the weights and the {_gb(RESERVE_BYTES)} reserve the KV pool holds "
+                f"{view['kv_pool_tokens']:,} tokens, fewer than one request's "
+                f"{cfg['context_tokens']:,}")
+    if reason == "too_slow":
+        return (f"even a single user gets only {_num(view['single_user_tok_s'])} tokens/s, "
+                f"below the {cfg['target_tok_s']:g} tokens/s target")
+    return None
+
+
+def _answer(view: dict, gpu: GPU, model: Model) -> str:
+    setting = _setting(view, gpu, model)
+    if view["reason"] is not None:
+        return f"{setting}, no --max-num-seqs works: {view['reason_text']}. (Ideal ceiling.)"
+    return (f"{setting}, set --max-num-seqs to {view['recommended_max_num_seqs']:,}: memory "
+            f"allows {view['max_batch_memory']:,}, the speed target allows "
+            f"{view['max_batch_speed']:,}. (Ideal ceilings; a real server reaches less.)")
+
+
+def text(view: dict) -> str:
+    cfg = view["config"]
+    rec = view["recommended_max_num_seqs"]
+    lines = [
+        f"Batch size (--max-num-seqs), ideal ceiling: {view['gpu']['label']}, "
+        f"{view['model']['label']}",
+        f"  KV cache {view['kv_bytes_per_token']:,} B/token ({view['precision']['kv_cache']}); "
+        f"weights {_gb(view['weight_bytes'])} ({view['precision']['weights']})",
+        f"  KV pool {_gb(view['kv_pool_bytes'])} = {view['kv_pool_tokens']:,} tokens "
+        f"(usable {_gb(view['usable_bytes'])} - weights - {_gb(view['reserve_bytes'])} reserve)",
+        f"  memory allows {view['max_batch_memory']:,} requests of {cfg['context_tokens']:,} "
+        f"tokens; {cfg['target_tok_s']:g} tokens/s per user allows {view['max_batch_speed']:,}",
+    ]
+    if rec is not None:
+        lines.append(f"  at {rec:,}: {_num(view['per_user_tok_s'])} tokens/s per user, "
+                     f"{_num(view['total_tok_s'])} tokens/s total, step "
+                     f"{view['t_step_ms']:.2f} ms (limited by {view['limited_by']})")
+    cross = view["crossover_batch"]
+    lines.append("  compute binds from batch " + (f"{cross:,}" if cross else "- (never: "
+                 "each request's KV read takes longer than its FLOPs)"))
+    lines += ["", view["answer"], "",
+              f"{'batch':>7} {'step ms':>9} {'tok/s/user':>11} {'tok/s total':>12} "
+              f"{'bound':>8} {'fits':>5} {'meets':>6}"]
+    for p in view["curve"]:
+        flagmark = " <" if p["batch"] == rec else ""
+        lines.append(f"{p['batch']:>7,} {p['t_step_ms']:>9.2f} {p['per_user_tok_s']:>11.1f} "
+                     f"{p['total_tok_s']:>12,.0f} {p['bound']:>8} "
+                     f"{'yes' if p['fits'] else 'no':>5} "
+                     f"{'yes' if p['meets_target'] else 'no':>6}{flagmark}")
+    return "\n".join(lines)
+
+
+SIMULATION = Simulation(name="batch_size", config_cls=BatchSizeConfig, run=run, text=text,
+                        takes_actions=False)

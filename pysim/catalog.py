@@ -1,0 +1,146 @@
+"""The hardware and model catalog behind the batch-size calculator (widgets.md section 4).
+
+Every figure below comes from a published source named in the entry's `source`
+string and in the comment above it. Two rules keep the numbers comparable:
+
+- GPU memory and bandwidth are decimal (1 GB = 1e9 bytes, 1 TB/s = 1e12 B/s), as
+  vendors print them and as widgets.md fixes.
+- `peak_flops` is the *dense* 16-bit (BF16/FP16) tensor figure. Datasheets also print a
+  number twice as large "with sparsity"; that needs 2:4-sparse weights, which ordinary
+  checkpoints do not have, so it is never used here.
+
+Models carry only what the roofline needs: the parameter count (weights read once per
+step, 2 FLOPs per parameter per token) and the attention shape (layers, KV heads, head
+dimension), from which the KV cache size per token is *derived*, never typed in.
+All numbers are integers, so the formulas in `pysim.batch_size` can use exact
+arithmetic wherever no division is involved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Bytes per stored number: 16-bit formats (BF16/FP16) take 2, FP8 takes 1.
+BYTES_16BIT = 2
+BYTES_FP8 = 1
+
+GB = 1_000_000_000  # decimal gigabyte
+TB = 1_000_000_000_000  # decimal terabyte (per second, for bandwidth)
+TFLOPS = 1_000_000_000_000
+
+
+@dataclass(frozen=True)
+class GPU:
+    id: str  # short id used in --set gpu=...
+    name: str  # how the answer sentence names it, e.g. "H100 SXM"
+    memory_bytes: int
+    bandwidth_bytes_per_s: int
+    peak_flops: int  # dense 16-bit tensor FLOP/s, never the sparsity figure
+    source: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.memory_bytes // GB} GB"
+
+    def record(self) -> dict:
+        return {"id": self.id, "label": self.label, "name": self.name,
+                "memory_bytes": self.memory_bytes,
+                "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                "peak_flops": self.peak_flops, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str  # short id used in --set model=...
+    name: str  # e.g. "Llama 3.1 8B"
+    params: int
+    layers: int  # num_hidden_layers
+    kv_heads: int  # num_key_value_heads (grouped-query attention)
+    head_dim: int
+    max_context_tokens: int  # max_position_embeddings: the longest context vLLM accepts by default
+    source: str
+
+    def kv_bytes_per_token(self, kv_fp8: bool) -> int:
+        """Bytes of KV cache one token occupies: a K and a V vector per KV head per layer."""
+        per_number = BYTES_FP8 if kv_fp8 else BYTES_16BIT
+        return 2 * self.layers * self.kv_heads * self.head_dim * per_number
+
+    def weight_bytes(self, weights_fp8: bool) -> int:
+        return self.params * (BYTES_FP8 if weights_fp8 else BYTES_16BIT)
+
+    def record(self) -> dict:
+        return {"id": self.id, "label": self.name, "name": self.name, "params": self.params,
+                "layers": self.layers, "kv_heads": self.kv_heads, "head_dim": self.head_dim,
+                "max_context_tokens": self.max_context_tokens, "source": self.source}
+
+
+_GPU_LIST = (
+    # NVIDIA H100 Tensor Core GPU datasheet, "H100 SXM" column: 80 GB HBM3, 3.35 TB/s,
+    # BF16/FP16 tensor 1,979 TFLOPS *with sparsity*, so 989 dense (widgets.md's figure).
+    GPU("H100", "H100 SXM", 80 * GB, 3_350 * GB, 989 * TFLOPS,
+        "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, BF16 989 TFLOPS dense "
+        "(1,979 with sparsity)"),
+    # NVIDIA H200 Tensor Core GPU datasheet (SXM): 141 GB HBM3e, 4.8 TB/s; the same
+    # Hopper compute as H100 SXM, 1,979 TFLOPS BF16 with sparsity, 989 dense.
+    GPU("H200", "H200", 141 * GB, 4_800 * GB, 989 * TFLOPS,
+        "NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 4.8 TB/s, BF16 989 TFLOPS dense "
+        "(1,979 with sparsity)"),
+    # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16/FP16 tensor 362.05 TFLOPS dense
+    # (733 with sparsity); widgets.md rounds it to 362, which we keep.
+    GPU("L40S", "L40S", 48 * GB, 864 * GB, 362 * TFLOPS,
+        "NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16 362 TFLOPS dense "
+        "(733 with sparsity)"),
+    # NVIDIA A100 Tensor Core GPU datasheet, "A100 80GB SXM" column: 80 GB HBM2e,
+    # 2,039 GB/s, BF16 tensor 312 TFLOPS dense (624 with sparsity).
+    GPU("A100", "A100 SXM", 80 * GB, 2_039 * GB, 312 * TFLOPS,
+        "NVIDIA A100 datasheet (80GB SXM): 80 GB HBM2e, 2,039 GB/s, BF16 312 TFLOPS dense "
+        "(624 with sparsity)"),
+    # AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s peak bandwidth,
+    # FP16/BF16 matrix 1,307.4 TFLOPS dense (2,614.9 with sparsity).
+    GPU("MI300X", "MI300X", 192 * GB, 5_300 * GB, 1_307_400_000_000_000,
+        "AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s, FP16/BF16 1,307.4 TFLOPS "
+        "dense (2,614.9 with sparsity)"),
+)
+
+_MODEL_LIST = (
+    # meta-llama/Llama-3.1-8B config.json: num_hidden_layers 32, num_attention_heads 32,
+    # num_key_value_heads 8, hidden_size 4096 (so head dim 4096 / 32 = 128),
+    # max_position_embeddings 131072. Parameter count 8.03B (model page).
+    # KV per token in 16-bit: 2 x 32 x 8 x 128 x 2 = 131,072 bytes (widgets.md: 128 KiB).
+    Model("llama-3.1-8b", "Llama 3.1 8B", 8_030_000_000, 32, 8, 128, 131_072,
+          "meta-llama/Llama-3.1-8B config.json: 32 layers, 8 KV heads, head dim 4096/32 = 128, "
+          "max_position_embeddings 131072; 8.03B parameters (model page)"),
+    # meta-llama/Llama-3.1-70B config.json: num_hidden_layers 80, num_attention_heads 64,
+    # num_key_value_heads 8, hidden_size 8192 (head dim 8192 / 64 = 128),
+    # max_position_embeddings 131072. Parameter count 70.6B (model page).
+    Model("llama-3.1-70b", "Llama 3.1 70B", 70_600_000_000, 80, 8, 128, 131_072,
+          "meta-llama/Llama-3.1-70B config.json: 80 layers, 8 KV heads, head dim 8192/64 = 128, "
+          "max_position_embeddings 131072; 70.6B parameters (model page)"),
+    # Qwen/Qwen3-8B config.json: num_hidden_layers 36, num_attention_heads 32,
+    # num_key_value_heads 8, head_dim 128 (given explicitly), max_position_embeddings 40960.
+    # The model card: 8.2B parameters (8.19B in its safetensors), 32,768 tokens natively,
+    # 131,072 with YaRN rope scaling; we keep the config's 40,960, vLLM's default limit.
+    Model("qwen3-8b", "Qwen3 8B", 8_190_000_000, 36, 8, 128, 40_960,
+          "Qwen/Qwen3-8B config.json: 36 layers, 8 KV heads, head_dim 128, "
+          "max_position_embeddings 40960; 8.19B parameters (model card: 8.2B)"),
+    # Qwen/Qwen3-32B config.json: num_hidden_layers 64, num_attention_heads 64,
+    # num_key_value_heads 8, head_dim 128, max_position_embeddings 40960.
+    # Model card: 32.8B parameters; 32,768 tokens natively, 131,072 with YaRN.
+    Model("qwen3-32b", "Qwen3 32B", 32_800_000_000, 64, 8, 128, 40_960,
+          "Qwen/Qwen3-32B config.json: 64 layers, 8 KV heads, head_dim 128, "
+          "max_position_embeddings 40960; 32.8B parameters (model card)"),
+    # mistralai/Mistral-7B-v0.3 config.json: num_hidden_layers 32, num_attention_heads 32,
+    # num_key_value_heads 8, hidden_size 4096 (head dim 128), max_position_embeddings
+    # 32768, no sliding window (so every token's KV is kept). 7.25B parameters (model page).
+    Model("mistral-7b-v0.3", "Mistral 7B v0.3", 7_250_000_000, 32, 8, 128, 32_768,
+          "mistralai/Mistral-7B-v0.3 config.json: 32 layers, 8 KV heads, head dim 4096/32 = 128, "
+          "max_position_embeddings 32768; 7.25B parameters (model page)"),
+)
+
+# Insertion order is the order the widget's selects show.
+GPUS: dict[str, GPU] = {g.id: g for g in _GPU_LIST}
+MODELS: dict[str, Model] = {m.id: m for m in _MODEL_LIST}
+
+assert len(GPUS) == len(_GPU_LIST) and len(MODELS) == len(_MODEL_LIST), "duplicate catalog id"
+# memory x 0.9 is computed as memory x 9 // 10, exact only for multiples of 10 bytes.
+assert all(g.memory_bytes % 10 == 0 for g in _GPU_LIST)
