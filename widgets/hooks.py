@@ -45,6 +45,11 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 RUNTIME = "runtime.js"
 WORKER = "worker.js"
 SHARED_STYLES = ("widgets.css",)
+# Libraries from npm that a widget needs, copied from node_modules (pinned in
+# package.json) and loaded before the widget's own script.
+VENDOR = {
+    "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
+}
 
 WIDGET_DIV = re.compile(
     r'<div class="pysim-widget" data-widget="(?P<name>[a-z_]+)"(?P<attrs>[^>]*)>\s*</div>'
@@ -125,6 +130,10 @@ def on_pre_build(config, **kwargs):
     for path in sorted([*WIDGETS_DIR.glob("*.js"), *WIDGETS_DIR.glob("*.css")]):
         data = path.read_bytes()
         assets[path.name] = ("assets/widgets/" + _hashed_name(path.name, data), data)
+    for files in VENDOR.values():
+        for rel in files:
+            data = (ROOT / "node_modules" / rel).read_bytes()
+            assets[rel] = ("assets/vendor/" + _hashed_name(Path(rel).name, data), data)
     _state["assets"] = assets
 
     # The wheel, named by its content.
@@ -187,8 +196,10 @@ def on_post_page(output, page, config, **kwargs):
         "package": "pysim",
     }
     names = sorted(set(widgets))
-    styles = [*SHARED_STYLES, *(f"{n}.css" for n in names if f"{n}.css" in assets)]
-    scripts = [RUNTIME, *(f"{n}.js" for n in names)]
+    vendor = [rel for n in names for rel in VENDOR.get(n, ())]
+    styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
+              *(f"{n}.css" for n in names if f"{n}.css" in assets)]
+    scripts = [*(v for v in vendor if v.endswith(".js")), RUNTIME, *(f"{n}.js" for n in names)]
     head = [f'<link rel="stylesheet" href="{up}{assets[f][0]}">' for f in styles]
     head.append(
         '<script type="application/json" id="pysim-runtime">'
