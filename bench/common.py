@@ -1,0 +1,66 @@
+"""Shared helpers for the benchmarks: timing, the Pyodide runner, table printing."""
+
+from __future__ import annotations
+
+import glob
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def site_wheel() -> str:
+    wheels = glob.glob(str(ROOT / "site/assets/pyodide/*/pysim-*.whl"))
+    if not wheels:
+        sys.exit("no pysim wheel in site/: run `make site` first")
+    return wheels[0]
+
+
+def median_seconds(fn, repeats: int = 7, inner: int = 1) -> float:
+    """Median wall time of `inner` calls of fn, divided by inner, over `repeats` runs."""
+    fn()  # warm-up: imports, caches
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - t0) / inner)
+    return statistics.median(samples)
+
+
+# The same timing rule, as Python source, for the Pyodide side.
+PY_TIMER = '''
+import json, statistics, time
+def median_seconds(fn, repeats=7, inner=1):
+    fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - t0) / inner)
+    return statistics.median(samples)
+'''
+
+
+def run_in_pyodide(snippet: str) -> dict:
+    """Run `snippet` (which must print one JSON line last) inside Pyodide under Node."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(PY_TIMER + snippet)
+    out = subprocess.run(["node", str(ROOT / "bench/pyodide_run.mjs"), site_wheel(), f.name],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    cells = [[str(c) for c in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    line = lambda row: "| " + " | ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(cells[0]), sep, *map(line, cells[1:])])

@@ -1,0 +1,145 @@
+"""The race through the two doors: pysim.bridge.call (the page) and the command line.
+
+Bad input must come back as an answer naming the field, never as an exception
+(bridge), or as exit status 2 with one line naming the field (CLI).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pysim import bridge
+from pysim.__main__ import main
+from pysim.race import SCHEDULERS, RaceConfig, run, trace_digest
+
+
+def call(payload) -> dict:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return json.loads(bridge.call("race", text))
+
+
+# ---------------------------------------------------------------------------
+# Bridge
+
+
+def test_bridge_default_equals_direct_run():
+    answer = call({})
+    assert answer["ok"] is True
+    assert list(answer["result"]["schedulers"]) == list(SCHEDULERS)
+    assert trace_digest(answer["result"]) == trace_digest(run(RaceConfig(), []))
+
+
+def test_bridge_accepts_settings_and_one_scheduler():
+    answer = call({"config": {"requests": 8, "pool_blocks": 100, "scheduler": "static"}})
+    assert answer["ok"] is True
+    result = answer["result"]
+    assert len(result["workload"]) == 8
+    assert list(result["schedulers"]) == ["static"]
+    assert result["config"]["pool_blocks"] == 100
+
+
+@pytest.mark.parametrize("config, field, words", [
+    ({"pool_blocks": -5}, "pool_blocks", "-5"),
+    ({"requests": 0}, "requests", "1 to 400"),
+    ({"pool_blocks": "abc"}, "pool_blocks", "abc"),
+    ({"pool_blocks": 160.5}, "pool_blocks", "whole number"),
+    ({"requests": True}, "requests", "True"),
+    ({"pool_blocks": 20}, "pool_blocks", "at least 34"),
+    ({"prompt_blocks_min": 5, "prompt_blocks_max": 3}, "prompt_blocks_min", "at most"),
+    ({"answer_steps_max": 40}, "answer_steps_max", "1 to 32"),
+    ({"scheduler": "fifo"}, "scheduler", "continuous_paged"),
+    ({"pool": 100}, "pool", "unknown setting"),
+])
+def test_bridge_bad_config_names_the_field(config, field, words):
+    answer = call({"config": config})
+    assert answer["ok"] is False
+    assert answer["error"]["field"] == field
+    assert words in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("text, field", [
+    ('{"config": {"pool_blocks": 160', ""),  # malformed JSON
+    ('{"config": {"pool_blocks": NaN}}', ""),  # NaN is refused while parsing
+    ('{"config": {"pool_blocks": Infinity}}', ""),
+    ("[1, 2]", ""),  # not an object
+    ('{"config": [1]}', "config"),
+    ('{"config": {}, "extra": 1}', "extra"),
+    ('{"actions": ["step"]}', "actions"),
+    ('{"actions": "step"}', "actions"),
+    ("", ""),
+])
+def test_bridge_never_raises(text, field):
+    answer = json.loads(bridge.call("race", text))
+    assert answer["ok"] is False
+    assert answer["error"]["field"] == field
+    assert answer["error"]["message"]
+
+
+def test_bridge_overflowing_number_names_the_field():
+    # 1e999 is valid JSON but parses to infinity: refused by the field, not the parser.
+    answer = call('{"config": {"pool_blocks": 1e999}}')
+    assert answer["ok"] is False and answer["error"]["field"] == "pool_blocks"
+
+
+def test_bridge_nan_message_says_what_is_wrong():
+    answer = call('{"config": {"pool_blocks": NaN}}')
+    assert "NaN" in answer["error"]["message"]
+
+
+def test_bridge_non_string_arguments_do_not_raise():
+    answer = json.loads(bridge.call("race", None))  # type: ignore[arg-type]
+    assert answer["ok"] is False
+
+
+def test_describe_exports_the_race_ranges():
+    fields = {f["name"]: f for f in json.loads(bridge.call("describe", "{}"))["result"]["race"]["fields"]}
+    assert fields["pool_blocks"]["default"] == 160 and fields["pool_blocks"]["hi"] == 2000
+    assert fields["requests"]["lo"] == 1 and fields["requests"]["hi"] == 400
+    assert fields["scheduler"]["options"] == ["all", *SCHEDULERS]
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+
+def test_cli_prints_the_comparison_table(capsys):
+    assert main(["race"]) == 0
+    out = capsys.readouterr().out
+    view = run(RaceConfig(), [])
+    for name in SCHEDULERS:
+        row = next(line for line in out.splitlines() if line.startswith(name))
+        assert row.split()[1] == str(view["schedulers"][name]["steps_to_finish"])
+
+
+def test_cli_json_with_settings(capsys):
+    assert main(["race", "--json", "--set", "requests=5", "--set", "scheduler=continuous_paged"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert len(view["workload"]) == 5
+    assert list(view["schedulers"]) == ["continuous_paged"]
+    config = RaceConfig(requests=5, scheduler="continuous_paged")
+    assert trace_digest(view) == trace_digest(run(config, []))
+
+
+@pytest.mark.parametrize("setting, field", [
+    ("pool_blocks=abc", "pool_blocks"),
+    ("pool_blocks=-5", "pool_blocks"),
+    ("requests=0", "requests"),
+    ("pool_blocks=20", "pool_blocks"),
+    ("pool=100", "pool"),
+    ("max_running=2.5", "max_running"),
+    ("answer_steps_min=30", "answer_steps_min"),
+])
+def test_cli_bad_setting_exits_2_with_one_line(capsys, setting, field):
+    assert main(["race", "--set", setting]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"error: {field}:")
+
+
+def test_cli_refuses_actions(capsys):
+    assert main(["race", "--actions", "step"]) == 2
+    assert "actions" in capsys.readouterr().err
