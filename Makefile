@@ -13,10 +13,10 @@ WHEELS_FOR_PYODIDE := .cache/pyodide-wheels
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-# pyodide-build's `lockfile add-wheels` needs Python >= 3.12. Look on PATH, then pyenv.
-PY312 ?= $(shell for p in python3.13 python3.12; do command -v $$p >/dev/null 2>&1 && { command -v $$p; exit; }; done; \
-	r=$$(pyenv root 2>/dev/null); for v in $$(ls -d $$r/versions/3.1[23]* 2>/dev/null | sort -r); do \
-	[ -x $$v/bin/python3 ] && { echo $$v/bin/python3; exit; }; done)
+# pyodide-build's `lockfile add-wheels` needs Python >= 3.12: the first candidate that
+# really runs and is new enough (pyenv shims may exist for versions that are not active).
+PY312 ?= $(shell for p in python3 python3.14 python3.13 python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -r); do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v $$p; exit; }; done)
 
 .PHONY: help serve test test-unit test-pyodide test-browser site wheel bench setup chromium clean
 

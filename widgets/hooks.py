@@ -51,6 +51,15 @@ VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
 }
 
+# Math from pymdownx.arithmatex (generic mode): \( ... \) inline, \[ ... \] display.
+MATH = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<display>.*?)\\\])</(?P=tag)>',
+    re.S,
+)
+# A figure computed by pysim.figures: {{ little.w_s }} or {{ little.w_s:.1f }}.
+FIGURE = re.compile(r"\{\{\s*(?P<name>[a-z_][a-z0-9_]*\.[a-z0-9_]+)\s*(?::(?P<spec>[^}]*))?\}\}")
+KATEX_NPM = ROOT / "node_modules" / "katex"
+
 WIDGET_DIV = re.compile(
     r'<div class="pysim-widget" data-widget="(?P<name>[a-z_]+)"(?P<attrs>[^>]*)>\s*</div>'
 )
@@ -120,10 +129,13 @@ def on_pre_build(config, **kwargs):
         raise SystemExit("pysim hook: node_modules/pyodide is missing; run `npm ci` (or `make site`).")
     _state.clear()
     _state["bridge"] = bridge = _fresh_bridge()
+    _state["figures"] = importlib.import_module("pysim.figures")
     # Every simulation's fields with their ranges: the widgets size their controls from it.
     _state["fields"] = json.loads(bridge.call("describe", ""))["result"]
     version = _pyodide_version()
     _state["pyodide_dir"] = f"assets/pyodide/{version}/"
+    katex_version = json.loads((KATEX_NPM / "package.json").read_text())["version"]
+    _state["katex_dir"] = f"assets/vendor/katex/{katex_version}/"
 
     # Content-hashed front-end files: a hosted site may cache them forever.
     assets = {}
@@ -150,8 +162,47 @@ def on_pre_build(config, **kwargs):
     log.info("pysim wheel %s", hashed.name)
 
 
+def on_page_markdown(markdown, page, config, files, **kwargs):
+    """Replace {{ figure }} placeholders with numbers computed by pysim.figures."""
+    figures = _state["figures"]
+
+    def fill(match: re.Match) -> str:
+        name, spec = match.group("name"), match.group("spec") or ""
+        try:
+            value = figures.figure(name)
+        except KeyError:
+            raise SystemExit(f"pysim hook: {page.file.src_path} names unknown figure {name!r}") from None
+        return format(value, spec.strip())
+
+    return FIGURE.sub(fill, markdown)
+
+
+def _render_math(html_text: str, page) -> str:
+    """Render every formula of the page with KaTeX at build time (one node call)."""
+    found = list(MATH.finditer(html_text))
+    if not found:
+        return html_text
+    items = [{"tex": html.unescape(m.group("inline") if m.group("inline") is not None else m.group("display")).strip(),
+              "display": m.group("display") is not None} for m in found]
+    result = subprocess.run(["node", str(WIDGETS_DIR / "render_math.mjs")], input=json.dumps(items),
+                            capture_output=True, text=True, check=True, cwd=ROOT)
+    rendered = json.loads(result.stdout)
+    out, last = [], 0
+    for m, item, r in zip(found, items, rendered):
+        if "error" in r:
+            raise SystemExit(f"pysim hook: bad math on {page.file.src_path}: {item['tex']!r}: {r['error']}")
+        tag = m.group("tag")
+        out.append(html_text[last:m.start()])
+        out.append(f'<{tag} class="arithmatex">{r["html"]}</{tag}>')
+        last = m.end()
+    out.append(html_text[last:])
+    page.meta["pysim_math"] = True
+    return "".join(out)
+
+
 def on_page_content(html_text, page, config, files, **kwargs):
-    """Fill each widget placeholder with its pre-rendered default view model."""
+    """Render math, and fill each widget placeholder with its pre-rendered view model."""
+    html_text = _render_math(html_text, page)
     bridge = _state["bridge"]
     found = []
 
@@ -184,10 +235,13 @@ def on_page_content(html_text, page, config, files, **kwargs):
 
 def on_post_page(output, page, config, **kwargs):
     """Link the widget runtime into pages that hold a widget, and only those."""
+    up = "../" * page.url.count("/")  # from this page back to the site root
+    if page.meta.get("pysim_math"):
+        katex_css = f'<link rel="stylesheet" href="{up}{_state["katex_dir"]}katex.min.css">'
+        output = output.replace("</head>", katex_css + "\n</head>", 1)
     widgets = page.meta.get("pysim_widgets")
     if not widgets:
         return output
-    up = "../" * page.url.count("/")  # from this page back to the site root
     assets = _state["assets"]
     runtime = {
         "pyodide": up + _state["pyodide_dir"],
@@ -218,6 +272,10 @@ def on_post_build(config, **kwargs):
     pyodide_out.mkdir(parents=True, exist_ok=True)
     for filename in PYODIDE_FILES:
         shutil.copy2(PYODIDE_NPM / filename, pyodide_out / filename)
+    # KaTeX's stylesheet and fonts (math is rendered at build time; no KaTeX script ships).
+    katex_out = site / _state["katex_dir"]
+    shutil.copytree(KATEX_NPM / "dist" / "fonts", katex_out / "fonts", dirs_exist_ok=True)
+    shutil.copy2(KATEX_NPM / "dist" / "katex.min.css", katex_out / "katex.min.css")
     # Our front-end files.
     for path, data in _state["assets"].values():
         out = site / path
