@@ -1,0 +1,302 @@
+"""The paged KV-cache memory: one pool of fixed-size blocks, shared by every simulation.
+
+Follows vLLM V1 (0.33) `BlockPool`, `FreeKVCacheBlockQueue` and `KVCacheManager`
+(vllm-v1-semantics.md sections A-E), with one teaching simplification from
+widgets.md section 2: there is no null block, so all `num_blocks` blocks are usable.
+
+The vocabulary:
+- A *block* holds `block_size` token slots; a request's *block table* lists the
+  blocks holding its tokens, in order.
+- A block's *ref count* is the number of block tables holding it. A block is in the
+  *free queue* exactly when its ref count is 0.
+- With prefix caching on, every *full* block gets a hash chained from the previous
+  block's hash and its own token ids, and is registered in the cache under that hash.
+  A freed block keeps its hash (it can still be hit) until it is handed out again.
+- The free queue is in eviction order: blocks are handed out from the head. Freed
+  blocks that carry a hash go to the tail (evicted last); freed blocks without one go
+  to the head (reused first), as vLLM 0.33 does (E4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import Iterable, Sequence
+
+BlockHash = bytes  # a sha256 digest covering the whole prefix up to and including a block
+
+# The parent of a sequence's first block: a fixed value, like vLLM's NONE_HASH (B3).
+ROOT_HASH: BlockHash = hashlib.sha256(b"pysim-root-hash").digest()
+
+
+def hash_block(parent: BlockHash | None, token_ids: Sequence[int]) -> BlockHash:
+    """Hash one block from its parent's hash and its own token ids (B2).
+
+    The encoding is fixed-width (8 signed bytes per token id after a 32-byte
+    parent), so the same input gives the same digest on every Python.
+    """
+    data = struct.pack(f">{len(token_ids)}q", *token_ids)
+    return hashlib.sha256((parent or ROOT_HASH) + data).digest()
+
+
+def hash_full_blocks(token_ids: Sequence[int], block_size: int,
+                     parent: BlockHash | None = None) -> list[BlockHash]:
+    """The chained hashes of every full block of `token_ids` (a partial tail has none)."""
+    hashes = []
+    for start in range(0, len(token_ids) - block_size + 1, block_size):
+        parent = hash_block(parent, token_ids[start:start + block_size])
+        hashes.append(parent)
+    return hashes
+
+
+class BlockPool:
+    """Blocks 0..num_blocks-1, their ref counts and hashes, the free queue, the cache."""
+
+    def __init__(self, num_blocks: int, block_size: int, enable_caching: bool):
+        assert num_blocks >= 1 and block_size >= 1
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.enable_caching = enable_caching
+        self._ref = [0] * num_blocks
+        self._hash: list[BlockHash | None] = [None] * num_blocks
+        # hash -> {block id: None}: a dict keeps insertion order, so the first block
+        # registered under a hash that is still present is the first key (C3).
+        self._cached: dict[BlockHash, dict[int, None]] = {}
+        # The free queue: a circular doubly-linked list over arrays indexed by block id,
+        # with a sentinel at index num_blocks, so unlinking any block is O(1) (E1).
+        s = num_blocks
+        self._next = list(range(1, num_blocks + 1)) + [0]
+        self._prev = [s] + list(range(num_blocks))
+        self._num_free = num_blocks  # all blocks, in ascending id order (A1)
+        self.num_evictions = 0  # cached hashes dropped because their block was handed out
+        self.num_allocations = 0  # blocks handed out by get_new_blocks
+
+    # --- reading -------------------------------------------------------------
+    @property
+    def num_free_blocks(self) -> int:
+        """Length of the free queue, free-but-cached blocks included (A4)."""
+        return self._num_free
+
+    def ref_count(self, block_id: int) -> int:
+        return self._ref[block_id]
+
+    def block_hash(self, block_id: int) -> BlockHash | None:
+        return self._hash[block_id]
+
+    def get_cached_block(self, h: BlockHash) -> int | None:
+        """A block holding the content of hash `h`, or None (first inserted, C3)."""
+        blocks = self._cached.get(h)
+        return next(iter(blocks)) if blocks else None
+
+    def free_queue(self) -> list[int]:
+        """Block ids from head (handed out next) to tail (evicted last)."""
+        out, b = [], self._next[self.num_blocks]
+        while b != self.num_blocks:
+            out.append(b)
+            b = self._next[b]
+        return out
+
+    # --- the free queue's linked list ------------------------------------------
+    def _unlink(self, b: int) -> None:
+        p, n = self._prev[b], self._next[b]
+        self._next[p], self._prev[n] = n, p
+        self._num_free -= 1
+
+    def _insert_after(self, p: int, b: int) -> None:
+        n = self._next[p]
+        self._prev[b], self._next[b] = p, n
+        self._next[p] = self._prev[n] = b
+        self._num_free += 1
+
+    # --- changing --------------------------------------------------------------
+    def touch(self, block_ids: Iterable[int]) -> None:
+        """Cache hits: one more table holds each block; a free one leaves the queue (E1)."""
+        for b in block_ids:
+            if self._ref[b] == 0:
+                self._unlink(b)
+            self._ref[b] += 1
+
+    def get_new_blocks(self, n: int) -> list[int]:
+        """Hand out `n` blocks from the head of the free queue (D4.2).
+
+        A handed-out block that still had a hash loses it: its cached content is
+        evicted, and it can no longer be hit.
+        """
+        assert 0 <= n <= self._num_free, f"asked for {n} blocks, {self._num_free} free"
+        out = []
+        for _ in range(n):
+            b = self._next[self.num_blocks]
+            self._unlink(b)
+            assert self._ref[b] == 0
+            if self._hash[b] is not None:
+                self._evict(b)
+            self._ref[b] = 1
+            out.append(b)
+        self.num_allocations += n
+        return out
+
+    def _evict(self, b: int) -> None:
+        h = self._hash[b]
+        entry = self._cached[h]
+        del entry[b]
+        if not entry:
+            del self._cached[h]
+        self._hash[b] = None
+        self.num_evictions += 1
+
+    def cache_full_block(self, block_id: int, h: BlockHash) -> None:
+        """Register a full, in-use block under hash `h`. No de-duplication (E3)."""
+        assert self.enable_caching and self._ref[block_id] > 0
+        assert self._hash[block_id] is None, "a block never changes its hash while in use (E2)"
+        self._hash[block_id] = h
+        self._cached.setdefault(h, {})[block_id] = None
+
+    def free_blocks(self, ordered_block_ids: Iterable[int]) -> None:
+        """Drop one reference from each block; place those reaching 0 in the queue (E4).
+
+        Callers pass a request's block table reversed (last block first). Hashed
+        blocks go to the tail in that order, so a request's last block is evicted
+        before its shared prefix; unhashed blocks go to the head, the request's last
+        block at the very head. With caching off no block has a hash: all go to the head.
+        """
+        to_tail, to_head = [], []
+        for b in ordered_block_ids:
+            assert self._ref[b] > 0, f"block {b} freed more often than held"
+            self._ref[b] -= 1
+            if self._ref[b] == 0:
+                (to_tail if self._hash[b] is not None else to_head).append(b)
+        for b in to_tail:
+            self._insert_after(self._prev[self.num_blocks], b)
+        for b in reversed(to_head):
+            self._insert_after(self.num_blocks, b)
+
+    def check_invariants(self, block_tables: Iterable[Sequence[int]] | None = None) -> None:
+        """Assert the pool is consistent; with `block_tables`, also the ref counts."""
+        queue = self.free_queue()
+        assert len(queue) == self._num_free == len(set(queue))
+        in_queue = set(queue)
+        for b in range(self.num_blocks):
+            assert (b in in_queue) == (self._ref[b] == 0), f"block {b}: queue xor in use"
+            assert self._ref[b] >= 0
+        used = sum(1 for r in self._ref if r > 0)
+        assert used + self._num_free == self.num_blocks
+        if block_tables is not None:
+            holders = [0] * self.num_blocks
+            for table in block_tables:
+                assert len(set(table)) == len(table), "a table holds a block twice"
+                for b in table:
+                    holders[b] += 1
+            assert holders == self._ref, "ref count != number of tables holding the block"
+        entries = 0
+        for h, blocks in self._cached.items():
+            assert blocks, "empty cache entry"
+            for b in blocks:
+                assert self._hash[b] == h
+            entries += len(blocks)
+        assert entries == sum(1 for h in self._hash if h is not None)
+        assert self.enable_caching or not self._cached
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class KVCacheManager:
+    """Per-request block tables over one pool (vLLM's KVCacheManager, sections C-E)."""
+
+    def __init__(self, pool: BlockPool):
+        self.pool = pool
+        self._tables: dict[object, list[int]] = {}
+        # The chained hashes of each request's leading blocks that are already
+        # cached; blocks beyond are hashed once, when they become full (never rehash).
+        self._hashes: dict[object, list[BlockHash]] = {}
+
+    def block_table(self, req_id) -> list[int]:
+        return self._tables.get(req_id, [])
+
+    def tables(self) -> dict:
+        """req_id -> block table, for invariant checks and views (do not modify)."""
+        return self._tables
+
+    def request_hashes(self, req_id) -> list[BlockHash]:
+        """Hashes of the request's cached leading blocks (parent of block i is i-1)."""
+        return self._hashes.get(req_id, [])
+
+    def num_cached_blocks(self, req_id) -> int:
+        return len(self._hashes.get(req_id, ()))
+
+    def lookup(self, token_ids: Sequence[int],
+               block_hashes: Sequence[BlockHash] = ()) -> tuple[list[int], int]:
+        """Longest cached run of leading full blocks: (block ids, hit tokens). Pure (C1).
+
+        The hit is capped at len-1 tokens, rounded down to whole blocks, so the last
+        token is always computed (C2): a fully cached block-aligned prompt computes
+        its whole last block again. `block_hashes`, if given, are the sequence's
+        chained full-block hashes already known (vLLM keeps them on the request, B1);
+        blocks beyond them are hashed here.
+        """
+        pool = self.pool
+        if not pool.enable_caching:
+            return [], 0
+        bs, cached, known = pool.block_size, pool._cached, len(block_hashes)
+        hits: list[int] = []
+        parent = None
+        for i in range(max(0, len(token_ids) - 1) // bs):
+            if i < known:
+                parent = block_hashes[i]
+            else:
+                parent = hash_block(parent, token_ids[i * bs:(i + 1) * bs])
+            blocks = cached.get(parent)
+            if not blocks:
+                break  # chained: every later block misses too
+            hits.append(next(iter(blocks)))  # the first inserted (C3)
+        return hits, len(hits) * bs
+
+    def blocks_needed(self, req_id, num_tokens_total: int, hit_blocks: Sequence[int] = ()) -> int:
+        """Free blocks an allocation would consume (D1): new ones plus evictable hits."""
+        held = len(self._tables.get(req_id, ())) + len(hit_blocks)
+        new = max(0, cdiv(num_tokens_total, self.pool.block_size) - held)
+        ref = self.pool._ref
+        return new + sum(1 for b in hit_blocks if ref[b] == 0)
+
+    def allocate_slots(self, req_id, token_ids: Sequence[int], num_tokens_total: int,
+                       hit_blocks: Sequence[int] = (),
+                       block_hashes: Sequence[BlockHash] = ()) -> bool:
+        """Make the table cover `num_tokens_total` slots; False, changing nothing, if short (D4).
+
+        `token_ids` are the request's known tokens; every block full within
+        min(num_tokens_total, len(token_ids)) of them is hashed and cached now, at
+        schedule time (D5), generated tokens included (B1). Hashes already known
+        can be passed in `block_hashes` (as for `lookup`).
+        """
+        pool = self.pool
+        table = self._tables.get(req_id)
+        assert not hit_blocks or not table, "cache hits only on a request's first allocation"
+        if self.blocks_needed(req_id, num_tokens_total, hit_blocks) > pool.num_free_blocks:
+            return False
+        if table is None:
+            table = self._tables[req_id] = []
+            self._hashes[req_id] = [pool.block_hash(b) for b in hit_blocks]
+        if hit_blocks:
+            pool.touch(hit_blocks)
+            table.extend(hit_blocks)
+        new = cdiv(num_tokens_total, pool.block_size) - len(table)
+        if new > 0:
+            table.extend(pool.get_new_blocks(new))
+        if pool.enable_caching:
+            num_tokens = min(num_tokens_total, len(token_ids))
+            hashes, bs = self._hashes[req_id], pool.block_size
+            for i in range(len(hashes), num_tokens // bs):
+                if i < len(block_hashes):
+                    h = block_hashes[i]
+                else:
+                    h = hash_block(hashes[-1] if hashes else None, token_ids[i * bs:(i + 1) * bs])
+                hashes.append(h)
+                pool.cache_full_block(table[i], h)
+        return True
+
+    def free(self, req_id) -> None:
+        """Release the request's blocks, last block first (E4), and forget its table."""
+        table = self._tables.pop(req_id, [])
+        self._hashes.pop(req_id, None)
+        self.pool.free_blocks(reversed(table))

@@ -1,0 +1,323 @@
+"""Simulation 3, the token budget and chunked prefill (--max-num-batched-tokens).
+
+Follows widgets.md section 3; the scheduling itself is pysim.engine (vLLM V1's sync
+scheduler, vllm-v1-semantics.md section F), so every rule there holds here: each step,
+running requests first in admission order (decodes take 1 token, a prompt in progress
+takes a chunk), then the head of the waiting queue while it fits; a prompt whose last
+chunk runs in a step gets its first token in that step.
+
+What this module adds is time. A step lasts
+
+    t_step = base_ms + per_decode_ms x (decoding requests) + per_prefill_token_ms x (prompt tokens)
+
+(defaults 5, 0.02 and 0.035 ms: illustrative figures for Llama 3.1 8B on one H100).
+Time is kept in whole microseconds (each step's duration is rounded to 1 us), so step
+starts and arrivals compare exactly. A request arriving while a step runs waits for
+the next step; when nothing is running or waiting, time jumps to the next arrival.
+
+Users already streaming at t = 0 (`streaming_at_start`) had their prompt prefilled and
+their first token sampled before step 0 (counted as step -1), so their first step is
+a decode. Their `output_tokens` includes that first token; they have no TTFT.
+
+Metrics (all in milliseconds):
+- TTFT of a request: from its arrival to the end of the step that samples its first token.
+- Inter-token gaps of a request: between the ends of the steps that sample its
+  consecutive tokens, counted from its first token sampled in the simulation. A stream
+  that was already going at t = 0 has no time for its earlier token, so its first gap
+  starts at its first token in step 0.
+- "Streaming users" in the summary are all requests once they have their first token:
+  `itl_p50_ms` and `itl_max_ms` are over every gap of every request (p50 by the
+  nearest-rank rule: the ceil(n/2)-th smallest). This counts a new prompt's own
+  answer as well as the users already streaming, so "Burst of chats", which has no
+  streams at t = 0, shows the trade too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .blockpool import cdiv
+from .bridge import Simulation
+from .config import ConfigError, bounded, choice, flag
+from .engine import Engine, EngineConfig, run_timed
+from .prng import SplitMix64
+
+BLOCK_SIZE = 16
+BUDGET_PRESETS = (512, 2048, 8192, 16384)
+MODEL_LABEL = "illustrative: Llama 3.1 8B on one H100"
+# A shared system prompt at the start of every chat: only prefix caching notices it.
+SYSTEM_PROMPT_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One request of a scenario."""
+
+    id: str
+    label: str
+    arrival_ms: int
+    prompt_tokens: int
+    output_tokens: int  # answer length, including a stream's token sampled before t = 0
+    streaming_at_start: bool = False
+    priority: int = 0  # lower is served first under the priority policy
+    shared_prefix: int = 0  # leading prompt tokens identical across the scenario
+
+
+def _long_document() -> list[Spec]:
+    prompts = (1200, 900, 2000, 600, 1500, 1100)
+    answers = (120, 96, 150, 80, 110, 140)
+    streams = [Spec(f"s{i + 1}", f"stream {i + 1}", 0, p, a, streaming_at_start=True)
+               for i, (p, a) in enumerate(zip(prompts, answers))]
+    return streams + [Spec("doc", "long document", 20, 16_000, 32)]
+
+
+def _burst_of_chats() -> list[Spec]:
+    rng = SplitMix64(3)
+    return [Spec(f"c{i + 1}", f"chat {i + 1}", 0, rng.randint(100, 400), rng.randint(16, 64),
+                 shared_prefix=SYSTEM_PROMPT_TOKENS)
+            for i in range(24)]
+
+
+def _mixed() -> list[Spec]:
+    rng = SplitMix64(7)
+    specs = [Spec(f"s{i + 1}", f"stream {i + 1}", 0, rng.randint(600, 1500), rng.randint(150, 250),
+                  streaming_at_start=True) for i in range(4)]
+    arrivals = []
+    t = 0
+    for i in range(12):  # chats every 10..90 ms
+        t += rng.randint(10, 90)
+        arrivals.append(Spec(f"c{i + 1}", f"chat {i + 1}", t, rng.randint(100, 400),
+                             rng.randint(16, 64), shared_prefix=SYSTEM_PROMPT_TOKENS))
+    for i, (at, prompt) in enumerate(((50, 3000), (250, 6000), (450, 10_000))):
+        arrivals.append(Spec(f"d{i + 1}", f"document {i + 1}", at, prompt, 48, priority=1))
+    arrivals.sort(key=lambda s: s.arrival_ms)  # stable: ties keep the listed order
+    return specs + arrivals
+
+
+SCENARIOS = {
+    "long_document": ("Long document", _long_document,
+                      "Six users are already streaming answers when a 16,000-token "
+                      "document arrives at 20 ms."),
+    "burst_of_chats": ("Burst of chats", _burst_of_chats,
+                       "Twenty-four short chat prompts (100 to 400 tokens, sharing a "
+                       "64-token system prompt) arrive at once."),
+    "mixed": ("Mixed", _mixed,
+              "Four users streaming, twelve chats arriving over about half a second and "
+              "three documents (3,000, 6,000 and 10,000 tokens, priority 1: served after "
+              "chats under the priority policy)."),
+}
+
+
+def scenario_requests(name: str) -> list[Spec]:
+    return SCENARIOS[name][1]()
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    scenario: str = choice("long_document", tuple(SCENARIOS), "the workload")
+    budget: int = bounded(2048, 64, 65_536, "tokens one step may process "
+                          "(--max-num-batched-tokens)")
+    max_num_seqs: int = bounded(128, 1, 512, "most requests running at once (--max-num-seqs)")
+    base_ms: float = bounded(5.0, 0.1, 100.0, "fixed cost of a step, ms", integer=False)
+    per_decode_ms: float = bounded(0.02, 0.0, 10.0, "extra ms per decoding request",
+                                   integer=False)
+    per_prefill_token_ms: float = bounded(0.035, 0.0, 1.0, "extra ms per prompt token",
+                                          integer=False)
+    pool_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens")
+    prefix_caching: bool = flag(False, "reuse cached KV blocks of identical prompt prefixes")
+    chunked_prefill: bool = flag(True, "cut prompts that do not fit the budget into chunks")
+    policy: str = choice("fcfs", ("fcfs", "priority"), "order of the waiting queue and of "
+                         "preemption")
+
+    def check(self) -> None:
+        specs = scenario_requests(self.scenario)
+        label = SCENARIOS[self.scenario][0]
+        streams = [s for s in specs if s.streaming_at_start]
+        if len(streams) > self.max_num_seqs:
+            raise ConfigError("max_num_seqs", f"got {self.max_num_seqs}, but {label} starts "
+                              f"with {len(streams)} users streaming; expected a whole number "
+                              f"from {len(streams)} to 512")
+        longest = max(s.prompt_tokens + s.output_tokens - 1 for s in specs)
+        need = max(cdiv(longest, BLOCK_SIZE),
+                   sum(cdiv(s.prompt_tokens, BLOCK_SIZE) for s in streams))
+        if self.pool_blocks < need:
+            raise ConfigError("pool_blocks", f"got {self.pool_blocks:,}, but {label} needs at "
+                              f"least {need:,} blocks; expected a whole number from {need:,} "
+                              f"to 65,536")
+        if not self.chunked_prefill and self.budget < longest:
+            raise ConfigError("budget", f"got {self.budget:,}, but with chunked prefill off a "
+                              f"whole sequence must fit one step: {label} needs at least "
+                              f"{longest:,}; expected a whole number from {longest:,} to 65,536")
+
+
+class StepTime:
+    """The step-time model, in whole microseconds."""
+
+    def __init__(self, base_ms: float, per_decode_ms: float, per_prefill_token_ms: float):
+        # Coefficients in microseconds, rounded to 1e-6 us so 0.035 ms is exactly 35 us.
+        self.base = round(base_ms * 1000, 6)
+        self.decode = round(per_decode_ms * 1000, 6)
+        self.prefill = round(per_prefill_token_ms * 1000, 6)
+
+    def __call__(self, result) -> int:
+        return round(self.base + self.decode * result.decode_tokens
+                     + self.prefill * result.prefill_tokens)
+
+
+def _ms(us: int) -> float:
+    # Correctly rounded division of a whole number of microseconds: 20480 -> 20.48
+    # exactly as printed, so no further rounding is needed for display.
+    return us / 1000
+
+
+def _token_ids(spec: Spec, index: int) -> list[int]:
+    shared = list(range(spec.shared_prefix))
+    own = (index + 1) * 1_000_000
+    return shared + list(range(own, own + spec.prompt_tokens - spec.shared_prefix))
+
+
+def nearest_rank(values: list, q: float):
+    """The ceil(q x n)-th smallest value (1-based), or None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = max(1, -(-int(q * 1000) * len(ordered) // 1000))
+    return ordered[k - 1]
+
+
+def simulate(specs: list[Spec], *, budget: int = 2048, max_num_seqs: int = 128,
+             base_ms: float = 5.0, per_decode_ms: float = 0.02,
+             per_prefill_token_ms: float = 0.035, pool_blocks: int = 4096,
+             prefix_caching: bool = False, chunked_prefill: bool = True,
+             policy: str = "fcfs") -> dict:
+    """Run `specs` on the engine with the step-time model; return requests, steps, summary."""
+    engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
+                                 num_blocks=pool_blocks, block_size=BLOCK_SIZE,
+                                 enable_caching=prefix_caching,
+                                 enable_chunked_prefill=chunked_prefill, policy=policy))
+    for i, s in enumerate(specs):
+        engine.add_request(s.id, s.prompt_tokens, s.output_tokens, arrival=s.arrival_ms * 1000,
+                           priority=s.priority,
+                           token_ids=_token_ids(s, i) if prefix_caching else None,
+                           prefilled=s.streaming_at_start)
+    token_us: dict[str, list[int]] = {s.id: [] for s in specs}
+    steps = []
+    end = 0
+    for result, start, duration in run_timed(engine, StepTime(base_ms, per_decode_ms,
+                                                               per_prefill_token_ms)):
+        end = start + duration
+        for rid in result.sampled:
+            token_us[rid].append(end)
+        steps.append({
+            "index": result.index,
+            "start_ms": _ms(start),
+            "duration_ms": _ms(duration),
+            "decode_tokens": result.decode_tokens,
+            "prefill_tokens": result.prefill_tokens,
+            "parts": [list(p) for p in result.parts],
+            "arrived": result.arrived,
+            "admitted": result.admitted,
+            "preempted": result.preempted,
+            "finished": result.finished,
+            "running": result.num_running,
+            "waiting": result.num_waiting,
+        })
+    requests, ttft, gaps_all = [], {}, []
+    for s in specs:
+        r = engine.requests[s.id]
+        times = token_us[s.id]
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        gaps_all.extend(gaps)
+        first = None if s.streaming_at_start else _ms(times[0] - s.arrival_ms * 1000)
+        if first is not None:
+            ttft[s.id] = first
+        requests.append({
+            "id": s.id,
+            "label": s.label,
+            "arrival_ms": s.arrival_ms,
+            "prompt_tokens": s.prompt_tokens,
+            "output_tokens": s.output_tokens,
+            "priority": s.priority,
+            "streaming_at_start": s.streaming_at_start,
+            "ttft_ms": first,
+            "token_ms": [_ms(t) for t in times],
+            "gaps_ms": [_ms(g) for g in gaps],
+            "finish_ms": _ms(times[-1]),
+            "preemptions": r.num_preemptions,
+            "cached_tokens": r.cached_tokens,
+        })
+    summary = {
+        "ttft_ms": ttft,
+        "itl_p50_ms": None if not gaps_all else _ms(nearest_rank(gaps_all, 0.5)),
+        "itl_max_ms": None if not gaps_all else _ms(max(gaps_all)),
+        "itl_gaps": len(gaps_all),
+        "total_ms": _ms(end),
+        "steps": len(steps),
+        "preemptions": engine.num_preemptions,
+    }
+    return {"requests": requests, "steps": steps, "summary": summary}
+
+
+def run(config: BudgetConfig, actions: list) -> dict:
+    assert not actions
+    label, _, description = SCENARIOS[config.scenario]
+    view = simulate(scenario_requests(config.scenario), budget=config.budget,
+                    max_num_seqs=config.max_num_seqs, base_ms=config.base_ms,
+                    per_decode_ms=config.per_decode_ms,
+                    per_prefill_token_ms=config.per_prefill_token_ms,
+                    pool_blocks=config.pool_blocks, prefix_caching=config.prefix_caching,
+                    chunked_prefill=config.chunked_prefill, policy=config.policy)
+    return {
+        "config": {
+            "scenario": config.scenario, "budget": config.budget,
+            "max_num_seqs": config.max_num_seqs, "base_ms": config.base_ms,
+            "per_decode_ms": config.per_decode_ms,
+            "per_prefill_token_ms": config.per_prefill_token_ms,
+            "pool_blocks": config.pool_blocks, "prefix_caching": config.prefix_caching,
+            "chunked_prefill": config.chunked_prefill, "policy": config.policy,
+        },
+        "scenario": {"id": config.scenario, "label": label, "description": description},
+        "model": {
+            "base_ms": config.base_ms,
+            "per_decode_ms": config.per_decode_ms,
+            "per_prefill_token_ms": config.per_prefill_token_ms,
+            "label": MODEL_LABEL,
+            "formula": "t_step = base_ms + per_decode_ms x decoding requests "
+                       "+ per_prefill_token_ms x prompt tokens",
+        },
+        "block_size": BLOCK_SIZE,
+        "budget_presets": list(BUDGET_PRESETS),
+        "scenarios": [{"id": k, "label": v[0], "description": v[2]} for k, v in SCENARIOS.items()],
+        **view,
+    }
+
+
+def text(view: dict) -> str:
+    s = view["summary"]
+    cfg = view["config"]
+    lines = [
+        f"Token budget: {view['scenario']['label']}, budget {cfg['budget']:,} tokens/step, "
+        f"max_num_seqs {cfg['max_num_seqs']}, {cfg['policy']}"
+        + ("" if cfg["chunked_prefill"] else ", chunked prefill off")
+        + (", prefix caching" if cfg["prefix_caching"] else ""),
+        f"  step time ({view['model']['label']}): {cfg['base_ms']:g} ms + "
+        f"{cfg['per_decode_ms']:g} ms x decodes + {cfg['per_prefill_token_ms']:g} ms x prompt tokens",
+        "",
+        f"{'request':<16} {'arrival ms':>10} {'prompt':>7} {'output':>7} {'TTFT ms':>9} "
+        f"{'max gap ms':>10} {'finish ms':>10} {'preempt':>7}",
+    ]
+    for r in view["requests"]:
+        ttft = "streaming" if r["ttft_ms"] is None else f"{r['ttft_ms']:.2f}"
+        gap = f"{max(r['gaps_ms']):.2f}" if r["gaps_ms"] else "-"
+        lines.append(f"{r['label']:<16} {r['arrival_ms']:>10,} {r['prompt_tokens']:>7,} "
+                     f"{r['output_tokens']:>7,} {ttft:>9} {gap:>10} {r['finish_ms']:>10.2f} "
+                     f"{r['preemptions']:>7}")
+    p50 = "-" if s["itl_p50_ms"] is None else f"{s['itl_p50_ms']:.2f}"
+    mx = "-" if s["itl_max_ms"] is None else f"{s['itl_max_ms']:.2f}"
+    lines += ["", f"inter-token latency p50 {p50} ms, max {mx} ms; total {s['total_ms']:.2f} ms "
+              f"in {s['steps']:,} steps; {s['preemptions']} preemptions"]
+    return "\n".join(lines)
+
+
+SIMULATION = Simulation(name="budget", config_cls=BudgetConfig, run=run, text=text,
+                        takes_actions=False)

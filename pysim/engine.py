@@ -1,0 +1,519 @@
+"""The scheduler engine: one step of vLLM V1's synchronous `Scheduler`, over the shared pool.
+
+This is the one place in pysim where the scheduling rules live (vllm-v1-semantics.md
+section F, vLLM 0.33 `Scheduler.schedule` + `update_from_output`; widgets.md section 3).
+The budget simulation runs on it, the chapter's workloads run on it, and the toy
+scheduler is compared against it step by step.
+
+There are no prefill and decode phases. Each request has `num_tokens` (prompt plus the
+tokens sampled so far) and `num_computed` (tokens whose KV is in the cache); each step
+hands every request some tokens so that `num_computed` catches up with `num_tokens`,
+all of them under one token budget (`max_num_batched_tokens`):
+
+1. RUNNING requests first, in the order they were admitted (F1). A decoding request
+   needs 1 token (the one it sampled last step); a request part-way through its prompt
+   needs the rest of it, cut to what is left of the budget (a *chunk*). If its KV needs
+   a new block and none is free, the newest running request is preempted (FCFS: the
+   tail of `running`; PRIORITY: the largest (priority, arrival)), and allocation is
+   retried, until it succeeds or the request has preempted itself (F2).
+2. WAITING requests next, only if nobody was preempted this step (F3), and only the
+   head of the queue: admitted while `len(running) < max_num_seqs`, budget is left and
+   the pool can hold the request's whole current sequence (I5). When the head cannot be
+   admitted, admission stops for this step: head-of-line blocking.
+3. After scheduling (F4, F5), every request whose computed tokens reached `num_tokens`
+   samples one token: a decode, or the last chunk of a prompt, which gives the
+   request its first token in that very step. A request that has all its tokens
+   finishes and frees its blocks in the same step; they are usable from the next step.
+
+Sync, not async (G3): we mirror the synchronous `Scheduler`, where step k's sampled
+tokens, finishes and freed blocks are all visible to step k+1's schedule. (vLLM 0.33's
+default `AsyncScheduler` sees them one schedule later.)
+
+Preemption is by recompute: the victim's blocks are freed, `num_computed` drops to 0 and
+it goes back to the front of the waiting queue (under PRIORITY: into the heap), keeping
+the tokens it generated. When re-admitted it prefills prompt + generated tokens again
+(prefix caching, if on, may cover part of that), then carries on decoding.
+
+Token accounting: a request with prompt P and answer length M is finished once it has
+sampled M tokens. Its last sampled token is never fed back (F5), so across all steps it
+is served exactly P + M - 1 tokens, plus, for each preemption, the tokens it had
+computed when it was preempted, minus the tokens prefix-cache hits let it skip.
+
+Not modelled (single model, plain decoder): max_model_len, long_prefill_token_threshold,
+the watermark (0 by default), speculative decoding, KV connectors, async scheduling.
+
+Time is not in here: the engine counts tokens. `run_timed` adds a step-time model given
+by the caller (the budget simulation's is in pysim.budget).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from .blockpool import BlockPool, KVCacheManager, cdiv
+
+# Request states. WAITING covers new and preempted requests (vLLM: WAITING, PREEMPTED).
+PENDING, WAITING, RUNNING, FINISHED = "pending", "waiting", "running", "finished"
+# Kinds of work a request can get in a step.
+DECODE, PREFILL = "decode", "prefill"
+POLICIES = ("fcfs", "priority")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The scheduler's knobs, named after vLLM's flags."""
+
+    max_num_batched_tokens: int = 2048  # the per-step token budget
+    max_num_seqs: int = 128  # most requests RUNNING at once
+    num_blocks: int = 4096  # KV pool size (all usable: no null block, widgets.md)
+    block_size: int = 16
+    enable_caching: bool = False  # prefix caching
+    enable_chunked_prefill: bool = True
+    policy: str = "fcfs"  # or "priority": lower value first, then arrival
+
+    def __post_init__(self):
+        for name in ("max_num_batched_tokens", "max_num_seqs", "num_blocks", "block_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+
+
+class Request:
+    """One request's scheduling state. Read its fields; only the engine changes them."""
+
+    __slots__ = (
+        "id", "seq", "arrival", "priority", "prompt_len", "max_tokens", "token_ids",
+        "num_tokens", "num_computed", "num_output", "status", "limit", "sched_n",
+        "num_preemptions", "recomputed_tokens", "cached_tokens", "served_tokens",
+        "prefilled", "first_token_step", "finish_step",
+    )
+
+    def __init__(self, req_id, seq, arrival, priority, prompt_len, max_tokens, token_ids):
+        self.id = req_id
+        self.seq = seq  # add order: breaks every tie, as vLLM's arrival timestamps do
+        self.arrival = arrival
+        self.priority = priority
+        self.prompt_len = prompt_len
+        self.max_tokens = max_tokens  # answer length: finished after this many samples
+        self.token_ids = token_ids  # prompt + sampled tokens; None when caching is off
+        self.num_tokens = prompt_len  # prompt + tokens sampled so far
+        self.num_computed = 0  # tokens whose KV is in the cache
+        self.num_output = 0  # tokens sampled so far
+        self.status = PENDING
+        # The engine asks the KV manager for blocks only when num_computed + n passes
+        # `limit`: the slots its table holds (with caching, the next full block too).
+        self.limit = 0
+        self.sched_n = 0  # tokens scheduled in the current step
+        self.num_preemptions = 0
+        self.recomputed_tokens = 0  # computed tokens thrown away by preemptions
+        self.cached_tokens = 0  # tokens prefix-cache hits saved, over all admissions
+        self.served_tokens = 0  # tokens scheduled for it, over all steps
+        self.prefilled = False  # prompt computed before the first step (already streaming)
+        self.first_token_step = None  # step that sampled its first token (-1: before step 0)
+        self.finish_step = None
+
+    def __repr__(self):
+        return (f"Request({self.id!r}, {self.status}, computed {self.num_computed}/"
+                f"{self.num_tokens}, out {self.num_output}/{self.max_tokens})")
+
+
+class StepResult:
+    """What one step did. `parts` is the batch, in the order the tokens were handed out."""
+
+    __slots__ = (
+        "index", "parts", "decode_tokens", "prefill_tokens", "sampled", "finished",
+        "preempted", "admitted", "arrived", "num_running", "num_waiting", "num_free_blocks",
+    )
+
+    def __init__(self, index):
+        self.index = index
+        self.parts: list[tuple] = []  # (request id, DECODE | PREFILL, tokens)
+        self.decode_tokens = 0  # = number of decoding requests (1 token each)
+        self.prefill_tokens = 0  # prompt (or recompute) tokens, all chunks together
+        self.sampled: list = []  # ids that got a new token this step, in batch order
+        self.finished: list = []  # ids that finished (and freed their blocks)
+        self.preempted: list = []  # ids preempted, in the order it happened
+        self.admitted: list = []  # ids moved from waiting to running (new or resumed)
+        self.arrived: list = []  # ids that entered the waiting queue at this step's start
+        self.num_running = 0  # after the step
+        self.num_waiting = 0
+        self.num_free_blocks = 0
+
+    @property
+    def num_tokens(self) -> int:
+        return self.decode_tokens + self.prefill_tokens
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __repr__(self):
+        return f"StepResult({self.index}, parts={self.parts}, preempted={self.preempted})"
+
+
+class Engine:
+    """vLLM V1's synchronous scheduler loop over a `BlockPool` (see the module docstring).
+
+    Use: `add_request(...)` any number of times, then `step(now)` until
+    `has_unfinished()` is false; or let `run_timed` drive it with a step-time model.
+    """
+
+    def __init__(self, config: EngineConfig = EngineConfig()):
+        self.config = config
+        self.pool = BlockPool(config.num_blocks, config.block_size, config.enable_caching)
+        self.kv = KVCacheManager(self.pool)
+        self.requests: dict = {}  # every request ever added, by id
+        self.running: list[Request] = []  # admission order
+        self.waiting = deque() if config.policy == "fcfs" else []  # deque or heap
+        self._pending: list = []  # heap of (arrival, seq, request) not yet arrived
+        self._priority = config.policy == "priority"
+        self.num_steps = 0
+        self.num_unfinished = 0
+        self.num_preemptions = 0
+
+    # --- adding work -------------------------------------------------------------
+    def add_request(self, req_id, prompt_tokens: int, max_tokens: int, *, arrival=0,
+                    priority: int = 0, token_ids=None, prefilled: bool = False) -> Request:
+        """Queue a request that enters `waiting` at the first step starting at or after `arrival`.
+
+        `token_ids` (the prompt's ids) matter only with prefix caching, where a request
+        without them gets ids no other request shares. `prefilled=True` puts it straight
+        into `running` with its prompt computed and its first token sampled before
+        step 0 (a user already streaming when the simulation starts): its first step
+        is a decode.
+        """
+        cfg = self.config
+        if req_id in self.requests:
+            raise ValueError(f"request id {req_id!r} added twice")
+        if prompt_tokens < 1 or max_tokens < 1 + prefilled:
+            raise ValueError(f"request {req_id!r}: needs at least 1 prompt token and "
+                             f"{1 + prefilled} output tokens")
+        # The longest sequence it ever holds KV for is prompt + answer - 1 tokens.
+        longest = prompt_tokens + max_tokens - 1
+        if cdiv(longest, cfg.block_size) > cfg.num_blocks:
+            raise ValueError(f"request {req_id!r} needs {cdiv(longest, cfg.block_size)} blocks "
+                             f"at its longest; the pool has {cfg.num_blocks}")
+        if not cfg.enable_chunked_prefill and longest > cfg.max_num_batched_tokens:
+            # vLLM requires max_num_batched_tokens >= max_model_len without chunking (I10):
+            # otherwise a resumed request could never be prefilled in one step.
+            raise ValueError(f"request {req_id!r} has {longest} tokens at its longest, more than "
+                             f"the budget {cfg.max_num_batched_tokens}, and chunked prefill is off")
+        seq = len(self.requests)
+        if cfg.enable_caching:
+            token_ids = list(token_ids) if token_ids is not None else [-(seq + 1)] * prompt_tokens
+            if len(token_ids) != prompt_tokens:
+                raise ValueError(f"request {req_id!r}: {len(token_ids)} token ids for {prompt_tokens} tokens")
+        else:
+            token_ids = None  # nothing is hashed: no need to carry ids
+        r = Request(req_id, seq, arrival, priority, prompt_tokens, max_tokens, token_ids)
+        self.requests[req_id] = r
+        self.num_unfinished += 1
+        if prefilled:
+            self._start_prefilled(r)
+        else:
+            heapq.heappush(self._pending, (arrival, seq, r))
+        return r
+
+    def _start_prefilled(self, r: Request) -> None:
+        if self.num_steps or len(self.running) >= self.config.max_num_seqs:
+            raise ValueError(f"request {r.id!r}: prefilled requests are added before step 0, "
+                             f"at most max_num_seqs of them")
+        if not self.kv.allocate_slots(r.id, r.token_ids, r.prompt_len):
+            raise ValueError(f"request {r.id!r}: the pool cannot hold its prompt")
+        r.status = RUNNING
+        r.prefilled = True
+        r.num_computed = r.prompt_len
+        r.first_token_step = -1
+        self._set_limit(r)
+        self.running.append(r)
+        self._sample(r, -1)
+        assert r.status == RUNNING, "a prefilled request needs max_tokens >= 2"
+
+    # --- reading -----------------------------------------------------------------
+    def has_unfinished(self) -> bool:
+        return self.num_unfinished > 0
+
+    def is_idle(self) -> bool:
+        """Nothing running or waiting (requests may still be pending arrival)."""
+        return not self.running and not self.waiting
+
+    def next_arrival(self):
+        """Arrival time of the earliest request not yet arrived, or None."""
+        return self._pending[0][0] if self._pending else None
+
+    def running_ids(self) -> list:
+        return [r.id for r in self.running]
+
+    def waiting_ids(self) -> list:
+        """Waiting requests in the order they would be admitted."""
+        if self._priority:
+            return [entry[-1].id for entry in sorted(self.waiting)]
+        return [r.id for r in self.waiting]
+
+    def snapshot(self) -> dict:
+        """The scheduler's visible state, for comparing another scheduler step by step."""
+        return {
+            "step": self.num_steps,
+            "running": self.running_ids(),
+            "waiting": self.waiting_ids(),
+            "computed": {r.id: r.num_computed for r in self.running},
+            "free_blocks": self.pool.num_free_blocks,
+        }
+
+    def check_invariants(self) -> None:
+        """Assert the engine's and the pool's state are consistent (tests; O(all requests))."""
+        cfg = self.config
+        waiting = [e[-1] if self._priority else e for e in self.waiting]
+        running_ids = {id(r) for r in self.running}
+        assert len(running_ids) == len(self.running) <= cfg.max_num_seqs
+        assert not running_ids & {id(r) for r in waiting}, "a request both waiting and running"
+        tables = self.kv.tables()
+        for r in self.running:
+            assert r.status == RUNNING
+            assert len(tables.get(r.id, ())) * cfg.block_size >= r.num_computed
+            assert r.num_computed < r.num_tokens == r.prompt_len + r.num_output
+            assert r.num_output < r.max_tokens
+        for r in waiting:
+            assert r.status == WAITING and r.num_computed == 0 and not tables.get(r.id)
+        unfinished = 0
+        for r in self.requests.values():
+            assert r.status in (PENDING, WAITING, RUNNING, FINISHED)
+            unfinished += r.status != FINISHED
+            if r.status == FINISHED:
+                assert r.num_output == r.max_tokens and r.id not in tables
+        assert unfinished == self.num_unfinished
+        assert set(tables) <= {r.id for r in self.running}
+        self.pool.check_invariants(tables.values())
+
+    # --- one step ----------------------------------------------------------------
+    def step(self, now=math.inf) -> StepResult:
+        """Admit arrivals up to `now`, schedule one batch, apply its outputs (F0-F5)."""
+        cfg = self.config
+        result = StepResult(self.num_steps)
+        self._arrive(now, result)
+        budget = cfg.max_num_batched_tokens
+        running = self.running
+        batch: list[Request] = []
+        append = batch.append
+
+        # 1. RUNNING, in admission order (F1, F2).
+        i = 0
+        while i < len(running) and budget > 0:
+            r = running[i]
+            c = r.num_computed
+            n = r.num_tokens - c
+            if n > budget:
+                n = budget  # chunked prefill: the rest waits for the next step
+            if c + n > r.limit:  # crosses into a block it does not hold yet
+                if self.kv.allocate_slots(r.id, r.token_ids, c + n):
+                    self._set_limit(r)
+                else:
+                    i, budget = self._preempt_for(r, n, i, budget, batch, result)
+                    if i < 0:
+                        break  # FCFS: it preempted itself; nobody after it runs
+                    continue
+            r.sched_n = n
+            append(r)
+            budget -= n
+            i += 1
+
+        # 2. WAITING head, only in a step without preemption (F3).
+        if not result.preempted:
+            budget = self._admit(budget, batch, result)
+
+        # 3. Outputs: advance computed tokens, sample, finish (F4, F5).
+        self._apply(batch, result)
+        assert budget >= 0
+        self.num_steps += 1
+        result.num_running = len(self.running)
+        result.num_waiting = len(self.waiting)
+        result.num_free_blocks = self.pool.num_free_blocks
+        return result
+
+    def _arrive(self, now, result: StepResult) -> None:
+        pending = self._pending
+        while pending and pending[0][0] <= now:
+            _, seq, r = heapq.heappop(pending)
+            r.status = WAITING
+            if self._priority:
+                heapq.heappush(self.waiting, (r.priority, r.arrival, seq, r))
+            else:
+                self.waiting.append(r)
+            result.arrived.append(r.id)
+
+    def _preempt_for(self, r: Request, n: int, i: int, budget: int, batch, result):
+        """Free blocks for running request `r` by preempting newer ones, then schedule it (F2).
+
+        Returns the new (index, budget). Index -1 means: stop the running loop.
+        """
+        running = self.running
+        while True:
+            if self._priority:
+                victim = max(running, key=_priority_key)
+                k = running.index(victim)
+                del running[k]
+                if k < i:
+                    i -= 1
+                if victim.sched_n and victim in batch:
+                    # Already scheduled this step: give its tokens back.
+                    batch.remove(victim)
+                    budget += victim.sched_n
+            else:
+                victim = running.pop()  # the most recently admitted
+            self._preempt(victim, result)
+            if victim is r:
+                # Nothing left to free for it. FCFS stops the loop; PRIORITY moves on to
+                # the next running request (vLLM 0.33), which `i` now points at.
+                return (i if self._priority else -1), budget
+            if self.kv.allocate_slots(r.id, r.token_ids, r.num_computed + n):
+                break
+        self._set_limit(r)
+        r.sched_n = n
+        batch.append(r)
+        return i + 1, budget - n
+
+    def _preempt(self, r: Request, result: StepResult) -> None:
+        """Recompute preemption: drop its KV, send it back to the front of the queue."""
+        self.kv.free(r.id)
+        r.status = WAITING
+        r.recomputed_tokens += r.num_computed
+        r.num_computed = 0
+        r.limit = 0
+        r.sched_n = 0
+        r.num_preemptions += 1
+        self.num_preemptions += 1
+        if self._priority:
+            heapq.heappush(self.waiting, (r.priority, r.arrival, r.seq, r))
+        else:
+            self.waiting.appendleft(r)
+        result.preempted.append(r.id)
+
+    def _admit(self, budget: int, batch, result: StepResult) -> int:
+        """Admit waiting requests from the head while they fit (F3, I5). Returns the budget."""
+        cfg = self.config
+        waiting, running, kv = self.waiting, self.running, self.kv
+        while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
+            r = waiting[0][-1] if self._priority else waiting[0]
+            hits, hit = kv.lookup(r.token_ids) if cfg.enable_caching else ((), 0)
+            n = r.num_tokens - hit  # cache hits cost no budget
+            if n > budget:
+                if not cfg.enable_chunked_prefill:
+                    break  # the whole prompt must fit in this step
+                n = budget
+            # Full-sequence gate: room for everything it holds now, not just this chunk.
+            if kv.blocks_needed(r.id, r.num_tokens, hits) > self.pool.num_free_blocks:
+                break  # head-of-line blocking: nobody behind it is tried
+            ok = kv.allocate_slots(r.id, r.token_ids, hit + n, hits)
+            assert ok
+            if self._priority:
+                heapq.heappop(waiting)
+            else:
+                waiting.popleft()
+            r.status = RUNNING
+            r.num_computed = hit
+            r.cached_tokens += hit
+            self._set_limit(r)
+            running.append(r)
+            r.sched_n = n
+            batch.append(r)
+            budget -= n
+            result.admitted.append(r.id)
+        return budget
+
+    def _set_limit(self, r: Request) -> None:
+        """Tokens its table covers before the KV manager must be asked again."""
+        bs = self.config.block_size
+        slots = len(self.kv.block_table(r.id)) * bs
+        if self.config.enable_caching:
+            # Ask again when the next block becomes full, so it is cached on schedule (D5).
+            slots = min(slots, (self.kv.num_cached_blocks(r.id) + 1) * bs - 1)
+        r.limit = slots
+
+    def _apply(self, batch, result: StepResult) -> None:
+        parts = result.parts
+        add_part = parts.append
+        sampled = result.sampled
+        index = result.index
+        decode_tokens = prefill_tokens = 0
+        finished = False
+        # Entries from `first_admitted` on were admitted from the waiting queue this step.
+        first_admitted = len(batch) - len(result.admitted)
+        for k, r in enumerate(batch):
+            n = r.sched_n
+            r.sched_n = 0
+            c = r.num_computed
+            t = r.num_tokens
+            # A decode: a running request computes just the token it sampled last.
+            # Anything else is prefill: a prompt chunk, or (after a preemption)
+            # recomputing prompt + answer, which an admission always is.
+            if n == 1 and t - c == 1 and r.num_output and k < first_admitted:
+                add_part((r.id, DECODE, 1))
+                decode_tokens += 1
+            else:
+                add_part((r.id, PREFILL, n))
+                prefill_tokens += n
+            r.served_tokens += n
+            c += n
+            r.num_computed = c
+            if c == t:  # caught up: the model samples a token for it
+                sampled.append(r.id)
+                if self._sample(r, index):
+                    finished = True
+        result.decode_tokens = decode_tokens
+        result.prefill_tokens = prefill_tokens
+        if finished:
+            self.running = [r for r in self.running if r.status == RUNNING]
+            result.finished = [i for i in sampled if self.requests[i].status == FINISHED]
+
+    def _sample(self, r: Request, index: int) -> bool:
+        """Append one sampled token; finish the request if it has them all. True if finished."""
+        r.num_output += 1
+        r.num_tokens += 1
+        if r.token_ids is not None:
+            r.token_ids.append(-(r.seq + 1))  # a made-up id only this request produces
+        if r.first_token_step is None:
+            r.first_token_step = index
+        if r.num_output < r.max_tokens:
+            return False
+        r.status = FINISHED
+        r.finish_step = index
+        self.kv.free(r.id)  # same step (F5): the blocks are free for the next schedule
+        self.num_unfinished -= 1
+        return True
+
+
+def _priority_key(r: Request):
+    """PRIORITY order: smaller goes first and the largest is preempted first. Ties
+    between equal priorities go by arrival, then by add order (vLLM's arrival
+    timestamps never tie)."""
+    return (r.priority, r.arrival, r.seq)
+
+
+def run_timed(engine: Engine, step_time: Callable[[StepResult], float], *, start=0,
+              max_steps: int = 10_000_000) -> Iterator[tuple[StepResult, float, float]]:
+    """Drive `engine` to the end, yielding (result, start time, duration) for each step.
+
+    Time is whatever unit `step_time` and the arrivals use. A step admits the requests
+    that arrived at or before its start; one arriving while a step runs waits for the
+    next (widgets.md 3, rule 4). When nothing is running or waiting, time jumps to the
+    next arrival.
+    """
+    now = start
+    while engine.has_unfinished():
+        if engine.is_idle():
+            nxt = engine.next_arrival()
+            assert nxt is not None, "unfinished requests but nothing pending, waiting or running"
+            if nxt > now:
+                now = nxt
+        if engine.num_steps >= max_steps:
+            raise RuntimeError(f"still running after {max_steps} steps")
+        result = engine.step(now)
+        assert result.parts, "a step with work to do scheduled nothing"
+        duration = step_time(result)
+        yield result, now, duration
+        now += duration

@@ -1,0 +1,233 @@
+"""Simulation 3, the token budget (pysim.budget): step times, TTFT, the trade, the CLI.
+
+Step time with the default model: t = 5 + 0.02 x decodes + 0.035 x prompt tokens (ms).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pysim import bridge
+from pysim.__main__ import main
+from pysim.budget import (BUDGET_PRESETS, MODEL_LABEL, SCENARIOS, BudgetConfig, Spec,
+                          nearest_rank, run, scenario_requests, simulate)
+from pysim.config import ConfigError, from_mapping
+
+
+def view_of(**settings_) -> dict:
+    return run(from_mapping(BudgetConfig, settings_), [])
+
+
+@pytest.mark.parametrize("budget, durations, ttft", [
+    # one chunk:   5 + 0.035 x 4000 = 145
+    (4000, [145.0], 145.0),
+    # two chunks:  5 + 0.035 x 2000 = 75, twice: first token at 150
+    (2000, [75.0, 75.0], 150.0),
+    # three:       5 + 0.035 x 1500 = 57.5, twice, then 5 + 0.035 x 1000 = 40: 155
+    (1500, [57.5, 57.5, 40.0], 155.0),
+])
+def test_long_prompt_step_times_and_ttft(budget, durations, ttft):
+    # A 4,000-token prompt answering 3 tokens: after the chunks, two decode steps of
+    # 5 + 0.02 x 1 = 5.02 ms each bring tokens 2 and 3.
+    view = simulate([Spec("a", "a", 0, 4000, 3)], budget=budget)
+    steps = view["steps"]
+    assert [s["duration_ms"] for s in steps] == durations + [5.02, 5.02]
+    assert [s["prefill_tokens"] for s in steps[:len(durations)]] == [budget] * (len(durations) - 1) \
+        + [4000 - budget * (len(durations) - 1)]
+    a = view["requests"][0]
+    assert a["ttft_ms"] == view["summary"]["ttft_ms"]["a"] == ttft
+    assert a["gaps_ms"] == [5.02, 5.02]
+    assert a["finish_ms"] == view["summary"]["total_ms"] == (round(ttft * 1000) + 10040) / 1000
+    # Each step starts where the previous one ended.
+    for before, after in zip(steps, steps[1:]):
+        assert round(after["start_ms"] * 1000) == round(before["start_ms"] * 1000) + round(before["duration_ms"] * 1000)
+
+
+def test_arrival_during_a_step_waits_and_ttft_counts_from_arrival():
+    # Step 0 [0, 145): A's 4,000-token prompt. B (100 tokens) arrives at 3 ms, during
+    # step 0, so it starts in step 1 at 145: A d + B p100 = 5 + 0.02 + 3.5 = 8.52 ms,
+    # B's first token at 153.52, TTFT 153.52 - 3 = 150.52. Step 2: both decode and
+    # finish, 5 + 0.04 = 5.04 ms: total 158.56.
+    view = simulate([Spec("A", "A", 0, 4000, 3), Spec("B", "B", 3, 100, 2)], budget=4000)
+    assert [s["parts"] for s in view["steps"]] == [
+        [["A", "prefill", 4000]], [["A", "decode", 1], ["B", "prefill", 100]],
+        [["A", "decode", 1], ["B", "decode", 1]]]
+    assert view["steps"][1]["arrived"] == ["B"] and view["steps"][1]["start_ms"] == 145.0
+    assert view["summary"]["ttft_ms"] == {"A": 145.0, "B": 150.52}
+    assert view["summary"]["total_ms"] == 158.56
+
+
+def test_long_document_by_hand():
+    # Six streams decode alone while the document has not arrived: steps of
+    # 5 + 6 x 0.02 = 5.12 ms start at 0, 5.12, 10.24, 15.36; the document (arrival 20)
+    # joins the step starting at 20.48.
+    # Budget 16,384: 6 decodes + 16,000 prompt tokens in one step, 5.12 + 560 = 565.12
+    # ms: first token at 585.6, TTFT 565.6; the streams wait 565.12 ms for a token.
+    big = view_of(budget=16384)
+    assert [s["start_ms"] for s in big["steps"][:5]] == [0.0, 5.12, 10.24, 15.36, 20.48]
+    assert big["steps"][4]["parts"][-1] == ["doc", "prefill", 16000]
+    assert big["summary"]["ttft_ms"] == {"doc": 565.6}
+    assert big["summary"]["itl_max_ms"] == 565.12
+    # Budget 2,048: chunks of 2,048 - 6 = 2,042. Seven take 5.12 + 71.47 = 76.59 ms
+    # (14,294 tokens), the eighth the last 1,706 in 5.12 + 59.71 = 64.83 ms:
+    # first token at 20.48 + 7 x 76.59 + 64.83 = 621.44, TTFT 601.44; worst gap 76.59.
+    small = view_of(budget=2048)
+    doc_chunks = [p[2] for s in small["steps"] for p in s["parts"] if p[0] == "doc" and p[1] == "prefill"]
+    assert doc_chunks == [2042] * 7 + [1706]
+    assert small["summary"]["ttft_ms"] == {"doc": 601.44}
+    assert small["summary"]["itl_max_ms"] == 76.59
+
+
+def test_long_document_trade_across_the_presets():
+    # A larger budget: the document's first token comes sooner (or as soon), and the
+    # users already streaming wait longer (or as long) for their worst token.
+    rows = [view_of(budget=b)["summary"] for b in BUDGET_PRESETS]
+    ttfts = [r["ttft_ms"]["doc"] for r in rows]
+    itl_max = [r["itl_max_ms"] for r in rows]
+    assert ttfts == sorted(ttfts, reverse=True)
+    assert itl_max == sorted(itl_max)
+    assert ttfts[0] > ttfts[-1] and itl_max[0] < itl_max[-1]  # and it is a real trade
+    # The streams' own worst gap is what grows (not only the document's answer).
+    stream_max = [max(g for r in view_of(budget=b)["requests"] if r["streaming_at_start"]
+                      for g in r["gaps_ms"]) for b in BUDGET_PRESETS]
+    assert stream_max == itl_max
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("budget", BUDGET_PRESETS)
+def test_every_scenario_and_preset(scenario, budget):
+    view = view_of(scenario=scenario, budget=budget)
+    json.dumps(view, allow_nan=False)
+    served = {r["id"]: 0 for r in view["requests"]}
+    for s in view["steps"]:
+        kinds = [p[1] for p in s["parts"]]
+        assert kinds == sorted(kinds, key=lambda k: k != "decode")  # decodes first
+        assert s["decode_tokens"] + s["prefill_tokens"] == sum(p[2] for p in s["parts"]) <= budget
+        assert s["decode_tokens"] == kinds.count("decode")
+        assert s["running"] <= 128
+        for rid, _, n in s["parts"]:
+            served[rid] += n
+    for r in view["requests"]:
+        # Tokens conserved (no preemption in the presets): prompt + output - 1, and a
+        # stream's prompt and first token came before step 0.
+        assert r["preemptions"] == 0
+        if r["streaming_at_start"]:
+            assert served[r["id"]] == r["output_tokens"] - 1 == len(r["token_ms"])
+            assert r["ttft_ms"] is None and r["id"] not in view["summary"]["ttft_ms"]
+        else:
+            assert served[r["id"]] == r["prompt_tokens"] + r["output_tokens"] - 1
+            assert len(r["token_ms"]) == r["output_tokens"]
+            assert r["ttft_ms"] == view["summary"]["ttft_ms"][r["id"]] > 0
+        assert r["finish_ms"] == r["token_ms"][-1] <= view["summary"]["total_ms"]
+        assert len(r["gaps_ms"]) == len(r["token_ms"]) - 1
+
+
+def test_view_model_labels_and_presets():
+    view = view_of()
+    assert view["model"]["label"] == MODEL_LABEL and "illustrative" in MODEL_LABEL
+    assert (view["model"]["base_ms"], view["model"]["per_decode_ms"],
+            view["model"]["per_prefill_token_ms"]) == (5.0, 0.02, 0.035)
+    assert view["budget_presets"] == [512, 2048, 8192, 16384]
+    assert [s["id"] for s in view["scenarios"]] == ["long_document", "burst_of_chats", "mixed"]
+    assert view["scenario"]["id"] == "long_document"
+    streams = [r for r in view["requests"] if r["streaming_at_start"]]
+    assert len(streams) == 6 and all(r["arrival_ms"] == 0 for r in streams)
+    doc = view["requests"][-1]
+    assert (doc["id"], doc["arrival_ms"], doc["prompt_tokens"]) == ("doc", 20, 16000)
+    # Deterministic.
+    assert view_of() == view
+
+
+def test_burst_of_chats_and_mixed_shapes():
+    burst = scenario_requests("burst_of_chats")
+    assert len(burst) == 24 and all(s.arrival_ms == 0 and 100 <= s.prompt_tokens <= 400
+                                    for s in burst)
+    mixed = scenario_requests("mixed")
+    assert sum(s.streaming_at_start for s in mixed) == 4
+    arrivals = [s.arrival_ms for s in mixed]
+    assert arrivals == sorted(arrivals) and arrivals[-1] > 0
+
+
+def test_prefix_caching_saves_the_shared_system_prompt():
+    # The 24 chats share a 64-token system prompt = 4 blocks of 16. The first chat
+    # computes it; every later chat hits those 4 blocks: 23 x 64 tokens saved.
+    off = view_of(scenario="burst_of_chats")
+    on = view_of(scenario="burst_of_chats", prefix_caching=True)
+    assert sum(r["cached_tokens"] for r in off["requests"]) == 0
+    assert sum(r["cached_tokens"] for r in on["requests"]) == 23 * 64
+    prefill = lambda v: sum(s["prefill_tokens"] for s in v["steps"])  # noqa: E731
+    assert prefill(off) - prefill(on) == 23 * 64
+
+
+def test_priority_policy_serves_chats_before_documents_in_mixed():
+    fcfs = view_of(scenario="mixed", budget=512, policy="fcfs")
+    prio = view_of(scenario="mixed", budget=512, policy="priority")
+    chats = [r["id"] for r in fcfs["requests"] if r["id"].startswith("c")]
+    worst = lambda v: max(v["summary"]["ttft_ms"][c] for c in chats)  # noqa: E731
+    assert worst(prio) < worst(fcfs)  # 106.91 vs 225.75 ms: c11 and c12 jump the queue
+
+
+def test_nearest_rank():
+    assert nearest_rank([4, 1, 3, 2], 0.5) == 2  # ceil(2) = 2nd smallest
+    assert nearest_rank([3, 1, 2], 0.5) == 2  # ceil(1.5) = 2nd
+    assert nearest_rank([7], 0.5) == 7
+    assert nearest_rank([], 0.5) is None
+
+
+# --- configuration and the command line --------------------------------------------------
+
+@pytest.mark.parametrize("settings_, field, words", [
+    ({"pool_blocks": 500}, "pool_blocks", "at least 1,002"),  # the document: 16,031 tokens
+    ({"chunked_prefill": False}, "budget", "at least 16,031"),
+    ({"max_num_seqs": 5}, "max_num_seqs", "6 users streaming"),
+    ({"budget": 63}, "budget", "from 64 to 65,536"),
+    ({"scenario": "storm"}, "scenario", "long_document"),
+])
+def test_bad_settings_name_the_field(settings_, field, words):
+    with pytest.raises(ConfigError) as err:
+        from_mapping(BudgetConfig, settings_)
+    assert err.value.field == field and words in err.value.message
+    answer = json.loads(bridge.call("budget", json.dumps({"config": settings_})))
+    assert answer["ok"] is False and answer["error"]["field"] == field
+
+
+def test_chunked_prefill_off_with_a_budget_that_holds_the_document():
+    # Budget 16,384, no chunking: at step 4 the 6 decodes leave 16,378 >= 16,000, so the
+    # document goes in whole, as with chunking.
+    view = view_of(chunked_prefill=False, budget=16384)
+    assert view["summary"]["ttft_ms"] == {"doc": 565.6}
+
+
+def test_takes_no_actions():
+    with pytest.raises(ConfigError):
+        bridge.run("budget", {"config": {}, "actions": ["step"]})
+
+
+def test_cli_json_and_text(capsys):
+    assert main(["budget", "--json", "--set", "budget=2048", "--set", "scenario=long_document"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert set(view) >= {"requests", "steps", "summary", "model", "budget_presets", "scenarios"}
+    assert view["summary"]["ttft_ms"] == {"doc": 601.44}
+    assert {"arrival_ms", "prompt_tokens", "output_tokens", "streaming_at_start"} <= set(view["requests"][0])
+    assert main(["budget", "--set", "budget=16384"]) == 0
+    out = capsys.readouterr().out
+    assert "565.60" in out and "illustrative" in out
+    assert main(["budget", "--set", "pool_blocks=10"]) == 2
+    assert "pool_blocks" in capsys.readouterr().err
+
+
+@settings(max_examples=30, deadline=None)
+@given(scenario=st.sampled_from(list(SCENARIOS)), budget=st.integers(64, 20_000),
+       seqs=st.integers(6, 64), pool=st.integers(1002, 3000), caching=st.booleans(),
+       policy=st.sampled_from(["fcfs", "priority"]))
+def test_any_setting_finishes_within_budget(scenario, budget, seqs, pool, caching, policy):
+    view = view_of(scenario=scenario, budget=budget, max_num_seqs=seqs, pool_blocks=pool,
+                   prefix_caching=caching, policy=policy)
+    for s in view["steps"]:
+        assert 0 < s["decode_tokens"] + s["prefill_tokens"] <= budget
+        assert s["running"] <= seqs
+    for r in view["requests"]:
+        assert len(r["token_ms"]) == r["output_tokens"] - r["streaming_at_start"]
