@@ -121,11 +121,11 @@
     }
     const hashMessage = h("p", { class: "pysim-error", role: "alert" }, hashProblems.length ? "Ignored part of the link: " + hashProblems.join("; ") + "." : "");
 
+    const item = (cls, text) => h("span", { class: "pysim-legend-item" }, h("span", { class: "sw " + cls }), text);
     const legend = h("div", { class: "pysim-legend", "aria-label": "Legend" },
-      h("span", { class: "sw sw-prompt" }), "prompt blocks",
-      h("span", { class: "sw sw-generated" }), "generated blocks",
-      h("span", { class: "sw sw-reserved" }), "reserved but unused",
-      h("span", { class: "sw sw-preempt" }), "preempted");
+      item("sw-prompt", "prompt blocks"), item("sw-generated", "generated blocks"),
+      item("sw-reserved", "reserved but unused"), item("sw-preempt", "preempted"),
+      h("span", { class: "pysim-legend-note" }, "Timeline: one colour per request, one column per step."));
 
     const panelsEl = h("div", { class: "race-panels" });
     const table = h("table", { class: "race-table" });
