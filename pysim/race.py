@@ -100,6 +100,7 @@ import json
 from collections import deque
 from dataclasses import dataclass
 
+from .blockpool import BlockPool, KVCacheManager
 from .bridge import Simulation
 from .config import ConfigError, bounded, choice, to_mapping
 from .prng import SplitMix64
@@ -363,25 +364,38 @@ class ContinuousPaged(_Scheduler):
 
     name = "continuous_paged"
 
+    BLOCK_TOKENS = 16  # one block per answer step
+
     def __init__(self, *args):
         super().__init__(*args)
-        self.used = 0
+        # The blocks live in the shared paged pool (pysim.blockpool), caching off:
+        # each running request's block table holds its prompt and written answer blocks.
+        self.blocks = KVCacheManager(BlockPool(self.pool, self.BLOCK_TOKENS, enable_caching=False))
+
+    @property
+    def used(self) -> int:
+        return self.pool - self.blocks.pool.num_free_blocks
 
     def fits(self, r: _Request) -> bool:
         # +1: the block its next answer block will fill in this step.
         return self.used + r.held + 1 <= admit_limit(self.pool)
 
+    def grow(self, r: _Request) -> None:
+        """Extend r's block table to its prompt + written answer blocks."""
+        ok = self.blocks.allocate_slots(r.id, (), r.held * self.BLOCK_TOKENS)
+        assert ok and len(self.blocks.block_table(r.id)) == r.held
+
     def start(self, r: _Request) -> None:
         super().start(r)
-        self.used += r.held  # prompt + answer blocks already written, recomputed
+        self.grow(r)  # prompt + answer blocks already written, recomputed
 
     def leave(self, r: _Request) -> None:
         super().leave(r)
-        self.used -= r.held
+        self.blocks.free(r.id)
 
     def write(self, r: _Request) -> None:
         super().write(r)
-        self.used += 1
+        self.grow(r)
 
     def produce(self) -> int:
         wrote = 0
