@@ -318,6 +318,11 @@ def _num(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:,.3g}"
 
 
+def _rate(x: float) -> str:
+    """'1 token/s' but '30 tokens/s'."""
+    return f"{x:g} token/s" if x == 1 else f"{x:g} tokens/s"
+
+
 def _setting(view: dict, gpu: GPU, model: Model) -> str:
     cfg, prec = view["config"], view["precision"]
     if prec["weights"] == prec["kv_cache"]:
@@ -325,8 +330,7 @@ def _setting(view: dict, gpu: GPU, model: Model) -> str:
     else:
         precision = f"{prec['weights']} weights, {prec['kv_cache']} KV cache"
     return (f"On {_an(gpu.name)} with {model.name} ({precision}) at "
-            f"{cfg['context_tokens']:,} tokens of context and {cfg['target_tok_s']:g} "
-            f"tokens/s per user")
+            f"{cfg['context_tokens']:,} tokens of context and {_rate(cfg['target_tok_s'])} per user")
 
 
 def _reason_text(view: dict, gpu: GPU, model: Model) -> str | None:
@@ -342,7 +346,7 @@ def _reason_text(view: dict, gpu: GPU, model: Model) -> str | None:
                 f"{cfg['context_tokens']:,}")
     if reason == "too_slow":
         return (f"even a single user gets only {_num(view['single_user_tok_s'])} tokens/s, "
-                f"below the {cfg['target_tok_s']:g} tokens/s target")
+                f"below the {_rate(cfg['target_tok_s'])} target")
     return None
 
 

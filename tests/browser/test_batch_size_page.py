@@ -1,0 +1,221 @@
+"""The batch-size calculator in a real browser: the pre-rendered answer equals Pyodide's,
+presets and precision toggles change what the page says exactly as pysim computes it,
+bad input stays beside its control, the link restores the settings, and a phone-sized
+dark page neither overflows nor loses its chart."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import page_url, wait_for_python
+
+from pysim import bridge
+
+PAGE = "batch-size"
+WIDGET = '.pysim-widget[data-widget="batch_size"]'
+
+
+def computed(**config) -> dict:
+    """What pysim in CPython says for these settings."""
+    answer = json.loads(bridge.call("batch_size", json.dumps({"config": config})))
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+def figure(page, key: str) -> int | None:
+    """A key number as the reader sees it, e.g. "396,270" -> 396270 ("none" -> None)."""
+    text = page.locator(f'{WIDGET} .bs-figure[data-key="{key}"] .bs-value').inner_text().strip()
+    return None if text == "none" else int(text.replace(",", "").split()[0])
+
+
+def answer_text(page) -> str:
+    return page.locator(f"{WIDGET} .bs-answer").inner_text().strip()
+
+
+def wait_for_answer(page, contains: str):
+    page.wait_for_function(
+        "(s) => document.querySelector('.bs-answer').textContent.includes(s)", arg=contains)
+
+
+def open_ready(page, site_url, fragment=""):
+    page.goto(page_url(site_url, PAGE, fragment))
+    wait_for_python(page)
+    page.wait_for_function(
+        "() => { const w = document.querySelector('.pysim-widget[data-widget=\"batch_size\"]');"
+        " return w.dataset.live && w.dataset.live !== 'pending'; }")
+
+
+def test_prerendered_answer_equals_pyodide(page, site_url, watch):
+    expected = computed()
+    page.goto(page_url(site_url, PAGE))
+    # The answer is on the page from the embedded model before any Python runs.
+    page.wait_for_selector(f"{WIDGET} .bs-answer")
+    assert answer_text(page) == expected["answer"]
+    assert figure(page, "recommended") == expected["recommended_max_num_seqs"]
+    assert page.locator(f"{WIDGET} .bs-table tbody tr").count() == len(expected["curve"])
+    wait_for_python(page)
+    page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.live !== 'pending'")
+    assert page.evaluate(f"document.querySelector('{WIDGET}').dataset.live") == "same"
+    pyodide_view = page.evaluate("PySim.runtime.call('batch_size', {config: {}}).then(a => a.result)")
+    assert pyodide_view == expected
+    prerendered = json.loads(page.locator(f"{WIDGET} script.pysim-prerender").text_content())
+    assert prerendered["view"] == expected
+    assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
+    # Everything is labelled as an ideal ceiling.
+    assert expected["note"] in page.locator(f"{WIDGET} .bs-note").inner_text()
+    assert "Ideal" in answer_text(page)
+
+
+def test_coding_agent_preset_gives_a_smaller_batch(page, site_url):
+    open_ready(page, site_url)
+    default = computed()
+    chatbot = page.get_by_role("button", name="Chatbot")
+    agent = page.get_by_role("button", name="Coding agent")
+    assert chatbot.get_attribute("aria-pressed") == "true"
+    chat_batch = figure(page, "recommended")
+    assert chat_batch == default["recommended_max_num_seqs"]
+
+    agent.click()
+    preset = default["presets"]["coding_agent"]
+    expected = computed(context_tokens=preset["context_tokens"], target_tok_s=preset["target_tok_s"])
+    wait_for_answer(page, f"{preset['context_tokens']:,} tokens of context")
+    assert answer_text(page) == expected["answer"]
+    agent_batch = figure(page, "recommended")
+    assert agent_batch == expected["recommended_max_num_seqs"]
+    assert agent_batch < chat_batch
+    assert agent.get_attribute("aria-pressed") == "true"
+    assert chatbot.get_attribute("aria-pressed") == "false"
+    box = page.locator('.pysim-control[data-field="context_tokens"] input[type="number"]')
+    assert box.input_value() == str(preset["context_tokens"])
+
+    chatbot.click()
+    wait_for_answer(page, "2,048 tokens of context")
+    assert figure(page, "recommended") == chat_batch
+    # The page's "Try this" names the contexts the presets really use.
+    prose = page.locator("article").inner_text()
+    for key in ("chatbot", "coding_agent"):
+        assert f"{default['presets'][key]['context_tokens']:,}" in prose
+
+
+def test_fp8_kv_cache_doubles_the_pool(page, site_url):
+    open_ready(page, site_url)
+    tokens_before = figure(page, "kv_pool_tokens")
+    batch_before = figure(page, "max_batch_memory")
+    assert batch_before == 193  # the default: H100, Llama 3.1 8B, 2,048 tokens, 16-bit
+
+    page.get_by_role("switch", name="FP8 KV cache").check()
+    wait_for_answer(page, "FP8 KV cache")
+    tokens_after = figure(page, "kv_pool_tokens")
+    assert abs(tokens_after - 2 * tokens_before) <= 1
+    assert figure(page, "max_batch_memory") == 2 * batch_before == 386
+    expected = computed(kv_fp8=True)
+    assert tokens_after == expected["kv_pool_tokens"]
+    assert answer_text(page) == expected["answer"]
+    page.wait_for_function("location.hash.includes('batch_size.kv_fp8=true')")
+
+
+def test_bad_context_shows_beside_its_control_and_keeps_the_answer(page, site_url):
+    open_ready(page, site_url)
+    before = answer_text(page)
+    box = page.locator('.pysim-control[data-field="context_tokens"] input[type="number"]')
+    box.fill("50")
+    box.press("Enter")
+    error = page.locator('.pysim-control[data-field="context_tokens"] .pysim-error')
+    error.wait_for(state="visible")
+    message = error.inner_text()
+    assert "Context" in message and "50" in message and "128" in message, message
+    assert page.evaluate(f"document.querySelector('{WIDGET}').dataset.error") == "context_tokens"
+    assert answer_text(page) == before  # the last good answer stays
+    assert figure(page, "recommended") == 193
+    # A good value clears the message and recomputes.
+    box.fill("4096")
+    box.press("Enter")
+    error.wait_for(state="hidden")
+    wait_for_answer(page, "4,096 tokens of context")
+    assert answer_text(page) == computed(context_tokens=4096)["answer"]
+
+
+def test_context_slider_works_from_the_keyboard(page, site_url):
+    open_ready(page, site_url)
+    slider = page.locator('.pysim-control[data-field="context_tokens"] input[type="range"]')
+    slider.focus()
+    page.keyboard.press("ArrowRight")  # the next step of the log scale: 2,048 x 1.25
+    wait_for_answer(page, "2,560 tokens of context")
+    assert figure(page, "recommended") == computed(context_tokens=2560)["recommended_max_num_seqs"]
+    assert slider.get_attribute("aria-valuetext") == "2,560 tokens"
+
+
+def test_state_lives_in_the_url_hash(page, site_url):
+    open_ready(page, site_url)
+    page.get_by_label("GPU", exact=True).select_option("H200")
+    wait_for_answer(page, "H200")
+    page.get_by_role("switch", name="FP8 weights").check()
+    wait_for_answer(page, "FP8 weights")
+    box = page.locator('.pysim-control[data-field="context_tokens"] input[type="number"]')
+    box.fill("8192")
+    box.press("Enter")
+    wait_for_answer(page, "8,192 tokens")
+    page.wait_for_function("location.hash.includes('batch_size.context_tokens=8192')")
+    url = page.url
+    for part in ("batch_size.gpu=H200", "batch_size.weights_fp8=true", "batch_size.kv_fp8=false",
+                 "batch_size.model=llama-3.1-8b", "batch_size.target_tok_s=30"):
+        assert part in url
+
+    page.goto("about:blank")
+    page.goto(url)
+    wait_for_python(page)
+    expected = computed(gpu="H200", weights_fp8=True, context_tokens=8192)
+    page.wait_for_function("(s) => document.querySelector('.bs-answer').textContent === s",
+                           arg=expected["answer"])
+    assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+    assert page.get_by_role("switch", name="FP8 weights").is_checked()
+    assert not page.get_by_role("switch", name="FP8 KV cache").is_checked()
+    assert box.input_value() == "8192"
+    assert figure(page, "recommended") == expected["recommended_max_num_seqs"]
+
+
+def test_crafted_hash_is_data_not_markup(page, site_url):
+    page.goto(page_url(site_url, PAGE, "#batch_size.gpu=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
+                       "&batch_size.context_tokens=2e3&batch_size.kv_fp8=yes&batch_size.evil=1"))
+    message = page.locator(f"{WIDGET} .bs-hash-message")
+    text = message.inner_text()
+    assert "Ignored part of the link" in text
+    assert "gpu" in text and "context_tokens" in text and "kv_fp8" in text and "evil" in text
+    assert page.locator(f"{WIDGET} img").count() == 0
+    assert answer_text(page) == computed()["answer"]
+
+
+def test_a_model_that_does_not_fit_says_why_and_keeps_the_chart(page, site_url):
+    open_ready(page, site_url)
+    page.get_by_label("Model", exact=True).select_option("llama-3.1-70b")
+    expected = computed(model="llama-3.1-70b")
+    assert expected["reason"] == "weights_do_not_fit"
+    wait_for_answer(page, "no --max-num-seqs works")
+    reason = page.locator(f"{WIDGET} .bs-reason")
+    assert reason.is_visible()
+    assert expected["reason_text"] in reason.inner_text()
+    assert figure(page, "recommended") is None
+    assert page.locator(f"{WIDGET} .bs-chart canvas").first.is_visible()
+    assert page.locator(f"{WIDGET} .bs-table tbody tr").count() == len(expected["curve"])
+    assert page.locator(f"{WIDGET} .bs-table tbody tr[data-batch='1'] td").nth(4).inner_text() == "no"
+
+
+def test_narrow_dark_page_does_not_overflow(make_page, site_url):
+    page = make_page(width=375, color_scheme="dark")
+    open_ready(page, site_url)
+    assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    canvas = page.locator(f"{WIDGET} .bs-chart canvas").first
+    assert canvas.is_visible()
+    box = canvas.bounding_box()
+    assert box["width"] >= 200 and box["x"] >= 0 and box["x"] + box["width"] <= 375
+    # The chart's axis text is drawn in the dark theme's text colour, not black.
+    text_color = page.evaluate(
+        f"getComputedStyle(document.querySelector('{WIDGET}')).getPropertyValue('--pysim-text').trim()")
+    assert text_color.lower() not in ("#222", "#000", "black")
+    # Switching to light re-creates the chart with the light palette.
+    old = page.locator(f"{WIDGET} .bs-chart .uplot").element_handle()
+    page.evaluate("document.body.setAttribute('data-md-color-scheme', 'default')")
+    page.wait_for_function("(el) => !el.isConnected", arg=old)
+    assert page.locator(f"{WIDGET} .bs-chart canvas").first.is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
