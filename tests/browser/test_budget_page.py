@@ -1,0 +1,275 @@
+"""The token-budget widget in a real browser: the trade between a long prompt's first token
+and the streams' inter-token gaps, read from the page's own table and checked against
+pysim in CPython; pinning, stepping, bad input, the link, and a narrow dark screen."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import page_url, wait_for_python
+
+from pysim import bridge
+
+PAGE = "chunked-prefill"
+ROOT = ".pysim-widget[data-widget='budget']"
+
+
+def expected(scenario="long_document", budget=2048):
+    answer = json.loads(bridge.call("budget", json.dumps({"config": {"scenario": scenario, "budget": budget}})))
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+def root_data(page, key):
+    return page.evaluate(f"document.querySelector(\"{ROOT}\").dataset.{key}")
+
+
+def summary(page, run="live") -> dict[str, float]:
+    """The figures of one column of the summary table, as the reader sees them."""
+    out = {}
+    for row in page.locator(".budget-table tbody tr").all():
+        metric = row.get_attribute("data-metric")
+        if metric.startswith("ttft_"):  # the fastest and slowest prompt: a digest of the rows
+            continue
+        cell = row.locator(f'td[data-run="{run}"]')
+        value = cell.get_attribute("data-value")
+        if value is not None:
+            out[metric] = float(value)
+            # The text says the same number (formatted to two decimals at most).
+            assert float(cell.text_content().replace(",", "")) == pytest.approx(float(value), abs=0.006)
+    return out
+
+
+def expected_summary(view) -> dict[str, float]:
+    s = view["summary"]
+    out = {f"ttft:{rid}": v for rid, v in s["ttft_ms"].items()}
+    out.update(itl_p50=s["itl_p50_ms"], itl_max=s["itl_max_ms"], total=s["total_ms"], steps=s["steps"])
+    return out
+
+
+def choose(page, scenario=None, budget=None):
+    """Click a scenario and/or a budget preset, and wait until pysim's answer is drawn."""
+    widget = page.locator(ROOT)
+    if scenario:
+        label = {"long_document": "Long document", "burst_of_chats": "Burst of chats", "mixed": "Mixed"}[scenario]
+        widget.get_by_role("button", name=label, exact=True).click()
+        page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.scenario === '{scenario}'")
+    if budget:
+        widget.get_by_role("button", name=f"Budget {budget:,} tokens", exact=True).click()
+        page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.budget === '{budget}'")
+    page.wait_for_function(f"() => !document.querySelector(\"{ROOT}\").dataset.busy")
+
+
+def run_all(page):
+    """Press Run all steps and wait for the playback to reach the last step."""
+    widget = page.locator(ROOT)
+    widget.get_by_role("button", name="Run all steps").click()
+    page.wait_for_function("() => document.querySelector('.budget-table').dataset.finished === 'false'")
+    page.wait_for_function("() => document.querySelector('.budget-table').dataset.finished === 'true'", timeout=30000)
+    assert root_data(page, "playing") == "false"
+
+
+def step_label(page):
+    return page.locator(f"{ROOT} .pysim-step-label").inner_text()
+
+
+def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
+    page.goto(page_url(site_url, PAGE))
+    page.wait_for_selector('.budget-table[data-finished="true"]')
+    default = expected()
+    # Drawn from the embedded model before Python has started.
+    assert summary(page) == expected_summary(default)
+    prerendered = json.loads(page.locator(f"{ROOT} script.pysim-prerender").text_content())
+    assert prerendered["view"] == default
+    assert "illustrative: Llama 3.1 8B on one H100" in page.locator(".budget-model").inner_text()
+    assert "0.035 ms × prompt tokens" in page.locator(".budget-model").inner_text()
+    wait_for_python(page)
+    page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.live !== 'pending'")
+    assert root_data(page, "live") == "same"
+    pyodide_view = page.evaluate("PySim.runtime.call('budget', {config: {}}).then(a => a.result)")
+    assert pyodide_view == default
+    assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
+
+
+def test_long_document_trade_read_from_the_table(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    page.locator(ROOT).get_by_label("Pace").select_option("1")  # real time: 1.3 s per run
+    read = {}
+    for budget in (2048, 16384):
+        choose(page, "long_document", budget)
+        run_all(page)
+        read[budget] = summary(page)
+        assert read[budget] == expected_summary(expected("long_document", budget))
+        header = page.locator('.budget-table th[data-run="live"]').inner_text()
+        assert f"{budget:,}" in header
+    # The trade: the bigger budget gives the long document its first token sooner ...
+    assert read[16384]["ttft:doc"] < read[2048]["ttft:doc"]
+    # ... and makes the users already streaming wait much longer between two tokens.
+    assert read[16384]["itl_max"] > read[2048]["itl_max"]
+    assert read[16384]["itl_max"] > 5 * read[2048]["itl_max"]
+
+
+def test_pin_one_run_and_compare_with_the_next(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    choose(page, "long_document", 2048)
+    page.locator(ROOT).get_by_role("button", name="Pin this run").click()
+    choose(page, budget=16384)
+    # Both summaries at once, side by side in the table, and both timelines.
+    assert page.locator('.budget-table th[data-run="live"]').inner_text().endswith("16,384")
+    assert page.locator('.budget-table th[data-run="pin"]').inner_text().endswith("2,048")
+    assert page.locator('.budget-table th[data-run="pin"]').is_visible()
+    assert summary(page, "live") == expected_summary(expected("long_document", 16384))
+    assert summary(page, "pin") == expected_summary(expected("long_document", 2048))
+    assert page.locator(".budget-pin-timeline").is_visible()
+    assert "budget 2,048" in page.locator(".budget-pin-head").inner_text()
+    assert "pin_budget=2048" in page.url
+    page.locator(ROOT).get_by_role("button", name="Clear pin").click()
+    assert page.locator('.budget-table th[data-run="pin"]').count() == 0
+    assert page.locator(".budget-pin-timeline").is_hidden()
+    assert "pin_budget" not in page.url
+
+
+def test_step_moves_the_cursor_and_shows_the_step(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    view = expected()
+    steps = view["steps"]
+    n = len(steps)
+    widget = page.locator(ROOT)
+    details = widget.locator(".budget-details")
+    widget.get_by_role("button", name="Reset", exact=True).click()
+    assert step_label(page) == f"Step 0 of {n}"
+    assert "Before the first step" in details.inner_text()
+    assert page.locator('.budget-table').get_attribute("data-finished") == "false"
+    widget.get_by_role("button", name="Step", exact=True).click()
+    assert step_label(page) == f"Step 1 of {n}"
+    text = details.inner_text()
+    assert f"Step 1 of {n}" in text and "starts at 0 ms" in text and "Decode: 6 tokens" in text
+    widget.get_by_role("button", name="Step", exact=True).click()
+    assert step_label(page) == f"Step 2 of {n}"
+    assert "starts at 5.12 ms" in details.inner_text()
+    # The keyboard moves the cursor along the timeline too.
+    timeline = widget.locator("canvas.budget-timeline")
+    timeline.focus()
+    for _ in range(3):
+        timeline.press("ArrowRight")
+    assert step_label(page) == f"Step 5 of {n}"
+    s = steps[4]  # the first chunk of the document
+    text = details.inner_text()
+    assert f"Step 5 of {n}" in text and f"Prefill: {s['prefill_tokens']:,} tokens" in text
+    assert "long document" in text
+    assert timeline.get_attribute("aria-valuenow") == "5"
+    timeline.press("End")
+    assert step_label(page) == f"Step {n} of {n}"
+    assert page.locator('.budget-table').get_attribute("data-finished") == "true"
+    # Hovering a bar shows that step without moving the cursor.
+    box = timeline.bounding_box()
+    longest = max(range(n), key=lambda i: steps[i]["duration_ms"])
+    mid = steps[longest]["start_ms"] + steps[longest]["duration_ms"] / 2
+    x = 4 + mid / view["summary"]["total_ms"] * (box["width"] - 8)
+    page.mouse.move(box["x"] + x, box["y"] + 40)
+    assert f"Step {longest + 1} of {n}" in details.inner_text()
+    assert step_label(page) == f"Step {n} of {n}"
+
+
+def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    before = summary(page)
+    box = page.locator(f'{ROOT} .pysim-control[data-field="budget"] input[type="number"]')
+    box.fill("10")
+    box.press("Enter")
+    error = page.locator(f'{ROOT} .pysim-control[data-field="budget"] .pysim-error')
+    error.wait_for(state="visible")
+    message = error.inner_text()
+    assert "Budget" in message and "10" in message and "64" in message and "65,536" in message
+    assert root_data(page, "error") == "budget"
+    assert summary(page) == before  # the last good picture stays
+    assert root_data(page, "budget") == "2048"
+    # A good value clears the message and redraws.
+    box.fill("4096")
+    box.press("Enter")
+    error.wait_for(state="hidden")
+    page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.budget === '4096'")
+    assert summary(page) == expected_summary(expected("long_document", 4096))
+
+
+def test_state_lives_in_the_url_hash(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    choose(page, "mixed", 8192)
+    page.locator(ROOT).get_by_role("button", name="Pin this run").click()
+    choose(page, budget=512)
+    widget = page.locator(ROOT)
+    widget.get_by_role("button", name="Reset", exact=True).click()
+    for _ in range(3):
+        widget.get_by_role("button", name="Step", exact=True).click()
+    page.wait_for_function("() => location.hash.includes('budget.step=3')")
+    url = page.url
+    for part in ("budget.scenario=mixed", "budget.budget=512", "budget.pin_scenario=mixed", "budget.pin_budget=8192"):
+        assert part in url
+    page.goto("about:blank")
+    page.goto(url)
+    wait_for_python(page)
+    page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.budget === '512'")
+    page.wait_for_function("() => !document.querySelector('.budget-pin-head').textContent.includes('computing')")
+    n = len(expected("mixed", 512)["steps"])
+    assert root_data(page, "scenario") == "mixed"
+    assert step_label(page) == f"Step 3 of {n}"
+    assert widget.get_by_role("button", name="Budget 512 tokens").get_attribute("aria-pressed") == "true"
+    assert widget.get_by_role("button", name="Mixed", exact=True).get_attribute("aria-pressed") == "true"
+    assert "Mixed, budget 8,192" in page.locator(".budget-pin-head").inner_text()
+    pinned = expected("mixed", 8192)
+    assert summary(page, "pin") == expected_summary(pinned)
+    # Fifteen new prompts: the fastest and slowest show, each prompt's row folds away.
+    slowest = page.locator('.budget-table tr[data-metric="ttft_slowest"] td[data-run="pin"]')
+    assert float(slowest.get_attribute("data-value")) == max(pinned["summary"]["ttft_ms"].values())
+    row = page.locator('.budget-table tr[data-metric="ttft:c1"]')
+    assert row.is_hidden()
+    widget.get_by_role("button", name="Show the time to first token of each").click()
+    assert row.is_visible()
+
+
+def test_crafted_hash_is_data_not_markup(page, site_url):
+    page.goto(page_url(site_url, PAGE, "#budget.scenario=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
+                       "&budget.budget=%3Cscript%3E&budget.pin_budget=7"))
+    message = page.locator(f"{ROOT} .budget-link-error")
+    text = message.inner_text()
+    assert "Ignored part of the link" in text and "pin_scenario" in text
+    assert page.locator(f"{ROOT} img").count() == 0
+    assert page.locator(f"{ROOT} script:not(.pysim-prerender)").count() == 0
+    assert root_data(page, "budget") == "2048"  # the default picture stays
+
+
+def test_reduced_motion_runs_to_the_end_at_once(make_page, site_url):
+    page = make_page(reduced_motion="reduce")
+    page.goto(page_url(site_url, PAGE))
+    widget = page.locator(ROOT)
+    widget.get_by_role("button", name="Reset", exact=True).click()
+    widget.get_by_role("button", name="Run all steps").click()
+    n = len(expected()["steps"])
+    assert step_label(page) == f"Step {n} of {n}"
+    assert root_data(page, "playing") != "true"
+
+
+def test_narrow_dark_page_fits_and_draws_fast(make_page, site_url):
+    page = make_page(width=375, height=800, color_scheme="dark")
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
+    choose(page, "long_document", 2048)
+    page.locator(ROOT).get_by_role("button", name="Pin this run").click()
+    choose(page, budget=16384)
+    page.locator(".budget-steps summary").click()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    assert page.locator("canvas.budget-timeline").bounding_box()["width"] <= 375
+    # A redraw of the ~150-step timeline, its pinned copy, details and table fits a frame.
+    timeline = page.locator("canvas.budget-timeline")
+    timeline.focus()
+    times = []
+    for key in ("Home", "ArrowRight", "ArrowRight", "End", "ArrowLeft"):
+        timeline.press(key)
+        times.append(float(root_data(page, "drawMs")))
+    assert sorted(times)[len(times) // 2] < 16, times
