@@ -265,7 +265,7 @@ def test_bad_actions_raise_config_error(actions, needle):
 
 @pytest.mark.parametrize("raw, needle", [
     ({"requests": "not json"}, "JSON list"),
-    ({"requests": []}, "1 to 300"),
+    ({"requests": []}, "1 to 64"),
     ({"requests": [{"name": "A", "prompt": "x"}]}, "exactly the keys"),
     ({"requests": [req("A:1", "x", 1)]}, "name must be"),
     ({"requests": [req("A", "x", 1), req("A", "y", 1)]}, "used twice"),

@@ -1,0 +1,284 @@
+"""The KV-cache block manager widget in a real browser: the "Try this" walk-through of
+the page, clicked through the buttons and read back from the grid, the block tables,
+the log and the counters the reader sees. Expected values come from pysim in CPython."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import SITE, wait_for_python
+
+from pysim import bridge
+
+PAGE = "paged-kv-cache.html" if (SITE / "paged-kv-cache.html").exists() else "paged-kv-cache/"
+WIDGET = '.pysim-widget[data-widget="kvcache"]'
+
+
+def widget(page):
+    return page.locator(WIDGET)
+
+
+def expected(actions, caching=True):
+    answer = json.loads(bridge.call("kvcache", json.dumps({"config": {"caching": caching}, "actions": actions})))
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+def open_widget(page, site_url, hash_=""):
+    page.goto(site_url + PAGE + hash_)
+    page.wait_for_selector(f"{WIDGET} .kv-block")
+    # Python starts when the widget comes near the screen; it sits deep in the page.
+    page.locator(WIDGET).scroll_into_view_if_needed()
+    wait_for_python(page)
+
+
+def wait_actions(page, n):
+    """Wait until the page shows the state after n actions (its summary line says so)."""
+    page.wait_for_function(
+        "n => /^After (\\d+) actions? \\(/.exec(document.querySelector('.kv-summary').textContent)?.[1] === String(n)",
+        arg=n, timeout=60000)
+
+
+def click(page, name, then_actions):
+    widget(page).get_by_role("button", name=name, exact=True).click()
+    wait_actions(page, then_actions)
+
+
+def chips(page, request):
+    texts = page.locator(f'.kv-table tr[data-request="{request}"] .kv-chip').all_inner_texts()
+    return [int(t) for t in texts]
+
+
+def ref(page, block):
+    text = page.locator(f'.kv-block[data-block="{block}"] .kv-ref').inner_text()
+    return int(re.fullmatch(r"ref (\d+)", text.strip()).group(1))
+
+
+def log_lines(page):
+    return [t.strip() for t in page.locator(".kv-log li").all_inner_texts()]
+
+
+def new_log_lines(page):
+    return [t.strip() for t in page.locator(".kv-log li.kv-log-new").all_inner_texts()]
+
+
+def counter(page, key):
+    return int(page.locator(f'.kv-counter[data-counter="{key}"] .kv-counter-value').inner_text().replace(",", ""))
+
+
+def prose_text(page):
+    """The page's own text around the widget, whitespace collapsed."""
+    return " ".join(page.locator("article").inner_text().split())
+
+
+def snapshot(page):
+    """Everything the reader sees of the simulation's state, as text."""
+    return {sel: page.locator(sel).inner_text()
+            for sel in (".kv-grid", ".kv-table tbody", ".kv-log", ".kv-counters", ".kv-pool-title", ".kv-queue")}
+
+
+def test_prerendered_at_once_then_same_in_pyodide(page, site_url):
+    page.goto(site_url + PAGE)
+    # The default state (every request waiting, 24 free blocks) is drawn before Python runs.
+    page.wait_for_selector(f"{WIDGET} .kv-block")
+    assert page.locator(".kv-block").count() == 24
+    assert page.locator('.kv-block[data-state="free"]').count() == 24
+    assert page.locator('.kv-table tr[data-status="waiting"]').count() == 5
+    page.locator(WIDGET).scroll_into_view_if_needed()
+    wait_for_python(page)
+    page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.live !== 'pending'")
+    assert page.evaluate(f"document.querySelector('{WIDGET}').dataset.live") == "same"
+    pyodide_view = page.evaluate("PySim.runtime.call('kvcache', {config: {}, actions: ['admit', 'admit', 'gen']}).then(a => a.result)")
+    assert pyodide_view == expected(["admit", "admit", "gen"])
+    prerendered = json.loads(page.locator(f"{WIDGET} script.pysim-prerender").text_content())
+    assert prerendered["view"] == expected([])
+
+
+def test_caching_on_b_shares_two_blocks_of_a(page, site_url):
+    open_widget(page, site_url)
+    assert widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).is_checked()
+    click(page, "Admit next", 1)
+    click(page, "Admit next", 2)
+    a, b = chips(page, "A"), chips(page, "B")
+    want = expected(["admit", "admit"])
+    assert a == want["requests"][0]["block_table"] and b == want["requests"][1]["block_table"]
+    shared = [x for x in b if x in a]
+    assert shared == a[:2] == b[:2] and len(shared) == 2
+    for block in shared:
+        assert ref(page, block) == 2
+        cell = page.locator(f'.kv-block[data-block="{block}"]')
+        assert cell.get_attribute("data-owners") == "A B"
+        assert "kv-shared" in cell.get_attribute("class")
+    assert all(ref(page, x) == 1 for x in a + b if x not in shared)
+    assert "prefill skips 8 tokens" in new_log_lines(page)[-1]
+    assert new_log_lines(page)[-1].startswith("B admitted")
+    assert counter(page, "blocks_saved_by_caching") == 2
+    assert counter(page, "prefill_tokens_skipped") == 8
+
+
+def test_caching_off_b_gets_its_own_copies(page, site_url):
+    open_widget(page, site_url)
+    widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).uncheck()
+    page.wait_for_function("() => location.hash.includes('kvcache.caching=0')")
+    page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
+    click(page, "Admit next", 1)
+    click(page, "Admit next", 2)
+    a, b = chips(page, "A"), chips(page, "B")
+    want = expected(["admit", "admit"], caching=False)
+    assert a == want["requests"][0]["block_table"] and b == want["requests"][1]["block_table"]
+    assert not set(a) & set(b)
+    assert len(b) == 3  # 10 prompt tokens in blocks of 4, all computed
+    assert all(ref(page, x) == 1 for x in a + b)
+    assert page.locator(".kv-shared").count() == 0
+    assert "from cache" not in new_log_lines(page)[-1]
+    assert counter(page, "blocks_saved_by_caching") == 0
+
+
+def test_out_of_blocks_preempts_the_newest(page, site_url):
+    # The walk-through: caching off, "Admit next" (while anyone waits) then "Generate
+    # one token", until a request is preempted. pysim says which step and which victim.
+    plan, view = [], expected([], caching=False)
+    while view["counters"]["preemptions"] == 0:
+        assert len(plan) < 60, "the default scenario should run out of blocks"
+        if view["next_actions"]["can_admit"]:
+            plan.append("admit")
+        plan.append("gen")
+        view = expected(plan, caching=False)
+    victim = next(r for r in view["requests"] if r["preemptions"])
+    line = next(x for x in view["log"] if x.startswith("out of blocks"))
+    requester = line.split(": ", 1)[1].split(" ", 1)[0]
+    assert f"preempt {victim['name']} (newest" in line
+
+    open_widget(page, site_url, "#kvcache.caching=0")
+    page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
+    admit = widget(page).get_by_role("button", name="Admit next", exact=True)
+    done = 0
+    for action in plan:
+        if action == "admit":
+            assert admit.is_enabled()
+            click(page, "Admit next", done + 1)
+        else:
+            click(page, "Generate one token", done + 1)
+        done += 1
+        if action == "gen" and done < len(plan) and plan[done] == "gen":
+            assert admit.is_disabled()  # nobody waits: the button says so
+    assert line in new_log_lines(page)
+    assert counter(page, "preemptions") == 1
+    row = page.locator(f'.kv-table tr[data-request="{victim["name"]}"]')
+    assert row.get_attribute("data-status") == "preempted"
+    assert row.locator(".kv-status").inner_text().startswith("preempted, waiting (1st")
+    assert chips(page, victim["name"]) == []
+    assert page.locator(".kv-last").inner_text().count("preempt") >= 1
+    # The page's "Try this" tells the same story.
+    step = view["step"]
+    nth = f"{step}{'th' if 10 <= step % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(step % 10, 'th')}"
+    prose = prose_text(page)
+    assert (f"On the {nth} generate step {requester} needs a new block and none is free, so "
+            f"{victim['name']}, the newest running request, is preempted") in prose
+    assert f"keeping the {len(victim['generated'])} tokens it had generated" in prose
+
+
+def test_run_to_completion_counts_the_blocks_caching_saved(page, site_url):
+    open_widget(page, site_url)
+    click(page, "Run to completion", 1)
+    want = expected(["run"])
+    assert counter(page, "blocks_saved_by_caching") == want["counters"]["blocks_saved_by_caching"] > 0
+    assert counter(page, "prefill_tokens_skipped") == want["counters"]["prefill_tokens_skipped"]
+    saved = want["counters"]["blocks_saved_by_caching"]
+    assert f"The counter of blocks saved by caching reads {saved}:" in prose_text(page)
+    assert counter(page, "evictions") == want["counters"]["evictions"]
+    assert page.locator('.kv-table tr[data-status="finished"]').count() == 5
+    assert widget(page).get_by_role("button", name="Run to completion", exact=True).is_disabled()
+    # Finished requests leave their full blocks cached in the free queue.
+    assert page.locator('.kv-block[data-state="cached"]').count() == want["pool"]["cached"] > 0
+
+
+def test_undo_and_named_admission(page, site_url):
+    open_widget(page, site_url)
+    click(page, "Admit next", 1)
+    click(page, "Admit next", 2)
+    before = snapshot(page)
+    click(page, "Generate one token", 3)
+    assert snapshot(page) != before
+    click(page, "Undo", 2)
+    assert snapshot(page) == before
+    # Admit a named waiting request out of order.
+    widget(page).get_by_label("Waiting request", exact=True).select_option("D")
+    click(page, "Admit this one", 3)
+    assert page.locator('.kv-table tr[data-request="D"]').get_attribute("data-status") == "running"
+    assert chips(page, "D") == expected(["admit", "admit", "admit:D"])["requests"][3]["block_table"]
+    page.wait_for_function("() => location.hash.includes('kvcache.actions=admit,admit,admit:D')")
+    click(page, "Reset", 0)
+    assert page.locator('.kv-block[data-state="free"]').count() == 24
+
+
+def test_url_hash_restores_the_state(page, site_url):
+    open_widget(page, site_url)
+    click(page, "Admit next", 1)
+    click(page, "Admit next", 2)
+    click(page, "Generate one token", 3)
+    page.wait_for_function("() => location.hash.includes('kvcache.actions=admit,admit,gen')")
+    assert "kvcache.caching=1" in page.evaluate("location.hash")
+    before = snapshot(page)
+    url = page.url
+    page.goto("about:blank")
+    page.goto(url)
+    wait_actions(page, 3)  # the link's actions start Python and are replayed
+    assert snapshot(page) == before
+    # A link pasted into the same tab (only the hash changes) is replayed too, and
+    # runs of one action may be written compactly.
+    page.evaluate("location.hash = 'kvcache.caching=0&kvcache.actions=admit*2,gen*3'")
+    wait_actions(page, 5)
+    want = expected(["admit", "admit", "gen", "gen", "gen"], caching=False)
+    assert chips(page, "B") == want["requests"][1]["block_table"]
+    assert not widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).is_checked()
+
+
+def test_keyboard_focus_shows_the_block_in_the_inspector(page, site_url):
+    open_widget(page, site_url)
+    widget(page).get_by_role("button", name="Admit next", exact=True).focus()
+    page.keyboard.press("Enter")
+    wait_actions(page, 1)
+    page.keyboard.press("Enter")
+    wait_actions(page, 2)
+    widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.block") == "0"
+    inspector = page.locator(".kv-inspector")
+    assert inspector.locator("h4").inner_text() == "Block 0: in use"
+    text = inspector.inner_text()
+    assert "A, B" in text  # its owners
+    want = expected(["admit", "admit"])["blocks"][0]
+    assert want["hash"] in text and want["parent_hash"] in text and " ".join(want["tokens"]) in text
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.dataset.block") == "1"
+    assert inspector.locator("h4").inner_text() == "Block 1: in use"
+    page.keyboard.press("End")
+    assert inspector.locator("h4").inner_text() == "Block 23: free"
+    assert "Free-queue position" in inspector.inner_text()
+    # Tab leaves the grid in one step: it holds a single tab stop.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.classList.contains('kv-block')") is False
+
+
+def test_narrow_dark_page_has_no_horizontal_overflow(make_page, site_url):
+    page = make_page(width=375, color_scheme="dark")
+    open_widget(page, site_url)
+    assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
+    click(page, "Admit next", 1)
+    click(page, "Admit next", 2)
+    click(page, "Generate one token", 3)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    click(page, "Run to completion", 4)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
+def test_crafted_hash_is_data_not_markup(page, site_url):
+    page.goto(site_url + PAGE + "#kvcache.actions=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&kvcache.caching=%3Cscript%3E")
+    page.wait_for_selector(f"{WIDGET} .kv-block")
+    message = page.locator(f"{WIDGET} > .pysim-body > p.pysim-error").first
+    assert "Ignored part of the link" in message.inner_text()
+    assert page.locator(f"{WIDGET} img").count() == 0
+    assert page.locator(f"{WIDGET} script:not(.pysim-prerender)").count() == 0
+    assert page.locator('.kv-block[data-state="free"]').count() == 24

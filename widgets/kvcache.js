@@ -1,0 +1,529 @@
+// Widget for simulation 2, the KV-cache block manager with prefix caching
+// (pysim/kvcache.py, bridge name "kvcache").
+//
+// The state is (config, actions). Every button appends an action and asks pysim to
+// replay the whole list from scratch (it takes well under a millisecond per action), so
+// Undo drops the last action, Reset empties the list, and a link in the URL hash
+// (kvcache.caching=1&kvcache.actions=admit,admit,gen) restores any state. This file
+// only draws what pysim returns: the pool, the block tables, the log and the counters.
+(function () {
+  "use strict";
+  const { h, fmt, readHash, writeHash } = window.PySim;
+  const NAME = "kvcache";
+
+  const LAST_LINES = 5; // lines of the latest action repeated under the buttons
+  const MAX_ACTIONS = 2000; // pysim's own limit (kvcache.MAX_ACTIONS)
+  const MAX_LINK_CHARS = 1900; // readHash keeps 2,000 characters; longer histories stay out of the link
+  const ACTION_PART = /^(admit(?::([A-Za-z0-9_-]{1,12}))?|gen|run)(?:\*([1-9]\d{0,3}))?$/;
+  const COUNTERS = [
+    ["blocks_saved_by_caching", "blocks saved by caching"],
+    ["prefill_tokens_skipped", "prefill tokens skipped"],
+    ["preemptions", "preemptions"],
+    ["evictions", "evictions"],
+  ];
+  const STATE_WORDS = { used: "in use", cached: "free but cached", free: "free" };
+
+  let uid = 0;
+  const newId = (stem) => `kv-${stem}-${++uid}-${Math.random().toString(36).slice(2, 6)}`;
+  const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? "" : "s"}`;
+  const ordinal = (n) => {
+    const s = ["th", "st", "nd", "rd"], v = n % 100;
+    return n + (s[(v - 20) % 10] || s[v] || s[0]);
+  };
+
+  // ---------------------------------------------------------------- the link
+
+  // Runs of three or more equal actions are written "gen*5"; shorter ones plainly.
+  function encodeActions(actions) {
+    const parts = [];
+    for (let i = 0; i < actions.length;) {
+      let j = i;
+      while (j < actions.length && actions[j] === actions[i]) j++;
+      const n = j - i;
+      if (n >= 3) parts.push(`${actions[i]}*${n}`);
+      else for (let k = 0; k < n; k++) parts.push(actions[i]);
+      i = j;
+    }
+    return parts.join(",");
+  }
+
+  // Strict: every part must be an action pysim knows, with a request name that exists.
+  // Returns {actions} or {problem}; the caller never inserts the text as markup.
+  function decodeActions(text, names) {
+    if (text === "") return { actions: [] };
+    const out = [];
+    for (const part of text.split(",")) {
+      const m = ACTION_PART.exec(part);
+      if (!m) return { problem: `actions: "${part.slice(0, 30)}" is not an action (admit, admit:NAME, gen, run)` };
+      if (m[2] !== undefined && !names.includes(m[2])) return { problem: `actions: no request is named "${m[2]}"` };
+      const n = m[3] ? Number(m[3]) : 1;
+      if (out.length + n > MAX_ACTIONS) return { problem: `actions: more than ${fmt(MAX_ACTIONS)}` };
+      for (let k = 0; k < n; k++) out.push(m[1]);
+    }
+    return { actions: out };
+  }
+
+  function actionName(action) {
+    if (action.startsWith("admit:")) return "admit " + action.slice(6);
+    return { admit: "admit next", gen: "generate one token", run: "run to completion" }[action] || action;
+  }
+
+  // ---------------------------------------------------------------- colours
+
+  // One hue per request (in config order); the golden angle keeps neighbours apart.
+  // The lightness and saturation come from CSS (--kv-s, --kv-l), so both themes read.
+  function hueOf(index) {
+    return Math.round((215 + index * 137.508) % 360);
+  }
+  const tint = (hue) => `hsl(${hue} var(--kv-s) var(--kv-l))`;
+
+  // A block held by several requests shows diagonal stripes of their colours.
+  function ownerBackground(hues) {
+    if (!hues.length) return null;
+    if (hues.length === 1) return `background: ${tint(hues[0])}`;
+    const w = 7;
+    const stops = hues.map((hue, i) => `${tint(hue)} ${i * w}px ${(i + 1) * w}px`).join(", ");
+    return `background: repeating-linear-gradient(135deg, ${stops})`;
+  }
+
+  // ---------------------------------------------------------------- the widget
+
+  function mount(body, { prerendered, runtime, root }) {
+    const initialView = prerendered.view;
+    const baseConfig = Object.assign({}, prerendered.config || {});
+    delete baseConfig.caching;
+    const defaultCaching = initialView.pool.caching;
+    const names = initialView.requests.map((r) => r.name);
+    const hues = Object.fromEntries(names.map((n, i) => [n, hueOf(i)]));
+
+    let view = initialView;
+    let state = { caching: defaultCaching, actions: [] }; // what `view` shows
+    let pending = null; // the state being computed, if any
+    let seq = 0;
+    let selected = null; // block id shown in the inspector
+    let previous = null; // the view before the latest action, to mark changed blocks
+
+    // ------------------------------------------------------------ state from the link
+    function parseLink(fromHash) {
+      const problems = [];
+      const linked = { caching: defaultCaching, actions: [] };
+      for (const [key, value] of Object.entries(fromHash)) {
+        if (key === "caching") {
+          if (/^[01]$/.test(value)) linked.caching = value === "1";
+          else problems.push("caching must be 1 or 0");
+        } else if (key === "actions") {
+          const parsed = decodeActions(value, names);
+          if (parsed.problem) problems.push(parsed.problem);
+          else linked.actions = parsed.actions;
+        } else problems.push(`unknown setting "${key.slice(0, 30)}"`);
+      }
+      return { linked, problems };
+    }
+    const { linked, problems } = parseLink(readHash(NAME));
+    const linkIsDefault = linked.caching === defaultCaching && linked.actions.length === 0;
+
+    // ------------------------------------------------------------ controls
+    const button = (text, onclick, extra = {}) =>
+      h("button", Object.assign({ type: "button", class: "md-button", onclick }, extra), text);
+    const admitBtn = button("Admit next", () => act("admit"), { class: "md-button md-button--primary" });
+    const genBtn = button("Generate one token", () => act("gen"));
+    const runBtn = button("Run to completion", () => act("run"));
+    const undoBtn = button("Undo", undo);
+    const resetBtn = button("Reset", reset);
+    const selectId = newId("admit");
+    const admitSelect = h("select", { id: selectId, name: "kvcache-admit" });
+    const admitNamedBtn = button("Admit this one", () => {
+      if (admitSelect.value) act("admit:" + admitSelect.value);
+    });
+    const cachingId = newId("caching");
+    const cachingBox = h("input", { type: "checkbox", id: cachingId, name: "kvcache-caching", class: "kv-switch" });
+    cachingBox.checked = defaultCaching;
+    cachingBox.addEventListener("change", () => {
+      compute({ caching: cachingBox.checked, actions: [] });
+    });
+    const actionButtons = [admitBtn, admitNamedBtn, genBtn, runBtn, undoBtn, resetBtn];
+
+    const hint = h("p", { class: "kv-hint" });
+    const errorMsg = h("p", { class: "pysim-error", role: "alert" });
+    const hashMessage = h("p", { class: "pysim-error", role: "alert" },
+      problems.length ? "Ignored part of the link: " + problems.join("; ") + "." : "");
+    const summary = h("p", { class: "kv-summary" });
+    const lastAction = h("div", { class: "kv-last", "aria-live": "polite" });
+
+    const counterEls = {};
+    const counters = h("div", { class: "kv-counters" }, COUNTERS.map(([key, label]) => {
+      const value = h("span", { class: "kv-counter-value" });
+      counterEls[key] = value;
+      return h("div", { class: "kv-counter", "data-counter": key }, value, h("span", { class: "kv-counter-label" }, label));
+    }));
+    const countersMore = h("p", { class: "kv-counters-more" });
+
+    const swatch = (style, cls = "") => h("span", { class: "kv-sw " + cls, style });
+    const legend = h("div", { class: "pysim-legend kv-legend", role: "group", "aria-label": "Legend" },
+      names.slice(0, 12).map((n) => h("span", { class: "pysim-legend-item" }, swatch(ownerBackground([hues[n]])), "request " + n)),
+      h("span", { class: "pysim-legend-item" },
+        swatch(ownerBackground(names.slice(0, 2).map((n) => hues[n]))), "shared (stripes: one per holder)"),
+      h("span", { class: "pysim-legend-item" }, swatch(null, "kv-sw-cached"), "free but cached (keeps its hash)"),
+      h("span", { class: "pysim-legend-item" }, swatch(null, "kv-sw-free"), "free"),
+      h("span", { class: "pysim-legend-note" },
+        "ref = how many block tables hold the block; q = place in the free queue (q0 is handed out next, the highest is evicted last); #… = the block's hash."));
+
+    const poolTitle = h("p", { class: "kv-pool-title", id: newId("pool") });
+    const grid = h("div", { class: "kv-grid", role: "group", "aria-labelledby": poolTitle.id });
+    const queueLine = h("p", { class: "kv-queue" });
+    const inspector = h("section", { class: "kv-inspector", "aria-label": "Block inspector" });
+    const table = h("table", { class: "kv-table" });
+    const logTitle = h("p", { class: "kv-log-title", id: newId("log") }, "Event log (newest at the bottom; the latest action is marked)");
+    const log = h("ol", { class: "kv-log", tabindex: "0", "aria-labelledby": logTitle.id });
+
+    body.append(
+      h("div", { class: "pysim-toolbar kv-toolbar" }, admitBtn, genBtn, runBtn, undoBtn, resetBtn),
+      h("div", { class: "pysim-toolbar kv-toolbar" },
+        h("span", { class: "kv-admit-named" },
+          h("label", { for: selectId }, "Waiting request"), admitSelect, admitNamedBtn),
+        h("span", { class: "kv-caching" },
+          cachingBox, h("label", { for: cachingId }, "Prefix caching"),
+          h("span", { class: "kv-caching-note" }, "(changing it starts over)"))),
+      hashMessage, errorMsg, hint, lastAction, counters, countersMore, legend,
+      poolTitle, grid, queueLine, inspector,
+      h("p", { class: "kv-table-title" }, "Requests and their block tables"),
+      h("div", { class: "pysim-table-wrap kv-table-wrap" }, table),
+      logTitle, log, summary);
+
+    // ------------------------------------------------------------ actions
+    const current = () => pending || state;
+
+    function act(action) {
+      const base = current();
+      compute({ caching: base.caching, actions: [...base.actions, action] });
+    }
+    function undo() {
+      const base = current();
+      if (base.actions.length) compute({ caching: base.caching, actions: base.actions.slice(0, -1) });
+    }
+    function reset() {
+      compute({ caching: current().caching, actions: [] });
+    }
+
+    function payload(target) {
+      return { config: Object.assign({}, baseConfig, { caching: target.caching }), actions: target.actions };
+    }
+
+    function saveHash() {
+      const encoded = encodeActions(state.actions);
+      const link = { caching: state.caching ? 1 : 0 };
+      if (encoded.length <= MAX_LINK_CHARS) link.actions = encoded;
+      writeHash(NAME, link);
+    }
+
+    // Ask pysim for the view model of `target` (the default state needs no Python:
+    // it is the pre-rendered model). A newer request supersedes an older one.
+    async function compute(target) {
+      const my = ++seq;
+      pending = target;
+      root.dataset.busy = "true";
+      let answer;
+      if (target.caching === defaultCaching && target.actions.length === 0 && root.dataset.live !== "updated") {
+        answer = { ok: true, result: initialView, ms: 0 };
+      } else {
+        try {
+          answer = await runtime.call(NAME, payload(target));
+        } catch (err) {
+          if (my !== seq) return;
+          pending = null;
+          delete root.dataset.busy;
+          cachingBox.checked = state.caching;
+          errorMsg.textContent = "Python is not available, so the picture stays as it was.";
+          return;
+        }
+      }
+      if (my !== seq) return; // a newer click superseded this one
+      pending = null;
+      delete root.dataset.busy;
+      if (!answer.ok) {
+        const field = answer.error.field;
+        const label = field === "actions" ? "Actions" : field === "caching" ? "Prefix caching" : field || "Settings";
+        errorMsg.textContent = `${label}: ${answer.error.message}`;
+        root.dataset.error = field || "input";
+        cachingBox.checked = state.caching;
+        return; // keep the last good picture
+      }
+      errorMsg.textContent = "";
+      delete root.dataset.error;
+      root.dataset.computeMs = (answer.ms || 0).toFixed(2);
+      previous = target.caching === state.caching ? view : null;
+      state = target;
+      view = answer.result;
+      saveHash();
+      draw();
+    }
+
+    // When Python is ready: recompute the defaults there and compare with the
+    // pre-rendered model (pysim is deterministic, so they must be equal).
+    runtime.subscribe(async (rtState) => {
+      if (rtState !== "ready" || root.dataset.live) return;
+      root.dataset.live = "pending";
+      const answer = await runtime.call(NAME, payload({ caching: defaultCaching, actions: [] })).catch(() => null);
+      if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
+      const same = JSON.stringify(answer.result) === JSON.stringify(initialView);
+      if (!same) console.error("pysim: the pre-rendered kvcache model differs from what Pyodide computed");
+      root.dataset.live = same ? "same" : "updated";
+    });
+
+    // ------------------------------------------------------------ drawing
+    function draw() {
+      const started = performance.now();
+      const next = view.next_actions;
+      const acted = state.actions.length;
+      cachingBox.checked = state.caching;
+      const hadFocus = document.activeElement;
+      admitBtn.disabled = !next.can_admit;
+      genBtn.disabled = !next.can_gen;
+      runBtn.disabled = !next.can_run;
+      undoBtn.disabled = acted === 0;
+      resetBtn.disabled = acted === 0;
+      const keep = admitSelect.value;
+      admitSelect.replaceChildren(...next.admittable.map((n) => h("option", { value: n }, n)));
+      if (next.admittable.includes(keep)) admitSelect.value = keep;
+      admitSelect.disabled = admitNamedBtn.disabled = next.admittable.length === 0;
+      // A button that just became disabled would drop keyboard focus on the page body.
+      if (hadFocus && hadFocus.disabled && (actionButtons.includes(hadFocus) || hadFocus === admitSelect)) {
+        (actionButtons.find((b) => !b.disabled) || cachingBox).focus();
+      }
+
+      const p = view.pool;
+      if (next.head) {
+        hint.textContent = `Next in line: ${next.head}, needs ${plural(next.head_needs_blocks, "block")}; ` +
+          `${plural(p.num_free_blocks, "block")} free${next.head_fits ? "." : ", so admitting it now would fail."}`;
+      } else {
+        hint.textContent = next.done ? "Every request has finished." : "Nothing is waiting; generate to let the running requests finish.";
+      }
+      // The latest action's lines; a long "Run to completion" shows its last few here.
+      let lines = acted ? view.log.slice(view.last_action_log_start) : [];
+      if (lines.length > LAST_LINES) {
+        lines = [`(${lines.length - LAST_LINES + 1} earlier lines of this action are in the log below)`,
+          ...lines.slice(-(LAST_LINES - 1))];
+      }
+      lastAction.replaceChildren(
+        h("span", { class: "kv-last-label" }, acted ? `Action ${acted}, ${actionName(state.actions[acted - 1])}:` : "No action yet: every request is waiting."),
+        ...lines.map((line) => h("span", { class: "kv-last-line" }, line)));
+
+      const c = view.counters;
+      for (const [key] of COUNTERS) counterEls[key].textContent = fmt(c[key]);
+      countersMore.textContent = `Prefill computed ${plural(c.prefill_tokens, "token")}; ` +
+        `${plural(c.tokens_generated, "token")} generated; ${plural(c.allocations, "block")} handed out; ` +
+        `${plural(c.did_not_fit, "admission")} that did not fit.`;
+
+      poolTitle.textContent = `Block pool: ${p.num_blocks} blocks of ${p.block_size} tokens, prefix caching ${p.caching ? "on" : "off"}. ` +
+        `${p.used} in use, ${p.cached} free but cached, ${p.free} free.`;
+      drawGrid();
+      queueLine.textContent = view.free_queue.length
+        ? `Free queue, head (handed out next) to tail (evicted last): ${view.free_queue.join(" ")}`
+        : "Free queue: empty, every block is in use.";
+      drawInspector();
+      drawTable();
+      drawLog();
+      summary.textContent = `After ${plural(acted, "action")} (${plural(view.step, "generate step")}), ` +
+        `caching ${p.caching ? "on" : "off"}: ${p.used} blocks in use, ${p.cached} free but cached, ${p.free} free.` +
+        (encodeActions(state.actions).length > MAX_LINK_CHARS ? " This history is too long for the page link, which keeps only the caching setting." : "");
+      root.dataset.actions = String(acted);
+      root.dataset.drawMs = (performance.now() - started).toFixed(2); // for the benchmark
+    }
+
+    function describeBlock(b) {
+      const who = b.owners.length ? " by " + b.owners.join(" and ") : "";
+      let text = `Block ${b.id}: ${STATE_WORDS[b.state]}${who}, ref count ${b.ref_count}`;
+      if (b.hash) text += `, hash ${b.hash}`;
+      if (b.tokens.length) text += `, tokens: ${b.tokens.join(" ")}`;
+      if (b.free_queue_position !== null) text += `, free-queue position ${b.free_queue_position}`;
+      return text;
+    }
+
+    function changed(b) {
+      if (!previous || !previous.blocks[b.id]) return false;
+      const a = previous.blocks[b.id];
+      return a.state !== b.state || a.ref_count !== b.ref_count || a.hash !== b.hash ||
+        a.owners.join() !== b.owners.join() || a.tokens.join() !== b.tokens.join();
+    }
+
+    function drawGrid() {
+      const focused = document.activeElement && grid.contains(document.activeElement)
+        ? Number(document.activeElement.dataset.block) : null;
+      if (selected !== null && selected >= view.blocks.length) selected = null;
+      const tabStop = selected !== null ? selected : 0;
+      const cells = view.blocks.map((b) => {
+        const cls = ["kv-block", "kv-" + b.state];
+        if (b.owners.length > 1) cls.push("kv-shared");
+        if (changed(b)) cls.push("kv-changed");
+        return h("button", {
+          type: "button", class: cls.join(" "), "data-block": b.id, "data-state": b.state,
+          "data-owners": b.owners.join(" "), tabindex: b.id === tabStop ? "0" : "-1",
+          "aria-current": b.id === selected ? "true" : null, "aria-label": describeBlock(b),
+          style: ownerBackground(b.owners.map((n) => hues[n])),
+        },
+        h("span", { class: "kv-block-head" },
+          h("span", { class: "kv-id" }, String(b.id)),
+          h("span", { class: "kv-ref" }, `ref ${b.ref_count}`)),
+        h("span", { class: "kv-owners" }, b.owners.length ? b.owners.join("+") : b.state),
+        h("span", { class: "kv-words" }, b.tokens.join(" ")),
+        h("span", { class: "kv-block-foot" },
+          h("span", { class: "kv-hash" }, b.hash ? "#" + b.hash : ""),
+          h("span", { class: "kv-q" }, b.free_queue_position !== null ? "q" + b.free_queue_position : "")));
+      });
+      grid.replaceChildren(...cells);
+      if (focused !== null && cells[focused]) cells[focused].focus();
+    }
+
+    function cellAt(id) {
+      return grid.querySelector(`.kv-block[data-block="${id}"]`);
+    }
+
+    function select(id, { focus = false } = {}) {
+      if (id === null || !view.blocks[id]) return;
+      selected = id;
+      for (const cell of grid.children) {
+        const mine = Number(cell.dataset.block) === id;
+        cell.tabIndex = mine ? 0 : -1;
+        if (mine) cell.setAttribute("aria-current", "true");
+        else cell.removeAttribute("aria-current");
+      }
+      if (focus) cellAt(id).focus();
+      drawInspector();
+    }
+
+    grid.addEventListener("focusin", (e) => {
+      const cell = e.target.closest(".kv-block");
+      if (cell) select(Number(cell.dataset.block));
+    });
+    grid.addEventListener("click", (e) => {
+      const cell = e.target.closest(".kv-block");
+      if (cell) select(Number(cell.dataset.block), { focus: true });
+    });
+    // Arrow keys move through the grid (a roving tab stop: Tab enters and leaves it).
+    grid.addEventListener("keydown", (e) => {
+      const cell = e.target.closest(".kv-block");
+      if (!cell) return;
+      const id = Number(cell.dataset.block);
+      const n = view.blocks.length;
+      const columns = Math.max(1, getComputedStyle(grid).gridTemplateColumns.split(" ").filter(Boolean).length);
+      const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: columns, ArrowUp: -columns };
+      let target = null;
+      if (e.key in moves) target = id + moves[e.key];
+      else if (e.key === "Home") target = 0;
+      else if (e.key === "End") target = n - 1;
+      else return;
+      e.preventDefault();
+      if (target >= 0 && target < n) select(target, { focus: true });
+    });
+
+    function drawInspector() {
+      if (selected === null) {
+        inspector.replaceChildren(h("p", { class: "kv-inspector-empty" },
+          "Block inspector: click a block, or Tab into the pool and use the arrow keys, to see its details here."));
+        return;
+      }
+      const b = view.blocks[selected];
+      const tables = view.requests.filter((r) => r.block_table.includes(b.id))
+        .map((r) => `${r.name} (entry ${r.block_table.indexOf(b.id)})`);
+      const row = (term, value) => [h("dt", {}, term), h("dd", {}, value)];
+      const q = b.free_queue_position;
+      inspector.replaceChildren(
+        h("h4", { class: "kv-inspector-title" }, `Block ${b.id}: ${STATE_WORDS[b.state]}`),
+        h("dl", {},
+          row("Owners", b.owners.length ? b.owners.join(", ") : "none"),
+          row("Ref count", String(b.ref_count)),
+          row("In block tables", tables.length ? tables.join(", ") : "none"),
+          row("Hash", b.hash ? b.hash : "none (only full blocks get one, and only with caching on)"),
+          row("Parent hash", b.parent_hash ? b.parent_hash : "none"),
+          row("Tokens", b.tokens.length ? b.tokens.join(" ") : "none"),
+          row("Free-queue position", q === null ? "not in the free queue (in use)"
+            : `${q} of ${view.free_queue.length} (${q === 0 ? "handed out next" : q === view.free_queue.length - 1 ? "evicted last" : "0 is handed out next"})`)));
+    }
+
+    function statusText(r) {
+      if (r.queue_position === null) return r.status;
+      const place = `${ordinal(r.queue_position + 1)} in line`;
+      return r.status === "preempted" ? `preempted, waiting (${place})` : `waiting (${place})`;
+    }
+
+    function drawTable() {
+      const bs = view.pool.block_size;
+      const owners = Object.fromEntries(view.blocks.map((b) => [b.id, b.owners]));
+      const head = h("tr", {}, ["Request", "Status", "Block table", "Tokens (grouped by block)", "Prefilled", "From cache", "Preempted"]
+        .map((text) => h("th", { scope: "col" }, text)));
+      const rows = view.requests.map((r) => {
+        const chips = r.block_table.length
+          ? r.block_table.map((id) => h("span", {
+            class: "kv-chip" + (owners[id].length > 1 ? " kv-chip-shared" : ""), "data-block": id,
+            title: `block ${id}, ref ${view.blocks[id].ref_count}`,
+            style: ownerBackground(owners[id].map((n) => hues[n])),
+          }, String(id)))
+          : h("span", { class: "kv-none" }, "none");
+        // The tokens the cache covered are highlighted when there was one admission;
+        // after a preemption the count spans several admissions, so only the number shows.
+        const skipped = r.preemptions === 0 ? r.skipped_by_cache : 0;
+        const words = [...r.prompt, ...r.generated];
+        const groups = [];
+        for (let i = 0; i < words.length; i += bs) {
+          // A cache hit is always whole blocks, so a group is either skipped or not.
+          const cls = "kv-tokgroup" + (i + bs <= skipped ? " kv-skip" : "");
+          groups.push(h("span", { class: cls }, words.slice(i, i + bs).map((w, k) =>
+            h("span", { class: i + k < r.prompt.length ? "kv-w" : "kv-w kv-w-gen" }, w))));
+        }
+        // data-label names each cell where a narrow screen stacks the table.
+        return h("tr", { "data-request": r.name, "data-status": r.status },
+          h("th", { scope: "row" }, h("span", { class: "kv-sw", style: ownerBackground([hues[r.name]]) }), r.name),
+          h("td", { class: "kv-status", "data-label": "Status" }, statusText(r)),
+          h("td", { class: "kv-chips", "data-label": "Block table" }, chips),
+          h("td", { class: "kv-tokens", "data-label": "Tokens" }, groups,
+            h("span", { class: "kv-progress" }, ` ${r.generated.length}/${r.answer_tokens} generated`)),
+          h("td", { class: "kv-prefilled", "data-label": "Prefilled" }, fmt(r.prefilled)),
+          h("td", { class: "kv-skipped", "data-label": "From cache" }, fmt(r.skipped_by_cache)),
+          h("td", { class: "kv-preemptions", "data-label": "Preempted" }, fmt(r.preemptions)));
+      });
+      table.replaceChildren(
+        h("caption", {}, "Prefilled and From cache count prompt tokens over every admission. Green token " +
+          "groups came from the cache (shown for requests never preempted); italic words were generated."),
+        h("thead", {}, head), h("tbody", {}, rows));
+    }
+    table.addEventListener("click", (e) => {
+      const chip = e.target.closest(".kv-chip");
+      if (chip) select(Number(chip.dataset.block));
+    });
+
+    function drawLog() {
+      const items = [];
+      if (view.log_dropped) items.push(h("li", { class: "kv-log-dropped" }, `(${plural(view.log_dropped, "older line")} not shown)`));
+      view.log.forEach((line, i) => {
+        const isNew = state.actions.length > 0 && i >= view.last_action_log_start;
+        items.push(h("li", { class: isNew ? "kv-log-new" : null }, line));
+      });
+      if (!view.log.length) items.push(h("li", { class: "kv-log-empty" }, "Nothing has happened yet."));
+      log.replaceChildren(...items);
+      log.scrollTop = log.scrollHeight;
+    }
+
+    // A link pasted into the same tab changes only the hash: replay it too. (Our own
+    // writes use history.replaceState, which fires no hashchange.)
+    window.addEventListener("hashchange", () => {
+      const fresh = readHash(NAME);
+      if (!Object.keys(fresh).length) return; // an ordinary heading anchor
+      const parsed = parseLink(fresh);
+      hashMessage.textContent = parsed.problems.length ? "Ignored part of the link: " + parsed.problems.join("; ") + "." : "";
+      const now = current();
+      if (parsed.linked.caching !== now.caching || parsed.linked.actions.join() !== now.actions.join()) compute(parsed.linked);
+    });
+
+    // Redraw when the reader switches light/dark (cheap; the colours come from CSS).
+    new MutationObserver(() => draw()).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    draw();
+    if (!linkIsDefault) {
+      // Replay the link's state (this starts Python if needed); clicks meanwhile build on it.
+      hint.textContent = `This link holds ${plural(linked.actions.length, "action")} with prefix caching ` +
+        `${linked.caching ? "on" : "off"}; they are replayed as soon as Python is ready.`;
+      compute(linked).catch(() => {});
+    }
+  }
+
+  window.PySim.register(NAME, mount);
+})();
