@@ -1,0 +1,336 @@
+"""Exercise 5 (chunked prefill in the toy scheduler): run a reader's code and check it.
+
+The Exercises page holds an editor pre-filled with the toy scheduler (pysim/toy.py, up
+to its bridge section). Its buttons call this module through the bridge, in the page's
+Python worker, never on the page's own thread:
+
+- "run" executes the reader's file in a fresh module, then drives its `ToyScheduler`
+  (with its `Request` and `ToyConfig`) over the driver's workload with a 256-token
+  budget, and returns the summary and whatever the code printed;
+- "check" drives it over several workloads beside pysim's own answer
+  (pysim.toy_chunked) and reports the first iteration where they differ, naming the
+  request and the tokens expected and got, or that all checks pass.
+
+The driving loop is pysim's (`pysim.toy.iterate`, the same loop as in the reader's
+file), so a reader changes the scheduler, not the harness. An endless loop in the
+reader's code is stopped by the page: its call times out and the worker is restarted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import traceback
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import toy, toy_chunked
+from .config import ConfigError, choice, data
+
+FILENAME = "<your code>"
+MODULE_NAME = "your_toy"
+MAX_CODE_CHARS = 50_000
+MAX_OUTPUT_CHARS = 10_000
+TIME_LIMIT_S = 5  # enforced by the page (runtime.call's timeout), stated in the view
+BRIDGE_SECTION = "# The bridge's view of the toy"
+MARKER = re.compile(r"^[ \t]*# --8<-- \[(start|end):[a-z_]+\][ \t]*\n", re.M)
+
+# Run: the driver's workload where whole prompts no longer fit one iteration.
+RUN_SETTINGS = {"token_budget": 256}
+RUN_REQUESTS, RUN_SEED = 200, toy.ToyConfig().seed
+
+
+def _check_code(value):
+    if not isinstance(value, str):
+        raise ConfigError("code", f"expected the program as text, got {type(value).__name__}")
+    if len(value) > MAX_CODE_CHARS:
+        raise ConfigError("code", f"your code is {len(value):,} characters long; at most "
+                                  f"{MAX_CODE_CHARS:,} are accepted")
+    return value
+
+
+@dataclass(frozen=True)
+class ExerciseConfig:
+    mode: str = choice("start", ("start", "run", "check"),
+                       "start: the starter code; run: run your scheduler; check: compare it")
+    code: str = data(str, "your program (empty: the starter code)", check=_check_code)
+
+
+# ---------------------------------------------------------------- the workloads
+
+def _tiny() -> list[dict]:
+    # Budget 64. Iteration 0: A and B (20-token prompts) are prefilled. Iteration 1: A and
+    # B decode, and C (100 tokens) gets the 62 tokens left; iteration 2 its last 38.
+    return [{"id": 0, "arrival": 0, "prompt": 20, "output": 6},
+            {"id": 1, "arrival": 0, "prompt": 20, "output": 6},
+            {"id": 2, "arrival": 1, "prompt": 100, "output": 3}]
+
+
+CHECKS = (
+    ("a long prompt arrives while two requests decode, budget 64",
+     {"token_budget": 64, "max_seqs": 8}, _tiny),
+    ("the driver's 200 requests with a 256-token budget",
+     {"token_budget": 256}, lambda: toy.workload(200, RUN_SEED)),
+    ("the driver's 200 requests with the default 1,024-token budget",
+     {}, lambda: toy.workload(200, RUN_SEED)),
+    ("a memory-starved run with preemptions, 150 blocks and a 128-token budget",
+     {"token_budget": 128, "total_blocks": 150, "max_seqs": 16}, lambda: toy.workload(120, 5)),
+)
+
+
+# ---------------------------------------------------------------- the reader's code
+
+def starter_code() -> str:
+    """pysim/toy.py up to its bridge section, without the page's snippet markers."""
+    source = Path(toy.__file__).read_text(encoding="utf-8")
+    head = source[:source.index(BRIDGE_SECTION)]
+    head = head[:head.rindex("\n#")].rstrip() + "\n"  # without the section's rule line
+    return MARKER.sub("", head)
+
+
+def solution_code() -> str:
+    """A complete file that passes the checker: the starter plus pysim's chunked classes.
+
+    (The tests paste it into the page; the page's worked solution explains the same code.)
+    """
+    source = Path(toy_chunked.__file__).read_text(encoding="utf-8")
+    start = source.index("@dataclass(eq=False)\nclass ChunkedRequest")
+    body = MARKER.sub("", source[start:source.index("\ndef simulate(")])
+    return (starter_code() + "\n\n# Exercise 5, solved: chunked prefill.\n" + body
+            + "\nRequest, ToyScheduler = ChunkedRequest, ChunkedScheduler\n")
+
+
+class ReaderError(Exception):
+    """Something in the reader's code went wrong; `message` says what, in plain words."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class _Capped:
+    """A stdout that keeps the first MAX_OUTPUT_CHARS characters printed."""
+
+    def __init__(self):
+        self.parts, self.size, self.cut = [], 0, False
+
+    def write(self, text):
+        room = MAX_OUTPUT_CHARS - self.size
+        if len(text) > room:
+            self.cut = True
+            text = text[:max(0, room)]
+        self.parts.append(text)
+        self.size += len(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def text(self) -> str:
+        out = "".join(self.parts)
+        return out + ("\n[output cut at 10,000 characters]" if self.cut else "")
+
+
+def _explain(exc: BaseException, code: str) -> str:
+    """The error as a reader wants it: the line of their code, the kind, the message."""
+    lines = code.splitlines()
+    if isinstance(exc, SyntaxError) and exc.filename == FILENAME:
+        where = f"Line {exc.lineno}: " if exc.lineno else ""
+        text = lines[exc.lineno - 1].strip() if exc.lineno and exc.lineno <= len(lines) else ""
+        return f"{where}{type(exc).__name__}: {exc.msg}" + (f"\n    {text}" if text else "")
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
+    message = f"{type(exc).__name__}: {exc}"
+    if not frames:
+        return message
+    f = frames[-1]
+    text = lines[f.lineno - 1].strip() if f.lineno and f.lineno <= len(lines) else ""
+    return f"Line {f.lineno}, in {f.name}: {message}" + (f"\n    {text}" if text else "")
+
+
+def load(code: str) -> types.ModuleType:
+    """Run the reader's file as a fresh module; ReaderError if it does not define the toy."""
+    module = types.ModuleType(MODULE_NAME)
+    module.__file__ = FILENAME
+    # dataclasses look the defining module up in sys.modules.
+    sys.modules[MODULE_NAME] = module
+    try:
+        exec(compile(code, FILENAME, "exec"), module.__dict__)
+    except BaseException as exc:
+        raise ReaderError(_explain(exc, code)) from None
+    missing = [name for name in ("Request", "ToyConfig", "ToyScheduler") if not hasattr(module, name)]
+    if missing:
+        raise ReaderError(f"Your code must define {', '.join(missing)} (as the starter code does): "
+                          "Run and Check drive your ToyScheduler with your Request and ToyConfig.")
+    return module
+
+
+def drive(module, settings: dict, specs: list[dict]):
+    """Yield the reader's iteration reports, one by one (their code runs as we go)."""
+    config = module.ToyConfig(**settings)
+    requests = [module.Request(**spec) for spec in specs]
+    return requests, toy.iterate(module.ToyScheduler(config), requests)
+
+
+# ---------------------------------------------------------------- comparing
+
+def _work(entry) -> str:
+    if entry is None:
+        return "nothing (not in the batch)"
+    kind, n = entry
+    if kind == "decode" and n == 1:
+        return "a decode (1 token)"
+    return f"{n} {kind} token{'s' if n != 1 else ''}"
+
+
+def _batch(report, step: int) -> dict:
+    try:
+        out = {}
+        for rid, kind, n in report["batch"]:
+            out[rid] = (kind, n)
+        return out
+    except Exception:
+        raise ReaderError(f"step {step}: step() must return a dict whose 'batch' is a list of "
+                          "(request id, kind, tokens), as the starter code's does") from None
+
+
+def compare(expected: dict, got: dict) -> str | None:
+    """The differences between two iteration reports in words, or None if they agree."""
+    step = expected["iteration"]
+    want, have = _batch(expected, step), _batch(got, step)
+    notes = []
+    for rid in [*want, *(r for r in have if r not in want)]:
+        a, b = want.get(rid), have.get(rid)
+        if a == b:
+            continue
+        if a and b and a[0] == b[0] == "prefill":
+            notes.append(f"request {rid} expected {a[1]} prefill tokens, got {b[1]}")
+        else:
+            notes.append(f"request {rid} expected {_work(a)}, got {_work(b)}")
+    if len(notes) > 3:
+        notes = notes[:3] + [f"and {len(notes) - 3} more"]
+    for key, words in (("preempted", "preempted"), ("finished", "finished")):
+        if not notes and sorted(expected[key]) != sorted(got.get(key, [])):
+            notes.append(f"expected requests {sorted(expected[key])} to be {words}, got "
+                         f"{sorted(got.get(key, []))}")
+    if not notes and got.get("iteration") != step:
+        notes.append(f"the iteration is numbered {got.get('iteration')!r}, expected {step}")
+    return f"step {step}: " + "; ".join(notes) if notes else None
+
+
+def check_one(module, code: str, settings: dict, specs: list[dict]) -> tuple[bool, str, int]:
+    """Compare the reader's scheduler with pysim's on one workload: (passed, message, steps)."""
+    config = toy.ToyConfig(**settings)
+    _, expected = toy_chunked.simulate(specs, config)
+    _, reports = drive(module, settings, specs)
+    step = 0
+    while True:
+        try:
+            got = next(reports, None)
+        except ReaderError:
+            raise
+        except BaseException as exc:  # SystemExit too: exit() in a reader's code
+            where = expected[step]["iteration"] if step < len(expected) else "after the last"
+            detail = _explain(exc, code)
+            return False, f"step {where}: your scheduler stopped with {detail}", step
+        if got is None:
+            if step < len(expected):
+                return False, (f"your run ended after {step} iterations; expected "
+                               f"{len(expected)}"), step
+            return True, f"all {step} iterations match", step
+        if step >= len(expected):
+            return False, (f"expected every request to be finished after {len(expected)} "
+                           "iterations, but yours went on"), step
+        difference = compare(expected[step], got)
+        if difference:
+            return False, difference, step
+        step += 1
+
+
+# ---------------------------------------------------------------- the simulation
+
+def _with_reader_code(code: str, action):
+    """Load the reader's code and call `action(module)` with stdout captured."""
+    out = _Capped()
+    error = None
+    result = None
+    with contextlib.redirect_stdout(out):
+        try:
+            module = load(code)
+            result = action(module)
+        except ReaderError as exc:
+            error = exc.message
+        except BaseException as exc:  # sys.exit() in their code is an error like any other
+            error = _explain(exc, code)
+        finally:
+            sys.modules.pop(MODULE_NAME, None)
+    return result, error, out.text()
+
+
+def run(config: ExerciseConfig, actions) -> dict:
+    if config.mode == "start":
+        return {"mode": "start", "starter_code": starter_code(), "time_limit_s": TIME_LIMIT_S,
+                "checks": [name for name, _, _ in CHECKS],
+                "run_settings": {**RUN_SETTINGS, "requests": RUN_REQUESTS, "seed": RUN_SEED}}
+    code = config.code or starter_code()
+
+    if config.mode == "run":
+        def action(module):
+            requests, reports = drive(module, RUN_SETTINGS, toy.workload(RUN_REQUESTS, RUN_SEED))
+            try:
+                reports = list(reports)
+            except ReaderError:
+                raise
+            except BaseException as exc:  # SystemExit too: exit() in a reader's code
+                raise ReaderError(_explain(exc, code)) from None
+            return {k: round(v, 2) if isinstance(v, float) else v
+                    for k, v in toy.summarize(requests, reports).items()}
+
+        summary, error, output = _with_reader_code(code, action)
+        return {"mode": "run", "ok": error is None, "summary": summary, "error": error,
+                "output": output, "run_settings": {**RUN_SETTINGS, "requests": RUN_REQUESTS,
+                                                   "seed": RUN_SEED}}
+
+    def check_all(module):
+        results = []
+        for name, settings, make in CHECKS:
+            passed, message, steps = check_one(module, code, settings, make())
+            results.append({"name": name, "passed": passed, "message": message, "steps": steps})
+        return results
+
+    checks, error, output = _with_reader_code(code, check_all)
+    if error is not None:
+        message = error
+    else:
+        failed = [c for c in checks if not c["passed"]]
+        message = ("all checks pass" if not failed else
+                   f"Check {checks.index(failed[0]) + 1} ({failed[0]['name']}): {failed[0]['message']}")
+    return {"mode": "check", "passed": error is None and all(c["passed"] for c in checks),
+            "message": message, "error": error, "checks": checks or [], "output": output}
+
+
+def text(view: dict) -> str:
+    if view["mode"] == "start":
+        return view["starter_code"]
+    lines = []
+    if view["mode"] == "run":
+        if view["summary"]:
+            lines += [f"{k:22} {v}" for k, v in view["summary"].items()]
+        if view["error"]:
+            lines.append("error: " + view["error"])
+    else:
+        lines.append(view["message"])
+        lines += [f"  {'pass' if c['passed'] else 'FAIL'}  {c['name']}: {c['message']}"
+                  for c in view["checks"]]
+    if view["output"]:
+        lines += ["printed:", view["output"]]
+    return "\n".join(lines)
+
+
+def _simulation():
+    from .bridge import Simulation
+    return Simulation(name="exercise", config_cls=ExerciseConfig, run=run, text=text)
+
+
+SIMULATION = _simulation()

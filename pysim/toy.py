@@ -1,0 +1,348 @@
+"""A toy continuous-batching scheduler, small enough to read in one sitting.
+
+Page 4 of the chapter walks through this file; the page includes its pieces from here
+when the site is built, so the text and the code cannot drift apart. It keeps only the
+rules that make continuous batching work:
+
+- three states: WAITING (no KV memory yet), RUNNING (holds KV blocks), FINISHED;
+- one `schedule()` per iteration (one forward pass) that decides the batch from scratch;
+- decode tokens first, then whole prompts. There is no chunking: a prompt that does not
+  fit in what is left of the token budget waits, and so does everyone behind it;
+- KV memory counted in blocks: an admitted request takes blocks for its whole prompt,
+  and one more block each time its sequence crosses a block boundary;
+- when a running request needs a block and none is free, the newest running request
+  *other than itself* is preempted (its blocks freed, its work recomputed later), and
+  the allocation is retried.
+
+Where they overlap, these are the rules of pysim.engine (vLLM V1's scheduler) with
+chunked prefill and prefix caching off and the FCFS policy, and tests/unit/test_toy.py
+checks that both make the same decisions. One difference is on purpose: the engine, like
+vLLM, lets the newest running request preempt itself; the toy never picks the requester.
+
+The file runs on its own (the exercise editor runs a copy of it): the scheduler uses only
+the standard library, the config's ranges and the seeded random numbers come from pysim.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from pysim.config import ConfigError, bounded, choice
+from pysim.prng import SplitMix64
+
+# --8<-- [start:constants]
+BLOCK_SIZE = 16      # tokens per KV-cache block
+TOTAL_BLOCKS = 400   # blocks in the KV pool: the memory limit
+TOKEN_BUDGET = 1024  # tokens one iteration may compute, prefill and decode together
+MAX_SEQS = 32        # requests that may be running at once
+
+WAITING, RUNNING, FINISHED = "waiting", "running", "finished"
+# --8<-- [end:constants]
+
+POLICIES = ("fcfs", "priority", "shortest")
+PROMPTS = (20, 40, 80, 600)          # the driver's prompt lengths
+OUTPUTS = (8, 16, 32, 256, 256)      # and answer lengths: two in five are long
+# The longest sequence the driver makes: without chunking, a preempted request must
+# prefill all of it (prompt and generated tokens) in one iteration.
+LONGEST = max(PROMPTS) + max(OUTPUTS) - 1
+MAX_ITERATIONS = 200_000  # a scheduler that needs more than this is stuck
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    """The toy's knobs: the constants above, unless the page (or a test) says otherwise."""
+
+    policy: str = choice("fcfs", POLICIES, "which waiting request is admitted first")
+    block_size: int = bounded(BLOCK_SIZE, 1, 128, "tokens per KV block")
+    total_blocks: int = bounded(TOTAL_BLOCKS, 1, 10_000, "blocks in the KV pool")
+    token_budget: int = bounded(TOKEN_BUDGET, LONGEST, 8192, "tokens per iteration")
+    max_seqs: int = bounded(MAX_SEQS, 1, 256, "most requests running at once")
+    requests: int = bounded(200, 1, 300, "requests the driver sends")
+    seed: int = bounded(12, 0, 999_999, "seed of the driver's random arrivals")
+
+    def check(self):
+        need = blocks_for(LONGEST, self.block_size)
+        if self.total_blocks < need:
+            raise ConfigError("total_blocks", f"got {self.total_blocks}, expected at least {need}: "
+                              f"the longest request ({LONGEST} tokens) must fit in the pool")
+
+
+# --8<-- [start:request]
+@dataclass(eq=False)  # eq=False: two requests are the same only if they are the same object
+class Request:
+    id: int
+    arrival: int          # the iteration it arrives at
+    prompt: int           # prompt length, tokens
+    output: int           # answer length: it finishes when it has sampled this many
+    priority: int = 0     # smaller is more urgent (the "priority" policy)
+    state: str = WAITING
+    generated: int = 0    # tokens sampled so far
+    blocks: int = 0       # KV blocks it holds
+    preemptions: int = 0
+    first_token: int | None = None  # iteration that sampled its first token
+    finished_at: int | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Its sequence so far: the prompt and every token sampled."""
+        return self.prompt + self.generated
+
+
+def blocks_for(tokens: int, block_size: int) -> int:
+    return -(-tokens // block_size)  # ceiling division
+# --8<-- [end:request]
+
+
+# --8<-- [start:policies]
+def waiting_order(policy: str):
+    """Sort key of the waiting queue: the request to admit next comes first.
+
+    A preempted request goes before every other: it was admitted once already and
+    keeps the tokens it generated. Among the rest the policy decides, and ties go to
+    the earlier arrival.
+    """
+    key = {
+        "fcfs": lambda r: (r.arrival, r.id),
+        "priority": lambda r: (r.priority, r.arrival, r.id),
+        "shortest": lambda r: (r.prompt, r.arrival, r.id),
+    }[policy]
+    return lambda r: (r.preemptions == 0, key(r))
+# --8<-- [end:policies]
+
+
+class ToyScheduler:
+    """The waiting queue, the running set, the free blocks, and one `step()` per iteration."""
+
+    def __init__(self, config: ToyConfig = ToyConfig()):
+        self.config = config
+        self.order = waiting_order(config.policy)
+        self.free_blocks = config.total_blocks
+        self.waiting: list[Request] = []  # kept sorted by self.order
+        self.running: list[Request] = []  # in admission order: the newest is last
+
+    def add(self, r: Request) -> None:
+        bisect.insort(self.waiting, r, key=self.order)
+
+    def step(self, now: int) -> dict:
+        """One iteration: decide the batch, run it, and report what happened."""
+        batch, preempted = self.schedule()
+        finished = self.update(batch, now)
+        return {"iteration": now, "batch": [(r.id, kind, n) for r, kind, n in batch],
+                "preempted": preempted, "finished": finished}
+
+    # --8<-- [start:schedule]
+    def schedule(self):
+        """Build this iteration's batch from scratch: a list of (request, kind, tokens)."""
+        cfg = self.config
+        budget = cfg.token_budget
+        batch, preempted = [], []
+        # 1. Decodes first: each running request computes the token it sampled last.
+        i = 0
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
+            while blocks_for(r.tokens, cfg.block_size) > r.blocks:  # crosses into a new block
+                if self.free_blocks > 0:
+                    self.free_blocks -= 1
+                    r.blocks += 1
+                    continue
+                victim = self.preempt_for(r)
+                preempted.append(victim.id)
+                if any(v is victim for v, _, _ in batch):
+                    # It stood before r and was served already: take its token back.
+                    batch = [entry for entry in batch if entry[0] is not victim]
+                    budget += 1
+                    i -= 1  # and r moved up one place
+            batch.append((r, "decode", 1))
+            budget -= 1
+            i += 1
+        # 2. Then whole prompts, from the head of the waiting queue, while they fit.
+        #    Nobody is admitted in an iteration that had to preempt: memory is short.
+        while self.waiting and not preempted and len(self.running) < cfg.max_seqs:
+            r = self.waiting[0]
+            need = blocks_for(r.tokens, cfg.block_size)  # a resumed one recomputes it all
+            if r.tokens > budget or need > self.free_blocks:
+                break  # head-of-line blocking: nobody behind it is tried
+            self.waiting.pop(0)
+            self.free_blocks -= need
+            r.blocks, r.state = need, RUNNING
+            self.running.append(r)
+            batch.append((r, "prefill", r.tokens))
+            budget -= r.tokens
+        return batch, preempted
+    # --8<-- [end:schedule]
+
+    # --8<-- [start:preempt]
+    def preempt_for(self, requester: Request) -> Request:
+        """Free the blocks of the newest running request other than `requester`.
+
+        Never the requester itself: it would go back to `waiting` while the loop in
+        schedule() is still serving it, so it would be in the queue and in the batch at
+        once, counted twice, and holding blocks the queue thinks it has not got.
+        """
+        others = [r for r in self.running if r is not requester]
+        assert others, "a request alone in the pool always fits (ToyConfig.check)"
+        victim = others[-1]
+        self.running.remove(victim)
+        self.free_blocks += victim.blocks
+        victim.blocks, victim.state = 0, WAITING
+        victim.preemptions += 1  # which also puts it at the front of the queue
+        self.add(victim)  # its KV is recomputed when it is admitted again
+        return victim
+    # --8<-- [end:preempt]
+
+    # --8<-- [start:update]
+    def update(self, batch, now: int) -> list[int]:
+        """The forward pass ran: every request in the batch samples one token."""
+        finished = []
+        for r, kind, n in batch:
+            r.generated += 1
+            if r.first_token is None:
+                r.first_token = now
+            if r.generated == r.output:
+                r.state, r.finished_at = FINISHED, now
+                self.free_blocks += r.blocks  # usable from the next iteration on
+                r.blocks = 0
+                self.running.remove(r)
+                finished.append(r.id)
+        return finished
+    # --8<-- [end:update]
+
+
+# --8<-- [start:driver]
+def iterate(scheduler, requests):
+    """Feed `requests` to `scheduler` as they arrive; yield each iteration's report.
+
+    Time is counted in iterations. When nothing is running or waiting, the clock
+    jumps to the next arrival (those idle iterations are not counted).
+    """
+    pending = sorted(requests, key=lambda r: (r.arrival, r.id))
+    now, k, count = 0, 0, 0
+    while k < len(pending) or scheduler.running or scheduler.waiting:
+        if not scheduler.running and not scheduler.waiting:
+            now = max(now, pending[k].arrival)
+        while k < len(pending) and pending[k].arrival <= now:
+            scheduler.add(pending[k])
+            k += 1
+        report = scheduler.step(now)
+        yield report
+        if not report["batch"]:  # nothing ran, so nothing will ever change
+            raise RuntimeError(f"iteration {now} scheduled nothing while requests were "
+                               "waiting: the scheduler is stuck")
+        count += 1
+        if count > MAX_ITERATIONS:
+            raise RuntimeError(f"still running after {MAX_ITERATIONS} iterations")
+        now += 1
+
+
+def workload(n: int, seed: int) -> list[dict]:
+    """`n` requests arriving in bursts: up to 100 quiet iterations, then 1 to 16 at once."""
+    rng = SplitMix64(seed)
+    out, now = [], 0
+    while len(out) < n:
+        now += rng.randint(0, 100)
+        for _ in range(min(rng.randint(1, 16), n - len(out))):
+            out.append({"id": len(out), "arrival": now, "prompt": rng.choice(PROMPTS),
+                        "output": rng.choice(OUTPUTS),
+                        "priority": 0 if rng.randint(1, 4) == 1 else 1})  # 1 in 4 is urgent
+    return out
+
+
+def simulate(specs, config=ToyConfig(), scheduler_class=ToyScheduler, request_class=Request):
+    """Run the requests described by `specs` to the end: (requests, iteration reports)."""
+    requests = [request_class(**spec) for spec in specs]
+    return requests, list(iterate(scheduler_class(config), requests))
+
+
+def summarize(requests, reports) -> dict:
+    done = [r for r in requests if r.finished_at is not None]
+    ttft = [r.first_token - r.arrival + 1 for r in done]  # iterations, the last included
+    urgent = [t for r, t in zip(done, ttft) if r.priority == 0]
+    tokens = sum(n for rep in reports for _, _, n in rep["batch"])
+    iterations = max(1, len(reports))
+    return {"finished": len(done), "iterations": len(reports), "tokens": tokens,
+            "tokens_per_iteration": tokens / iterations,
+            "mean_batch": sum(len(rep["batch"]) for rep in reports) / iterations,
+            "mean_ttft": sum(ttft) / max(1, len(ttft)), "max_ttft": max(ttft, default=0),
+            "mean_ttft_urgent": sum(urgent) / max(1, len(urgent)),
+            "preemptions": sum(len(rep["preempted"]) for rep in reports)}
+
+
+def run_driver(config: ToyConfig = ToyConfig()) -> dict:
+    """The page's experiment: the driver's workload under `config`, summarised."""
+    return summarize(*simulate(workload(config.requests, config.seed), config))
+# --8<-- [end:driver]
+
+
+# ---------------------------------------------------------------------------------
+# The bridge's view of the toy (bridge name "toy"): what the page's widget draws.
+
+SERIES_POINTS = 200  # at most this many points in the per-iteration series
+
+
+def _rounded(summary: dict) -> dict:
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in summary.items()}
+
+
+def series(reports, points: int = SERIES_POINTS) -> dict:
+    """Batch size and tokens per iteration, averaged over buckets of `bucket` iterations."""
+    bucket = max(1, -(-len(reports) // points))
+    start, batch, tokens = [], [], []
+    for s in range(0, len(reports), bucket):
+        part = reports[s:s + bucket]
+        start.append(s)
+        batch.append(round(sum(len(rep["batch"]) for rep in part) / len(part), 2))
+        tokens.append(round(sum(n for rep in part for _, _, n in rep["batch"]) / len(part), 2))
+    return {"bucket": bucket, "start": start, "batch": batch, "tokens": tokens}
+
+
+def run(config: ToyConfig, actions) -> dict:
+    """The driver under `config`: its summary and the batch-size series, for the widget."""
+    requests, reports = simulate(workload(config.requests, config.seed), config)
+    return {"config": dict(config.__dict__), "results": _rounded(summarize(requests, reports)),
+            "series": series(reports)}
+
+
+def compare_policies(config: ToyConfig) -> dict:
+    """The driver's summary under each policy, the other settings as in `config`."""
+    return {policy: _rounded(run_driver(ToyConfig(**{**config.__dict__, "policy": policy})))
+            for policy in POLICIES}
+
+
+def text(view: dict) -> str:
+    """All three policies on the view's workload (the CLI's table; runs the other two)."""
+    c = view["config"]
+    head = (f"{c['requests']} requests (seed {c['seed']}), block size {c['block_size']}, "
+            f"{c['total_blocks']} blocks, budget {c['token_budget']}, max seqs {c['max_seqs']}")
+    cols = ("policy", "finished", "iterations", "tokens/iter", "mean batch",
+            "mean TTFT", "max TTFT", "urgent TTFT", "preemptions")
+    rows = [cols]
+    for name, s in compare_policies(ToyConfig(**c)).items():
+        mark = " *" if name == c["policy"] else ""
+        rows.append((name + mark, s["finished"], s["iterations"], f"{s['tokens_per_iteration']:.1f}",
+                     f"{s['mean_batch']:.1f}", f"{s['mean_ttft']:.1f}", s["max_ttft"],
+                     f"{s['mean_ttft_urgent']:.1f}", s["preemptions"]))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(cols))]
+    lines = [head, "TTFT in iterations (urgent: the priority-0 requests); * = the chosen policy"]
+    for row in rows:
+        lines.append("  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)
+                               for i, (v, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+def figures() -> dict:
+    """The numbers page 4 states: the driver's results per policy, default constants."""
+    out = {f"{policy}_{key}": value for policy, s in compare_policies(ToyConfig()).items()
+           for key, value in s.items()}
+    out["seed"] = ToyConfig().seed
+    out["longest"] = LONGEST
+    out["longest_blocks"] = blocks_for(LONGEST, BLOCK_SIZE)
+    return out
+
+
+def _simulation():
+    from pysim.bridge import Simulation  # here, not at the top: bridge imports this module
+    return Simulation(name="toy", config_cls=ToyConfig, run=run, text=text)
+
+
+SIMULATION = _simulation()

@@ -1,0 +1,109 @@
+"""Exercise 5's editor in a real browser: the reader's code runs in the Python worker,
+Check says "all checks pass" for a correct solution and names the first differing step
+for a wrong one, and an endless loop is stopped, Python restarted, the page still usable."""
+
+from __future__ import annotations
+
+import time
+
+from conftest import page_url
+
+from pysim import exercise
+
+PAGE = "exercises"
+ROOT = ".pysim-widget[data-widget='exercise']"
+
+
+def until(page, expression, timeout=60):
+    """Poll a JavaScript expression until it is truthy. (page.evaluate, not
+    wait_for_function: the site's Content-Security-Policy forbids the string eval that
+    wait_for_function's polling uses.)"""
+    end = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < end, f"timed out waiting for {expression}"
+        page.wait_for_timeout(100)
+
+
+def wait_for_python(page):
+    """Python starts when the widget comes near the screen: bring it there, then wait."""
+    page.locator(ROOT).scroll_into_view_if_needed()
+    until(page, f"['ready', 'failed'].includes(document.querySelector(\"{ROOT}\").dataset.runtime)")
+    assert page.locator(ROOT).get_attribute("data-runtime") == "ready"
+
+
+def prefill_before_decodes() -> str:
+    code = exercise.solution_code()
+    cls = code.index("class ChunkedScheduler")
+    a = code.index("        # 1. Decodes first", cls)
+    b = code.index("        # 2. Running requests", cls)
+    c = code.index("        return batch, preempted", b)
+    return code[:a] + code[b:c] + code[a:b] + code[c:]
+
+
+def paste(page, code):
+    page.evaluate("code => document.querySelector(\"" + ROOT + "\").pysimEditor.set(code)", code)
+
+
+def press(page, name):
+    page.locator(ROOT).get_by_role("button", name=name, exact=True).click()
+    until(page, f"document.querySelector(\"{ROOT}\").dataset.busy === 'false'", timeout=30)
+    return page.locator(f"{ROOT} .exercise-verdict").inner_text()
+
+
+def test_editor_holds_the_toy_and_python_agrees(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    root = page.locator(ROOT)
+    assert root.get_attribute("data-editor") == "ace"
+    assert page.evaluate(f"document.querySelector(\"{ROOT}\").pysimEditor.get()") == exercise.starter_code()
+    # Python highlighting and line numbers are Ace's.
+    assert page.locator(f"{ROOT} .ace_gutter-cell").count() > 5
+    assert page.locator(f"{ROOT} .ace_keyword").count() > 0
+    wait_for_python(page)
+    until(page, f"['same', 'updated', 'failed'].includes(document.querySelector(\"{ROOT}\").dataset.live)")
+    assert root.get_attribute("data-live") == "same"
+
+
+def test_correct_solution_passes_and_wrong_one_names_the_step(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    paste(page, exercise.solution_code())
+    verdict = press(page, "Check")
+    assert "all checks pass" in verdict.lower()
+    assert page.locator(ROOT).get_attribute("data-result") == "pass"
+    assert page.locator(f"{ROOT} .exercise-checks li[data-passed='true']").count() == len(exercise.CHECKS)
+    paste(page, prefill_before_decodes())
+    verdict = press(page, "Check")
+    assert page.locator(ROOT).get_attribute("data-result") == "fail"
+    assert "step 1: request 0 expected a decode (1 token), got nothing" in verdict
+    assert "request 2 expected 62 prefill tokens, got 64" in verdict
+
+
+def test_run_shows_results_and_errors_name_the_line(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    paste(page, exercise.solution_code() + "\nprint('hello')\n")
+    press(page, "Run")
+    assert page.locator(ROOT).get_attribute("data-result") == "ran"
+    assert page.locator(f"{ROOT} .exercise-summary tr[data-key='finished'] td").inner_text() == "200"
+    assert page.locator(f"{ROOT} .exercise-output").inner_text().strip() == "hello"
+    paste(page, "def broken(:\n    pass\n")
+    press(page, "Check")
+    assert "Line 1: SyntaxError" in page.locator(f"{ROOT} .exercise-error").inner_text()
+
+
+def test_endless_loop_is_stopped_and_the_page_stays_usable(page, site_url, watch):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    paste(page, "while True:\n    pass\n")
+    t0 = time.monotonic()
+    verdict = press(page, "Run")
+    assert verdict == "Your code ran for more than 5 s and was stopped; Python was restarted."
+    assert 4.5 < time.monotonic() - t0 < 15
+    assert page.locator(ROOT).get_attribute("data-result") == "timeout"
+    # The page thread was never blocked: it still answers at once.
+    assert page.evaluate("1 + 1") == 2
+    # Python comes back and Run works again.
+    paste(page, exercise.solution_code())
+    press(page, "Run")
+    assert page.locator(ROOT).get_attribute("data-result") == "ran"
+    wait_for_python(page)

@@ -1,0 +1,145 @@
+"""The toy scheduler's widget on page 4 in a real browser: pre-rendered at once, the same
+in Pyodide, run with two policies and read back from the page, bad input, the link."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from conftest import page_url
+
+from pysim import bridge
+
+PAGE = "toy-scheduler"
+ROOT = ".pysim-widget[data-widget='toy']"
+
+
+def until(page, expression, timeout=60):
+    """Poll a JavaScript expression until it is truthy. (page.evaluate, not
+    wait_for_function: the site's Content-Security-Policy forbids the string eval that
+    wait_for_function's polling uses.)"""
+    end = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < end, f"timed out waiting for {expression}"
+        page.wait_for_timeout(100)
+
+
+def wait_for_python(page):
+    """Python starts when the widget comes near the screen: bring it there, then wait."""
+    page.locator(ROOT).scroll_into_view_if_needed()
+    until(page, f"['ready', 'failed'].includes(document.querySelector(\"{ROOT}\").dataset.runtime)")
+    assert page.locator(ROOT).get_attribute("data-runtime") == "ready"
+
+
+def expected(**config):
+    answer = json.loads(bridge.call("toy", json.dumps({"config": config})))
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+def row_values(page, policy) -> dict:
+    """The figures of the last table row for `policy`, as the reader sees them."""
+    row = page.locator(f'{ROOT} .toy-runs tbody tr[data-policy="{policy}"]').last
+    cells = [c.inner_text().replace(",", "") for c in row.locator("td").all()]
+    # Policy, block, blocks, budget, seqs, requests, seed, then the results.
+    keys = ["finished", "iterations", "tokens_per_iteration", "mean_batch", "mean_ttft",
+            "max_ttft", "mean_ttft_urgent", "preemptions"]
+    return {"policy": cells[0], "total_blocks": int(cells[2]),
+            **{k: float(v) for k, v in zip(keys, cells[7:])}}
+
+
+def card(page, metric) -> str:
+    return page.locator(f'{ROOT} .toy-card[data-metric="{metric}"] dd').inner_text()
+
+
+def wait_rows(page, n):
+    until(page, f"document.querySelectorAll(\"{ROOT} .toy-runs tbody tr\").length === {n}")
+
+
+def test_prerendered_then_same_in_pyodide(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    view = expected()
+    # Drawn from the embedded model before Python has started.
+    assert card(page, "iterations") == f"{view['results']['iterations']:,}"
+    assert card(page, "finished") == "200 of 200"
+    wait_for_python(page)
+    until(page, f"document.querySelector(\"{ROOT}\").dataset.live && "
+                f"document.querySelector(\"{ROOT}\").dataset.live !== 'pending'")
+    assert page.evaluate(f"document.querySelector(\"{ROOT}\").dataset.live") == "same"
+    assert page.evaluate("PySim.runtime.call('toy', {config: {}}).then(a => a.result)") == view
+    # The chart has a text alternative and a visible table.
+    label = page.locator(f"{ROOT} svg.toy-chart").get_attribute("aria-label")
+    assert label.startswith(f"Batch size over {view['results']['iterations']:,} iterations")
+    assert page.locator(f"{ROOT} .toy-series-table tbody tr").count() == len(view["series"]["start"])
+
+
+def test_two_policies_run_in_the_browser_and_read_back(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    wait_rows(page, 1)
+    fcfs = row_values(page, "fcfs")
+    page.get_by_label("Policy").select_option("shortest")
+    wait_rows(page, 2)
+    short = row_values(page, "shortest")
+    assert short["policy"] == "shortest"
+    view = expected(policy="shortest")["results"]
+    assert short["iterations"] == view["iterations"]
+    assert short["mean_ttft"] == view["mean_ttft"] and short["max_ttft"] == view["max_ttft"]
+    # The chapter's claim, read off the page: shortest-first lowers the mean TTFT and
+    # raises the worst one.
+    assert short["mean_ttft"] < fcfs["mean_ttft"] and short["max_ttft"] > fcfs["max_ttft"]
+    # The cards show the run just made; it is the highlighted row.
+    assert card(page, "max_ttft") == str(view["max_ttft"])
+    current = page.locator(f'{ROOT} .toy-runs tr[data-current="true"]')
+    assert current.get_attribute("data-policy") == "shortest"
+    # A constant: more memory, no preemptions (another row).
+    box = page.locator(f'{ROOT} .pysim-control[data-field="total_blocks"] input[type="number"]')
+    box.fill("2000")
+    box.press("Enter")
+    wait_rows(page, 3)
+    more = row_values(page, "shortest")
+    assert more["total_blocks"] == 2000 and more["preemptions"] == 0
+    assert "total_blocks=2000" in page.url and "policy=shortest" in page.url
+
+
+def test_bad_value_is_shown_beside_its_control_and_the_picture_stays(page, site_url):
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    before = card(page, "iterations")
+    box = page.locator(f'{ROOT} .pysim-control[data-field="token_budget"] input[type="number"]')
+    box.fill("500")
+    box.press("Enter")
+    error = page.locator(f'{ROOT} .pysim-control[data-field="token_budget"] .pysim-error')
+    error.wait_for(state="visible")
+    assert "Token budget" in error.inner_text() and "855" in error.inner_text()
+    assert card(page, "iterations") == before
+    box.fill("2048")
+    box.press("Enter")
+    error.wait_for(state="hidden")
+    wait_rows(page, 2)
+
+
+def test_link_restores_a_run_and_crafted_text_stays_text(page, site_url):
+    page.goto(page_url(site_url, PAGE, "#toy.policy=priority&toy.max_seqs=8"))
+    wait_for_python(page)
+    until(page, f"document.querySelector(\"{ROOT} .toy-runs tr[data-current='true']\")"
+                "?.dataset.policy === 'priority'")
+    view = expected(policy="priority", max_seqs=8)["results"]
+    assert card(page, "iterations") == f"{view['iterations']:,}"
+    page.goto("about:blank")
+    page.goto(page_url(site_url, PAGE, "#toy.policy=%3Cimg%20src%3Dx%3E&toy.seed=1e9"))
+    message = page.locator(f"{ROOT} .toy-hash-error")
+    assert "Ignored part of the link" in message.inner_text()
+    assert "seed must be a whole number" in message.inner_text()
+    assert page.locator(f"{ROOT} img").count() == 0
+
+
+def test_narrow_dark_screen(make_page, site_url):
+    page = make_page(width=375, color_scheme="dark")
+    page.goto(page_url(site_url, PAGE))
+    page.locator(ROOT).scroll_into_view_if_needed()
+    widths = page.evaluate(f"""() => {{
+        const r = document.querySelector("{ROOT}");
+        return [r.getBoundingClientRect().width, document.documentElement.scrollWidth, window.innerWidth];
+    }}""")
+    assert widths[0] <= 375 and widths[1] <= widths[2]

@@ -1,0 +1,198 @@
+"""Exercise 5's runner and checker (pysim.exercise, bridge name "exercise"), and pysim's
+own chunked toy (pysim.toy_chunked) that the checker compares a reader's code with."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pysim import bridge, exercise, toy, toy_chunked
+from pysim.__main__ import main
+from pysim.engine import Engine, EngineConfig, run_timed
+from pysim.toy import ToyConfig
+
+
+def call(config) -> dict:
+    answer = json.loads(bridge.call("exercise", json.dumps({"config": config})))
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+def prefill_before_decodes() -> str:
+    """The classic mistake: the correct solution with the prompt chunks (passes 2 and 3)
+    moved in front of the decodes (pass 1), so chunks eat the budget first."""
+    code = exercise.solution_code()
+    cls = code.index("class ChunkedScheduler")
+    a = code.index("        # 1. Decodes first", cls)
+    b = code.index("        # 2. Running requests", cls)
+    c = code.index("        return batch, preempted", b)
+    return code[:a] + code[b:c] + code[a:b] + code[c:]
+
+
+# --------------------------------------------------------------------------- pysim's answer
+
+def test_chunked_toy_by_hand():
+    # Budget 64. Iteration 0: A and B (20-token prompts) prefill 40 tokens and sample
+    # their 1st. Iteration 1: A and B decode (2), C (100-token prompt, arrived) gets the
+    # 62 left; no token for C yet. Iteration 2: decodes + C's last 38: C samples its 1st.
+    # Iteration 3: three decodes; C samples its 2nd. Iteration 4: C's 3rd (finished),
+    # A and B their 5th. Iteration 5: A and B their 6th and last.
+    requests, reports = toy_chunked.simulate(exercise._tiny(), ToyConfig(token_budget=64, max_seqs=8))
+    d = lambda rid: (rid, "decode", 1)  # noqa: E731
+    assert [rep["batch"] for rep in reports] == [
+        [(0, "prefill", 20), (1, "prefill", 20)],
+        [d(0), d(1), (2, "prefill", 62)],
+        [d(0), d(1), (2, "prefill", 38)],
+        [d(0), d(1), d(2)],
+        [d(0), d(1), d(2)],
+        [d(0), d(1)],
+    ]
+    assert [r.first_token for r in requests] == [0, 0, 2]
+    assert [r.finished_at for r in requests] == [5, 5, 4]
+
+
+def test_chunked_toy_equals_the_toy_when_no_prompt_is_cut():
+    # With a budget no iteration's prompts can exceed, chunking never happens and the
+    # two schedulers are the same program.
+    cfg = ToyConfig(token_budget=8192)
+    specs = toy.workload(200, cfg.seed)
+    assert toy_chunked.simulate(specs, cfg)[1] == toy.simulate(specs, cfg)[1]
+
+
+@pytest.mark.parametrize("budget, seqs", [(256, 32), (128, 64), (64, 16)])
+def test_chunked_toy_equals_the_engine_when_memory_is_plentiful(budget, seqs):
+    # The engine with chunked prefill on allocates blocks chunk by chunk, the toy for the
+    # whole sequence at admission; with memory to spare that never matters, and the two
+    # hand out the same tokens to the same requests in every iteration.
+    cfg = ToyConfig(token_budget=budget, total_blocks=10_000, max_seqs=seqs)
+    specs = toy.workload(120, cfg.seed)
+    _, reports = toy_chunked.simulate(specs, cfg)
+    e = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=seqs, num_blocks=10_000,
+                            block_size=cfg.block_size, enable_chunked_prefill=True))
+    for s in specs:
+        e.add_request(s["id"], s["prompt"], s["output"], arrival=s["arrival"])
+    steps = list(run_timed(e, lambda res: 1))
+    assert len(steps) == len(reports)
+    assert any(n < r["prompt"] for rep in reports for rid, kind, n in rep["batch"]
+               for r in [specs[rid]] if kind == "prefill")  # chunks did happen
+    for rep, (res, start, _) in zip(reports, steps):
+        assert rep["iteration"] == start
+        assert sorted((i, n) for i, _, n in rep["batch"]) == sorted((i, n) for i, _, n in res.parts)
+        assert sorted(rep["finished"]) == sorted(res.finished)
+
+
+# --------------------------------------------------------------------------- the checker
+
+def test_starter_code_is_the_toy_without_its_bridge_section():
+    code = exercise.starter_code()
+    assert code.startswith('"""A toy continuous-batching scheduler')
+    assert "class ToyScheduler" in code and "def run_driver" in code
+    assert "SIMULATION" not in code and "--8<--" not in code
+    assert call({})["starter_code"] == code
+    compile(code, "starter", "exec")
+
+
+def test_a_correct_solution_passes_every_check():
+    view = call({"mode": "check", "code": exercise.solution_code()})
+    assert view["passed"] is True
+    assert view["message"] == "all checks pass"
+    assert len(view["checks"]) == len(exercise.CHECKS) and all(c["passed"] for c in view["checks"])
+    assert view["error"] is None
+
+
+def test_the_unchanged_starter_fails_at_the_first_chunk():
+    # Tiny case, iteration 1: C's 100 tokens do not fit the 62 left, so the toy leaves it
+    # waiting, where pysim gives it a 62-token chunk.
+    view = call({"mode": "check"})  # empty code: the starter
+    assert view["passed"] is False
+    assert view["message"].startswith("Check 1 (")
+    assert view["message"].endswith("step 1: request 2 expected 62 prefill tokens, got nothing (not in the batch)")
+
+
+def test_prefill_before_decodes_names_the_first_differing_step():
+    # Tiny case, iteration 1: C's chunk is served first and takes the whole budget (64),
+    # so A and B get no decode.
+    view = call({"mode": "check", "code": prefill_before_decodes()})
+    assert view["passed"] is False
+    first = view["checks"][0]["message"]
+    assert first == ("step 1: request 0 expected a decode (1 token), got nothing (not in the batch); "
+                     "request 1 expected a decode (1 token), got nothing (not in the batch); "
+                     "request 2 expected 62 prefill tokens, got 64")
+    assert view["message"] == f"Check 1 ({exercise.CHECKS[0][0]}): {first}"
+
+
+def test_a_syntax_error_is_reported_with_its_line():
+    code = exercise.starter_code().replace("    def add(self, r: Request) -> None:",
+                                           "    def add(self, r: Request) -> None", 1)
+    line = code.splitlines().index("    def add(self, r: Request) -> None") + 1
+    view = call({"mode": "check", "code": code})
+    assert view["passed"] is False
+    assert view["message"].startswith(f"Line {line}: SyntaxError: ")
+    assert "def add(self, r: Request) -> None" in view["message"]
+    run = call({"mode": "run", "code": code})
+    assert run["ok"] is False and run["error"] == view["message"]
+
+
+def test_an_exception_names_its_line_and_the_step():
+    code = exercise.solution_code().replace("            r.computed += n\n",
+                                            "            r.computed += n\n            assert r.computed < 60\n", 1)
+    line = code.splitlines().index("            assert r.computed < 60") + 1
+    view = call({"mode": "check", "code": code})
+    assert view["passed"] is False
+    # The tiny case's C reaches 62 computed tokens in iteration 1.
+    assert view["checks"][0]["message"].startswith(f"step 1: your scheduler stopped with Line {line}, in update: AssertionError")
+
+
+def test_missing_names_are_explained():
+    view = call({"mode": "check", "code": "print('hi')\n"})
+    assert view["passed"] is False
+    assert "must define Request, ToyConfig, ToyScheduler" in view["message"]
+    assert view["output"] == "hi\n"
+
+
+def test_run_shows_results_and_printed_output():
+    code = exercise.solution_code() + "\nprint('hello from the worker')\n"
+    view = call({"mode": "run", "code": code})
+    assert view["ok"] is True and view["error"] is None
+    assert view["output"] == "hello from the worker\n"
+    expected = toy.summarize(*toy_chunked.simulate(toy.workload(200, toy.ToyConfig().seed),
+                                                   ToyConfig(token_budget=256)))
+    assert view["summary"]["finished"] == 200
+    assert view["summary"]["iterations"] == expected["iterations"]
+    assert view["summary"]["mean_ttft"] == round(expected["mean_ttft"], 2)
+
+
+def test_run_of_the_starter_explains_why_it_is_stuck():
+    view = call({"mode": "run"})
+    assert view["ok"] is False
+    assert "scheduled nothing while requests were waiting" in view["error"]
+
+
+def test_printing_is_capped():
+    view = call({"mode": "run", "code": "for i in range(5000): print('x' * 10)\n"})
+    assert len(view["output"]) < exercise.MAX_OUTPUT_CHARS + 100
+    assert view["output"].endswith("[output cut at 10,000 characters]")
+
+
+def test_code_size_is_bounded_and_named():
+    answer = json.loads(bridge.call("exercise", json.dumps(
+        {"config": {"mode": "run", "code": "#" * (exercise.MAX_CODE_CHARS + 1)}})))
+    assert answer["ok"] is False and answer["error"]["field"] == "code"
+    assert "50,000" in answer["error"]["message"]
+    answer = json.loads(bridge.call("exercise", json.dumps({"config": {"code": 5}})))
+    assert answer["ok"] is False and answer["error"]["field"] == "code"
+    # The largest accepted program, JSON-escaped, still fits the bridge's payload limit.
+    worst = json.dumps({"config": {"mode": "run", "code": '"' * exercise.MAX_CODE_CHARS}})
+    assert len(worst) <= bridge.MAX_PAYLOAD_CHARS
+
+
+def test_the_readers_module_does_not_leak():
+    import sys
+    call({"mode": "run", "code": exercise.solution_code()})
+    assert exercise.MODULE_NAME not in sys.modules
+
+
+def test_cli(capsys):
+    assert main(["exercise", "--set", "mode=check"]) == 0
+    assert "step 1: request 2 expected 62 prefill tokens" in capsys.readouterr().out

@@ -1,0 +1,209 @@
+// Widget for exercise 5 (pysim/exercise.py, bridge name "exercise"): an editor holding
+// the toy scheduler's code, a Run button and a Check button.
+//
+// The reader's code never runs on this page's thread: it travels as text to the page's
+// Python worker, where pysim executes it and compares it with its own chunked-prefill
+// scheduler. A call that takes longer than the time limit is abandoned; the runtime
+// then terminates the worker and starts a fresh Python (runtime.js, Runtime.crashed),
+// so an endless loop costs the reader a few seconds, not the page.
+//
+// The editor is Ace (npm ace-builds, shipped with the site; hooks.py loads it before this
+// file). Without it the widget falls back to a plain text area.
+(function () {
+  "use strict";
+  const { h, fmt } = window.PySim;
+  const NAME = "exercise";
+  const STORE = "pysim.exercise.code"; // the reader's code survives a reload
+  const THEMES = { light: "ace/theme/chrome", dark: "ace/theme/tomorrow_night" };
+  const LABELS = {
+    finished: "finished", iterations: "iterations", tokens: "tokens computed",
+    tokens_per_iteration: "tokens / iteration", mean_batch: "mean batch",
+    mean_ttft: "mean TTFT (iterations)", max_ttft: "max TTFT (iterations)",
+    mean_ttft_urgent: "urgent requests' mean TTFT", preemptions: "preemptions",
+  };
+  const uid = () => Math.random().toString(36).slice(2, 8);
+
+  function dark() {
+    return document.body.getAttribute("data-md-color-scheme") === "slate";
+  }
+
+  function loadSaved() {
+    try { return window.localStorage.getItem(STORE); } catch (err) { return null; }
+  }
+  function save(code) {
+    try { window.localStorage.setItem(STORE, code); } catch (err) { /* private mode: fine */ }
+  }
+  function forget() {
+    try { window.localStorage.removeItem(STORE); } catch (err) { /* fine */ }
+  }
+
+  // The editor: Ace when it loaded, a text area otherwise. Both expose get/set.
+  function makeEditor(host, code, onChange) {
+    if (window.ace && typeof window.ace.edit === "function") {
+      const editor = window.ace.edit(host, {
+        mode: "ace/mode/python",
+        theme: dark() ? THEMES.dark : THEMES.light,
+        value: code,
+        useWorker: false,
+        tabSize: 4,
+        useSoftTabs: true,
+        showPrintMargin: false,
+        minLines: 18,
+        maxLines: 32,
+        fontSize: "13px",
+        // Keyboard users: Tab reaches the editor, Enter starts editing, Escape leaves it.
+        enableKeyboardAccessibility: true,
+        textInputAriaLabel: "Python code of your toy scheduler",
+      });
+      editor.session.setUndoManager(new window.ace.UndoManager());
+      editor.clearSelection();
+      editor.session.on("change", () => onChange(editor.getValue()));
+      new MutationObserver(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light))
+        .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+      return {
+        kind: "ace",
+        get: () => editor.getValue(),
+        set: (text) => { editor.setValue(text, -1); editor.clearSelection(); },
+      };
+    }
+    const area = h("textarea", { class: "exercise-fallback", spellcheck: "false", rows: 24,
+      "aria-label": "Python code of your toy scheduler" });
+    area.value = code;
+    area.addEventListener("input", () => onChange(area.value));
+    host.replaceWith(area);
+    return { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; } };
+  }
+
+  function mount(body, { prerendered, runtime, root }) {
+    const start = prerendered.view;
+    const starter = start.starter_code;
+    const limit = start.time_limit_s;
+    let busy = false;
+    let saveTimer = null;
+
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("run") }, "Run");
+    const checkBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("check") }, "Check");
+    const resetBtn = h("button", { type: "button", class: "md-button", onclick: reset }, "Back to the starter code");
+    const note = h("span", { class: "exercise-note" },
+      `Run and Check execute your code in this page's Python worker; after ${limit} s it is stopped.`);
+    const host = h("div", { class: "exercise-editor", id: "exercise-editor-" + uid() });
+    const help = h("p", { class: "exercise-help" },
+      "In the editor, Tab indents. From the keyboard: Tab to the editor, Enter to start typing, Escape to leave it.");
+    const verdict = h("p", { class: "exercise-verdict", role: "status", "aria-live": "polite" });
+    const details = h("div", { class: "exercise-details" });
+
+    body.append(
+      h("div", { class: "pysim-toolbar" }, runBtn, checkBtn, resetBtn, note),
+      host, help, verdict, details);
+
+    const editor = makeEditor(host, loadSaved() || starter, (code) => {
+      clearTimeout(saveTimer);
+      saveTimer = setTimeout(() => (code === starter ? forget() : save(code)), 400);
+    });
+    root.pysimEditor = editor; // for the browser tests (and the curious)
+    root.dataset.editor = editor.kind;
+
+    // When Python is ready, ask it for the starter view: it must equal the pre-rendered
+    // one (the same pysim, the same toy.py), or the editor would start from stale code.
+    runtime.subscribe(async (state) => {
+      if (state !== "ready" || root.dataset.live) return;
+      root.dataset.live = "pending";
+      const answer = await runtime.call(NAME, { config: {} }).catch(() => null);
+      if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
+      const same = JSON.stringify(answer.result) === JSON.stringify(start);
+      if (!same) console.error("pysim: the pre-rendered exercise differs from what Pyodide computed");
+      root.dataset.live = same ? "same" : "updated";
+    });
+
+    function reset() {
+      editor.set(starter);
+      forget();
+      show("", []);
+      delete root.dataset.result;
+    }
+
+    function setBusy(value, text) {
+      busy = value;
+      runBtn.disabled = checkBtn.disabled = value;
+      root.dataset.busy = value ? "true" : "false";
+      if (value) show(text, []);
+    }
+
+    function show(text, nodes, kind) {
+      verdict.textContent = text;
+      verdict.dataset.kind = kind || "";
+      details.replaceChildren(...nodes);
+    }
+
+    function printed(output) {
+      if (!output) return [];
+      return [h("p", { class: "exercise-label" }, "What your code printed:"),
+        h("pre", { class: "exercise-output" }, output)];
+    }
+
+    async function go(mode) {
+      if (busy) return;
+      const code = editor.get();
+      setBusy(true, mode === "run" ? "Running your scheduler…" : "Checking your scheduler…");
+      let answer;
+      try {
+        answer = await runtime.call(NAME, { config: { mode, code } }, { timeoutMs: limit * 1000 });
+      } catch (err) {
+        setBusy(false);
+        if (err && err.message === "timeout") {
+          root.dataset.result = "timeout";
+          show(`Your code ran for more than ${limit} s and was stopped; Python was restarted.`, [
+            h("p", {}, "Look for a loop that never ends: a request that is never finished, or a " +
+              "while loop whose condition never changes. Then press Run or Check again.")], "error");
+        } else {
+          root.dataset.result = "unavailable";
+          show("Python is not available in this page right now, so your code could not run.", [], "error");
+        }
+        return;
+      }
+      setBusy(false);
+      root.dataset.computeMs = answer.ms.toFixed(2);
+      if (!answer.ok) {
+        root.dataset.result = "error";
+        show(answer.error.message, [], "error");
+        return;
+      }
+      const v = answer.result;
+      if (v.mode === "run") showRun(v);
+      else showCheck(v);
+    }
+
+    function showRun(v) {
+      const s = v.run_settings;
+      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.token_budget)}`;
+      if (!v.ok) {
+        root.dataset.result = "error";
+        show("Your code stopped with an error.", [
+          h("pre", { class: "exercise-error" }, v.error), ...printed(v.output)], "error");
+        return;
+      }
+      root.dataset.result = "ran";
+      const rows = Object.entries(v.summary).map(([k, value]) =>
+        h("tr", { "data-key": k }, h("th", { scope: "row" }, LABELS[k] || k), h("td", {}, fmt(value))));
+      show(`Your scheduler ran ${what}.`, [
+        h("div", { class: "pysim-table-wrap" }, h("table", { class: "exercise-summary" },
+          h("caption", {}, "Results of your scheduler"), h("tbody", {}, rows))),
+        ...printed(v.output)], "info");
+    }
+
+    function showCheck(v) {
+      root.dataset.result = v.passed ? "pass" : "fail";
+      const items = v.checks.map((c) => h("li", { "data-passed": c.passed ? "true" : "false" },
+        h("span", { class: "exercise-mark", "aria-hidden": "true" }, c.passed ? "✓ " : "✗ "),
+        h("strong", {}, c.passed ? "Pass: " : "Differs: "), c.name, ": ", c.message, "."));
+      const nodes = [];
+      if (v.error) nodes.push(h("pre", { class: "exercise-error" }, v.error));
+      if (items.length) nodes.push(h("ul", { class: "exercise-checks" }, items));
+      show(v.passed ? "All checks pass: your scheduler makes the same decisions as pysim's on every workload." :
+        (v.error ? "Your code could not be checked." : v.message), [...nodes, ...printed(v.output)],
+        v.passed ? "pass" : "error");
+    }
+  }
+
+  window.PySim.register(NAME, mount);
+})();
