@@ -60,8 +60,126 @@ def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, output_token
         "per_stream_tok_s": per_stream,
         "w_s": w_s,
         "l_resident": rate_per_s * w_s,
+        # Little's L against the batch the KV cache holds: how many times too many.
+        "resident_ratio": rate_per_s * w_s / b_max,
         "offered_tok_s": rate_per_s * output_tokens,
         "oversubscription": rate_per_s * output_tokens / delivered,
+        # Requests per second the device can finish, and how fast the queue grows beyond it.
+        "served_per_s": delivered / output_tokens,
+        "queue_growth_per_s": rate_per_s - delivered / output_tokens,
+        "queue_growth_per_min": 60 * (rate_per_s - delivered / output_tokens),
+        # Identical replicas needed to serve the offered load (each delivering `delivered`).
+        # (rounded to 9 places first, so 5.000000001 from float error still means 5)
+        "replicas": int(-(-round(rate_per_s * output_tokens / delivered, 9) // 1)),
+        # Even with unlimited KV memory one device tops out at 1 / beta.
+        "offered_over_roofline": rate_per_s * output_tokens / roofline_tok_s(beta_ms),
+    }
+
+
+# ------------------------------------------------------------------ page 1: the waste
+
+
+def decode_step(gpu="H100", model="llama-3.1-8b", context_tokens=2_048, wide=32,
+                short_context=128) -> dict:
+    """Why a decode step is nearly free to widen, from the batch-size page's roofline.
+
+    One step over B requests reads the weights once plus each request's KV cache, and does
+    2 FLOPs per parameter per request. Arithmetic intensity = FLOPs / bytes read; the GPU
+    stays memory-bound until it reaches peak_flops / bandwidth (the ridge point).
+    """
+    from .batch_size import BatchSizeConfig, roofline
+    from .catalog import GB, GPUS, MODELS
+
+    g, m = GPUS[gpu], MODELS[model]
+    roof = roofline(g, m, BatchSizeConfig(gpu=gpu, model=model, context_tokens=context_tokens))
+
+    def intensity(b: int) -> float:
+        return roof.flops_per_token * b / roof.bytes_per_step(b)
+
+    return {
+        "gpu": g.name, "model": m.name, "context_tokens": context_tokens, "wide": wide,
+        "weights_gb": roof.weight_bytes / GB,
+        "kv_mb_per_request": roof.request_kv_bytes / 1e6,
+        "ridge": g.peak_flops / g.bandwidth_bytes_per_s,
+        "intensity_b1": intensity(1),
+        "intensity_wide": intensity(wide),
+        # As B grows, FLOPs and KV bytes grow together: intensity tends to 2P / kv bytes.
+        "intensity_limit": roof.flops_per_token / roof.request_kv_bytes,
+        "crossover": roof.crossover() or 0,  # 0: compute never binds at this context
+        # With a short context the KV term is small and compute does bind, at this B.
+        "short_context": short_context,
+        "short_crossover": roofline(g, m, BatchSizeConfig(gpu=gpu, model=model,
+                                                          context_tokens=short_context)).crossover(),
+        "step_ms_b1": roof.step_seconds(1) * 1000,
+        "step_ms_wide": roof.step_seconds(wide) * 1000,
+        "slowdown_wide": roof.step_seconds(wide) / roof.step_seconds(1),
+        # The same roofline as the linear model of page 2: t(B) = t0 + beta * B.
+        "t0_ms": roof.weight_bytes / roof.bandwidth * 1000,
+        "beta_ms": roof.request_kv_bytes / roof.bandwidth * 1000,
+    }
+
+
+def padding(prompts=(50, 60, 2000)) -> dict:
+    """Leak 3: a padded prefill computes every prompt at the longest prompt's length."""
+    padded = len(prompts) * max(prompts)
+    real = sum(prompts)
+    return {
+        "prompts": ", ".join(f"{n:,}" for n in prompts), "longest": max(prompts),
+        "real_tokens": real, "padded_tokens": padded, "pad_tokens": padded - real,
+        "useful": real / padded,
+    }
+
+
+def head_of_line(batch=64, t0_ms=20.0, beta_ms=0.2, window_ms=20.0) -> dict:
+    """Leak 2: a request that arrives just after a batch formed waits for all of it.
+
+    With the chapter's output mix, a batch of 64 almost surely holds a longest answer
+    (max(OUTPUT_MIX) tokens), and it runs that many steps at t(batch) each.
+    """
+    drain_ms = max(OUTPUT_MIX) * step_ms(t0_ms, beta_ms, batch)
+    return {
+        "batch": batch, "longest": max(OUTPUT_MIX), "window_ms": window_ms,
+        "step_ms": step_ms(t0_ms, beta_ms, batch),
+        "drain_s": drain_ms / 1000,
+        "window_share": window_ms / drain_ms,
+        "drain_windows": drain_ms / window_ms,
+        # Tail idling: expected useful fraction of a static batch is mean / max length.
+        "mix_mean": sum(OUTPUT_MIX) / len(OUTPUT_MIX),
+        "mix_utilisation": sum(OUTPUT_MIX) / len(OUTPUT_MIX) / max(OUTPUT_MIX),
+    }
+
+
+def race_figures(small_pool=100) -> dict:
+    """The scheduler race (simulation 1) at its defaults and with a small pool."""
+    from .race import RaceConfig, admit_limit, run
+
+    default = run(RaceConfig(), [])
+    small = run(RaceConfig(pool_blocks=small_pool), [])
+    c = default["config"]
+    d, sm = default["schedulers"], small["schedulers"]
+    longest = c["prompt_blocks_max"] + c["answer_steps_max"]
+    return {
+        "requests": c["requests"], "pool_blocks": c["pool_blocks"], "max_running": c["max_running"],
+        "prompt_min": c["prompt_blocks_min"], "prompt_max": c["prompt_blocks_max"],
+        "answer_min": c["answer_steps_min"], "answer_max": c["answer_steps_max"],
+        "longest": longest,
+        "admit_limit": admit_limit(c["pool_blocks"]),
+        "reserved_concurrent": d["static"]["max_concurrent"],
+        "static_steps": d["static"]["steps_to_finish"],
+        "reserved_steps": d["continuous_reserved"]["steps_to_finish"],
+        "paged_steps": d["continuous_paged"]["steps_to_finish"],
+        "static_over_paged": d["static"]["steps_to_finish"] / d["continuous_paged"]["steps_to_finish"],
+        "static_mean_running": d["static"]["mean_running"],
+        "paged_mean_running": d["continuous_paged"]["mean_running"],
+        "paged_preemptions": d["continuous_paged"]["preemptions"],
+        "small_pool": small_pool,
+        "small_reserved_concurrent": sm["continuous_reserved"]["max_concurrent"],
+        # The most requests the paged scheduler actually ran in one step (from its frames).
+        "small_paged_peak": max(sum(1 for slot in frame if slot and slot[4] in ("new", "run"))
+                                for frame in sm["continuous_paged"]["frames"]),
+        "small_paged_mean_running": sm["continuous_paged"]["mean_running"],
+        "small_reserved_mean_running": sm["continuous_reserved"]["mean_running"],
+        "small_paged_preemptions": sm["continuous_paged"]["preemptions"],
     }
 
 
@@ -71,6 +189,48 @@ def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, output_token
 # The heavy-tailed output mix of the chapter's toy driver: most answers are short, two
 # in five are long.
 OUTPUT_MIX = (8, 16, 32, 256, 256)
+
+
+def output_lengths(requests: int, seed: int) -> list[int]:
+    """The answer lengths of the multiplier's workload, drawn from OUTPUT_MIX."""
+    rng = SplitMix64(seed)
+    return [OUTPUT_MIX[rng.randint(0, len(OUTPUT_MIX) - 1)] for _ in range(requests)]
+
+
+def static_trace(lengths: list[int], batch: int) -> list[int]:
+    """Requests that produce a token in each step of request-level batching.
+
+    Batches of `batch` requests in arrival order; a batch runs until its longest answer
+    is done, then the next one starts. A finished member stays in the batch (it is
+    padding: it still costs its share of the step) but produces nothing.
+    """
+    busy = []
+    for start in range(0, len(lengths), batch):
+        members = lengths[start:start + batch]
+        for step in range(max(members)):
+            busy.append(sum(1 for n in members if n > step))
+    return busy
+
+
+def continuous_trace(lengths: list[int], batch: int) -> list[int]:
+    """Requests that produce a token in each step of iteration-level batching.
+
+    `batch` slots; a slot whose answer is done is refilled from the queue in the very
+    next step, so each step runs min(batch, unfinished requests).
+    """
+    remaining = list(lengths)
+    waiting = list(range(len(lengths)))[::-1]  # pop() takes the next in arrival order
+    running: list[int] = []
+    busy = []
+    while waiting or running:
+        while waiting and len(running) < batch:
+            running.append(waiting.pop())
+        busy.append(len(running))
+        for r in running:
+            remaining[r] -= 1
+        running = [r for r in running if remaining[r] > 0]
+    assert all(x == 0 for x in remaining)
+    return busy
 
 
 def static_vs_continuous(requests=1000, batch=64, t0_ms=20.0, beta_ms=0.2, seed=7) -> dict:
@@ -84,40 +244,39 @@ def static_vs_continuous(requests=1000, batch=64, t0_ms=20.0, beta_ms=0.2, seed=
     runs min(batch, still unfinished) requests. Prefill is left out of both: the gap comes
     from decode alone.
     """
-    rng = SplitMix64(seed)
-    lengths = [OUTPUT_MIX[rng.randint(0, len(OUTPUT_MIX) - 1)] for _ in range(requests)]
+    lengths = output_lengths(requests, seed)
     tokens = sum(lengths)
 
-    static_steps = 0
-    for start in range(0, requests, batch):
-        static_steps += max(lengths[start:start + batch])
+    static = static_trace(lengths, batch)
+    static_steps = len(static)
     static_ms = static_steps * step_ms(t0_ms, beta_ms, batch)
 
-    # Continuous: keep `batch` slots busy; a slot frees when its answer is done.
-    remaining = list(lengths)
-    waiting = list(range(requests))[::-1]  # pop() takes the next in arrival order
-    running: list[int] = []
+    continuous = continuous_trace(lengths, batch)
+    continuous_steps = len(continuous)
     continuous_ms = 0.0
-    continuous_steps = 0
-    while waiting or running:
-        while waiting and len(running) < batch:
-            running.append(waiting.pop())
-        continuous_ms += step_ms(t0_ms, beta_ms, len(running))
-        continuous_steps += 1
-        for r in running:
-            remaining[r] -= 1
-        running = [r for r in running if remaining[r] > 0]
-    assert all(x == 0 for x in remaining)
+    for b in continuous:
+        continuous_ms += step_ms(t0_ms, beta_ms, b)
+    assert sum(static) == sum(continuous) == tokens
 
+    utilisation = tokens / (static_steps * batch)
     return {
         "requests": requests, "batch": batch, "tokens": tokens,
+        "t0_ms": t0_ms, "beta_ms": beta_ms, "seed": seed,
+        "mix": ", ".join(str(n) for n in OUTPUT_MIX),
+        "max_output": max(OUTPUT_MIX),
+        "long_share": OUTPUT_MIX.count(max(OUTPUT_MIX)) / len(OUTPUT_MIX),
         "mean_output": tokens / requests,
         "static_steps": static_steps, "static_s": static_ms / 1000,
         "static_tok_s": tokens / (static_ms / 1000),
+        "static_mean_batch": tokens / static_steps,
         "continuous_steps": continuous_steps, "continuous_s": continuous_ms / 1000,
         "continuous_tok_s": tokens / (continuous_ms / 1000),
+        "continuous_mean_batch": tokens / continuous_steps,
         "multiplier": static_ms / continuous_ms,
-        "static_utilisation": tokens / (static_steps * batch),
+        "static_utilisation": utilisation,
+        # If continuous batching kept every slot busy to the very end, it would need
+        # tokens / batch full steps, and the ratio would be exactly 1 / utilisation.
+        "tail_bound": 1 / utilisation,
     }
 
 
@@ -129,10 +288,18 @@ def exercise2(t0_ms=20.0, beta_ms=0.2) -> dict:
     out["roofline_tok_s"] = roofline_tok_s(beta_ms)
     out["fraction_b64"] = out["tok_s_b64"] / out["roofline_tok_s"]
     out["b_for_half"] = batch_for_fraction(t0_ms, beta_ms, 0.5)
+    for b in (8, 32, 64):
+        out[f"step_ms_b{b}"] = step_ms(t0_ms, beta_ms, b)
+        out[f"fraction_b{b}"] = out[f"tok_s_b{b}"] / out["roofline_tok_s"]
+    # At B = 64 most of each step is the fixed cost of reading the weights.
+    out["fixed_share_b64"] = t0_ms / step_ms(t0_ms, beta_ms, 64)
+    out["tok_s_b1"] = throughput_tok_s(t0_ms, beta_ms, 1)
+    out["gain_b8_to_b64"] = out["tok_s_b64"] / out["tok_s_b8"]
+    out["step_ms_half"] = step_ms(t0_ms, beta_ms, out["b_for_half"])
     return out
 
 
-def exercise3(block_size=16, pool_blocks=400) -> dict:
+def exercise3(block_size=16, pool_blocks=400, max_num_seqs=64) -> dict:
     long_prompt_blocks = cdiv(600, block_size)
     short_prompt_blocks = cdiv(40, block_size)
     per_request_100 = cdiv(100, block_size)
@@ -143,21 +310,404 @@ def exercise3(block_size=16, pool_blocks=400) -> dict:
         # Tokens the short prompt's last block still has room for; the next one needs a block.
         "short_free_slots": short_prompt_blocks * block_size - 40,
         "short_next_block_at_token": short_prompt_blocks * block_size - 40 + 1,
+        "short_next_block_number": short_prompt_blocks + 1,
         "len100_blocks_each": per_request_100,
         "len100_blocks_total": 64 * per_request_100,
         "len100_fit": pool_blocks // per_request_100,
+        # Admitting ten 600-token prompts leaves this many blocks for their answers,
+        # and each prompt's last block has this many free slots.
+        "long_spare_blocks": pool_blocks - (pool_blocks // long_prompt_blocks) * long_prompt_blocks,
+        "long_free_slots": long_prompt_blocks * block_size - 600,
+        # 64 x 100 tokens is exactly the pool's token capacity, yet it does not fit: each
+        # request's last block is partly empty.
+        "max_num_seqs": max_num_seqs,
+        "pool_tokens": pool_blocks * block_size,
+        "len100_tokens_total": 64 * 100,
+        "len100_slack_each": per_request_100 * block_size - 100,
+        "len100_slack_total": 64 * (per_request_100 * block_size - 100),
+        "len100_running": min(max_num_seqs, pool_blocks // per_request_100),
+        "binding": "KV-cache memory" if pool_blocks // per_request_100 < max_num_seqs else "max_num_seqs",
+        "len100_next_block_at_token": per_request_100 * block_size - 100 + 1,
+    }
+
+
+def self_preemption(guard: bool, block_size=16, pool_blocks=6, prompts=(40, 44), steps=8) -> list[dict]:
+    """Exercise 4: two requests, a full pool, and a victim choice that may hit the requester.
+
+    Both prompts are prefilled in step 0 and fill the pool exactly. In every later step
+    each running request (oldest first) stores one more token, and a request whose last
+    block is full needs a new one. When none is free, the newest running request is
+    preempted (recompute: its blocks are freed, it goes to the front of the waiting
+    queue). With `guard`, a request that preempts itself stops there and waits, as in
+    vLLM; without it, the loop carries on and schedules the requester anyway, so it ends
+    up both RUNNING and WAITING. Returns what a metrics endpoint would read after each
+    step: running and waiting gauges, preemptions so far, KV blocks in use.
+    """
+    stored = list(prompts)  # tokens whose KV is in the cache, per request
+    held = [cdiv(n, block_size) for n in prompts]
+    assert sum(held) == pool_blocks, "the scenario starts with a full pool"
+    running = list(range(len(prompts)))  # admission order, oldest first
+    waiting: list[int] = []
+    preemptions = 0
+    trace = [{"step": 0, "running": len(running), "waiting": 0, "preemptions": 0,
+              "blocks_used": sum(held)}]
+    for step in range(1, steps + 1):
+        scheduled = []
+        for r in list(running):
+            if r not in running:
+                continue  # preempted earlier in this step
+            ok = True
+            while cdiv(stored[r] + 1, block_size) > held[r] and sum(held) == pool_blocks:
+                victim = running.pop()  # the newest running request, maybe r itself
+                preemptions += 1
+                held[victim], stored[victim] = 0, 0
+                waiting.insert(0, victim)
+                if victim == r and guard:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            held[r] = cdiv(stored[r] + 1, block_size)
+            stored[r] += 1
+            scheduled.append(r)
+        running = scheduled  # the running set is rebuilt every step
+        trace.append({"step": step, "running": len(running), "waiting": len(waiting),
+                      "preemptions": preemptions, "blocks_used": sum(held)})
+    return trace
+
+
+def exercise4(block_size=16, pool_blocks=6, prompts=(40, 44)) -> dict:
+    ok = self_preemption(True, block_size, pool_blocks, prompts)
+    bug = self_preemption(False, block_size, pool_blocks, prompts)
+    # The first step in which anybody was preempted.
+    step = next(t["step"] for t in ok if t["preemptions"])
+    a, b = ok[step], bug[step]
+    return {
+        "block_size": block_size, "pool_blocks": pool_blocks,
+        "prompt_a": prompts[0], "prompt_b": prompts[1],
+        "blocks_a": cdiv(prompts[0], block_size), "blocks_b": cdiv(prompts[1], block_size),
+        "free_slots_a": cdiv(prompts[0], block_size) * block_size - prompts[0],
+        "free_slots_b": cdiv(prompts[1], block_size) * block_size - prompts[1],
+        "requests": len(prompts), "step": step,
+        "ok_running": a["running"], "ok_waiting": a["waiting"],
+        "ok_total": a["running"] + a["waiting"], "ok_blocks": a["blocks_used"],
+        "bug_running": b["running"], "bug_waiting": b["waiting"],
+        "bug_total": b["running"] + b["waiting"], "bug_blocks": b["blocks_used"],
+        "bug_preemptions": b["preemptions"],
+        "bug_usage": b["blocks_used"] / pool_blocks,
+    }
+
+
+# ------------------------------------------------------------------ page 3: paged KV cache
+
+# The toy driver's prompt lengths (chapter brief, page 4); answers come from OUTPUT_MIX.
+PROMPT_MIX = (20, 40, 80, 600)
+
+
+def paged_vs_contiguous(block_size=16, pool_tokens=65_536) -> dict:
+    """Memory a request really uses, under worst-case contiguous reservation vs paging.
+
+    The requests are every (prompt, answer) pair of PROMPT_MIX x OUTPUT_MIX once, each
+    holding prompt + answer tokens of KV when it finishes. A contiguous server reserves
+    room for the longest possible request for every one of them; a paged server holds
+    whole blocks, so it wastes at most block_size - 1 slots per request.
+    """
+    lengths = [p + o for p in PROMPT_MIX for o in OUTPUT_MIX]
+    n = len(lengths)
+    longest = max(PROMPT_MIX) + max(OUTPUT_MIX)
+    used = sum(lengths)
+    paged = sum(cdiv(x, block_size) * block_size for x in lengths)
+    return {
+        "block_size": block_size, "requests": n, "longest": longest,
+        "mean_tokens": used / n,
+        "contiguous_used_pct": 100 * used / (longest * n),
+        "paged_used_pct": 100 * used / paged,
+        "paged_waste_max": block_size - 1,
+        "pool_tokens": pool_tokens,
+        "contiguous_fit": pool_tokens // longest,
+        # Requests of the mix's average paged size that fit in the same pool.
+        "paged_fit": pool_tokens * n // paged,
+    }
+
+
+def prefix_sharing(system_tokens=1000, block_size=16, chats=50, model="llama-3.1-8b") -> dict:
+    """What prefix caching saves when `chats` conversations start with one system prompt.
+
+    Only full blocks are hashed, and a block's hash covers everything before it, so the
+    shared part is the system prompt's whole blocks; the block holding its last few
+    tokens also holds each user's own words and is never shared.
+    """
+    from .catalog import MODELS
+
+    shared_blocks = system_tokens // block_size
+    block_bytes = block_size * MODELS[model].kv_bytes_per_token(kv_fp8=False)
+    saved_blocks = (chats - 1) * shared_blocks
+    return {
+        "system_tokens": system_tokens, "block_size": block_size, "chats": chats,
+        "shared_blocks": shared_blocks,
+        "shared_tokens": shared_blocks * block_size,
+        "tail_tokens": system_tokens - shared_blocks * block_size,
+        "block_mib": block_bytes / 2**20,
+        "saved_blocks": saved_blocks,
+        "saved_gib": saved_blocks * block_bytes / 2**30,
+        "skipped_tokens": saved_blocks * block_size,
+    }
+
+
+def hit_cap(block_size=16, prompt_tokens=48) -> dict:
+    """vLLM's cap on a prefix-cache hit: at most prompt - 1 tokens, whole blocks only."""
+    hit = (prompt_tokens - 1) // block_size * block_size
+    return {
+        "block_size": block_size, "prompt_tokens": prompt_tokens,
+        "prompt_blocks": cdiv(prompt_tokens, block_size),
+        "hit_tokens": hit, "hit_blocks": hit // block_size,
+        "recomputed": prompt_tokens - hit,
+    }
+
+
+# The illustrative step-time model of the chunked-prefill simulation (widgets.md 3).
+STEP_BASE_MS, STEP_DECODE_MS, STEP_PREFILL_MS = 5.0, 0.02, 0.035
+
+
+def admission_run(requests: int, prompt: int, answer: int, pool_blocks: int,
+                  max_num_seqs: int, block_size=16, budget=2048) -> dict:
+    """One run of the chapter's engine (vLLM V1 rules, FCFS, recompute preemption):
+    `requests` identical requests all waiting at time 0. Times use the step-time model
+    above; KV usage is vLLM's gauge (1 - free / pool), averaged over time."""
+    from .engine import Engine, EngineConfig, run_timed
+
+    engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
+                                 num_blocks=pool_blocks, block_size=block_size))
+    for i in range(requests):
+        engine.add_request(i, prompt, answer)
+
+    def step_ms(r):
+        return STEP_BASE_MS + STEP_DECODE_MS * r.decode_tokens + STEP_PREFILL_MS * r.prefill_tokens
+
+    steps = computed = sampled = 0
+    end_ms = usage_ms = 0.0
+    for result, start, duration in run_timed(engine, step_ms):
+        steps += 1
+        computed += result.num_tokens
+        sampled += len(result.sampled)
+        usage_ms += (1 - result.num_free_blocks / pool_blocks) * duration
+        end_ms = start + duration
+    done = engine.requests.values()
+    recomputed = sum(r.recomputed_tokens for r in done)
+    return {
+        "max_num_seqs": max_num_seqs, "steps": steps,
+        "preemptions": engine.num_preemptions,
+        "most_preempted": max(r.num_preemptions for r in done),
+        "never_preempted": sum(r.num_preemptions == 0 for r in done),
+        "computed_tokens": computed, "recomputed_tokens": recomputed,
+        "recomputed_pct": 100 * recomputed / computed,
+        "answer_tokens": sampled,
+        "seconds": end_ms / 1000,
+        "tok_s": sampled / (end_ms / 1000),
+        "kv_usage_pct": 100 * usage_ms / end_ms,
+    }
+
+
+def thrashing(block_size=16) -> dict:
+    """Admitting more requests than the pool can finish: two workloads, each run with the
+    largest max_num_seqs that never preempts ("calm") and with 64 ("busy").
+
+    short: 64 chats, 64-token prompts, 512-token answers, a 256-block pool;
+    long:  24 requests, 3000-token prompts, 1000-token answers, a 1024-block pool.
+    A request holds prompt + answer - 1 tokens of KV at its longest.
+    """
+    workloads = {"short": (64, 64, 512, 256), "long": (24, 3000, 1000, 1024)}
+    out = {"block_size": block_size, "step_base_ms": STEP_BASE_MS,
+           "step_decode_ms": STEP_DECODE_MS, "step_prefill_ms": STEP_PREFILL_MS}
+    for name, (n, prompt, answer, pool) in workloads.items():
+        longest_blocks = cdiv(prompt + answer - 1, block_size)
+        calm = pool // longest_blocks
+        out.update({f"{name}_requests": n, f"{name}_prompt": prompt, f"{name}_answer": answer,
+                    f"{name}_pool": pool, f"{name}_longest_blocks": longest_blocks})
+        for label, seqs in (("calm", calm), ("busy", 64)):
+            run = admission_run(n, prompt, answer, pool, seqs, block_size)
+            out.update({f"{name}_{label}_{k}": v for k, v in run.items()})
+        out[f"{name}_speedup"] = out[f"{name}_busy_tok_s"] / out[f"{name}_calm_tok_s"]
+    return out
+
+
+# ------------------------------------------------------------------ page 7: priority
+
+
+def priority_examples(batch_priority=10, aging_every_s=5, weights=(3, 1), budget=2048,
+                      batch_answer=2000,
+                      victims=(("A", 1800), ("B", 900), ("C", 120))) -> dict:
+    """The small worked examples of page 7.
+
+    Aging: a batch request's priority value (lower runs first, as in vLLM) drops by one
+    for every `aging_every_s` seconds it waits, so it reaches the interactive tier's 0.
+    Weighted fair queueing: each step's token budget is split in proportion to tenant
+    weights. Victims: running requests in admission order with the tokens whose KV they
+    hold; recompute preemption throws those tokens away.
+    """
+    total_weight = sum(weights)
+    newest, oldest = victims[-1], victims[0]
+    # Without preemption, an interactive request that finds every seat taken by batch
+    # jobs waits for one of them to finish: up to a whole long answer at page 2's
+    # per-stream speed (a full batch of 64 on the t0 + beta B model).
+    stream = littles_law()["per_stream_tok_s"]
+    return {
+        "batch_answer": batch_answer, "stream_tok_s": stream,
+        "worst_wait_s": batch_answer / stream,
+        "batch_priority": batch_priority, "aging_every_s": aging_every_s,
+        "catch_up_s": batch_priority * aging_every_s,
+        "weight_a": weights[0], "weight_b": weights[1], "budget": budget,
+        "share_a": budget * weights[0] // total_weight,
+        "share_b": budget * weights[1] // total_weight,
+        "oldest_name": oldest[0], "oldest_tokens": oldest[1],
+        "middle_name": victims[1][0], "middle_tokens": victims[1][1],
+        "newest_name": newest[0], "newest_tokens": newest[1],
+        "waste_ratio": oldest[1] / newest[1],
+    }
+
+
+# ------------------------------------------------------------------ page 8: real systems
+
+
+def vllm_pool(gpu="H100", model="llama-3.1-8b", block_size=16, context_tokens=4096) -> dict:
+    """How --gpu-memory-utilization becomes the toy's number of blocks, with page 6's
+    rough model: memory x 0.9 - weights - 4 GB for activations and the runtime."""
+    from .batch_size import RESERVE_BYTES, usable_bytes
+    from .catalog import GPUS, MODELS
+
+    g, m = GPUS[gpu], MODELS[model]
+    kv_per_token = m.kv_bytes_per_token(kv_fp8=False)
+    pool_bytes = usable_bytes(g) - m.weight_bytes(weights_fp8=False) - RESERVE_BYTES
+    blocks = pool_bytes // (block_size * kv_per_token)
+    tokens = blocks * block_size
+    return {
+        "memory_gb": g.memory_bytes / 1e9, "usable_gb": usable_bytes(g) / 1e9,
+        "weights_gb": m.weight_bytes(weights_fp8=False) / 1e9,
+        "reserve_gb": RESERVE_BYTES / 1e9, "pool_gb": pool_bytes / 1e9,
+        "kv_kib_per_token": kv_per_token / 1024,
+        "block_mib": block_size * kv_per_token / 2**20,
+        "blocks": blocks, "tokens": tokens,
+        "context_tokens": context_tokens,
+        "context_mib": context_tokens * kv_per_token / 2**20,
+        "full_contexts": tokens // context_tokens,
+    }
+
+
+def cpu_overlap(gpu_ms=4.0, cpu_ms=2.0) -> dict:
+    """An illustrative step of a small model: when the CPU's scheduling and input
+    preparation run between GPU steps, the GPU idles; overlapped, the step is the longer
+    of the two."""
+    serial = gpu_ms + cpu_ms
+    overlapped = max(gpu_ms, cpu_ms)
+    return {
+        "gpu_ms": gpu_ms, "cpu_ms": cpu_ms, "serial_ms": serial,
+        "gpu_busy_pct": 100 * gpu_ms / serial,
+        "overlapped_ms": overlapped, "speedup": serial / overlapped,
+    }
+
+
+def llamacpp_slots(ctx_tokens=32_768, slots=8) -> dict:
+    """llama-server splits its context (-c) evenly between its parallel slots (-np)."""
+    return {"ctx_tokens": ctx_tokens, "slots": slots, "per_slot": ctx_tokens // slots}
+
+
+def load_test(rate_per_s=20, prompts=1000, input_len=1024, output_len=256) -> dict:
+    """The vllm bench serve example of page 8 and its stability check (page 2)."""
+    return {
+        "rate_per_s": rate_per_s, "prompts": prompts, "input_len": input_len,
+        "output_len": output_len,
+        "offered_tok_s": rate_per_s * output_len,
+        "offered_prompt_tok_s": rate_per_s * input_len,
+        "arrivals_s": prompts / rate_per_s,
     }
 
 
 # ------------------------------------------------------------------ lookup
 
 
+def toy_figures() -> dict:
+    """The toy scheduler's driver results per policy (page 4), e.g. toy.fcfs_mean_ttft;
+    tests/unit/test_toy.py recomputes the FCFS row with the engine."""
+    from .toy import figures
+
+    return figures()
+
+
+def kv_walkthrough() -> dict:
+    """The numbers page 3's "Try this" quotes, from the kvcache simulation's defaults."""
+    from .kvcache import KVCacheConfig, run
+
+    on, off = KVCacheConfig(), KVCacheConfig(caching=False)
+    shared = run(on, ["admit", "admit"])
+    b_on = shared["requests"][1]
+    a_on = shared["requests"][0]
+    common = [blk for blk in b_on["block_table"] if blk in a_on["block_table"]]
+    copies = run(off, ["admit", "admit"])
+    b_off = copies["requests"][1]
+
+    # Caching off: alternate Admit next (while it is enabled) and Generate, until the
+    # first preemption (the walk-through of step 3).
+    actions: list[str] = []
+    gens = 0
+    while True:
+        view = run(off, actions)
+        if view["counters"]["preemptions"]:
+            break
+        if actions and actions[-1] != "gen":
+            actions.append("gen")
+            gens += 1
+        elif view["next_actions"]["can_admit"] and view["next_actions"]["head_fits"]:
+            actions.append("admit")
+        else:
+            actions.append("gen")
+            gens += 1
+        assert gens < 100, "the default pool never runs out"
+    victim = next(r for r in view["requests"] if r["preemptions"])
+    line = next(l for l in view["log"] if l.startswith("out of blocks"))
+    requester = line.split(": ", 1)[1].split(" needs", 1)[0]
+
+    finished_on = run(on, ["run"])["counters"]
+    finished_off = run(off, ["run"])["counters"]
+    return {
+        "block_size": on.block_size,
+        "shared_blocks": len(common),
+        "shared_ref": max(blk["ref_count"] for blk in shared["blocks"] if blk["id"] in common),
+        "skipped_tokens": b_on["skipped_by_cache"],
+        "b_new_blocks": len(b_on["block_table"]) - len(common),
+        "b_own_blocks": len(b_off["block_table"]),
+        "extra_blocks": len(b_off["block_table"]) - (len(b_on["block_table"]) - len(common)),
+        "preempt_gen_step": gens,
+        "preempt_requester": requester,
+        "preempt_victim": victim["name"],
+        "victim_kept_tokens": len(victim["generated"]),
+        "run_blocks_saved": finished_on["blocks_saved_by_caching"],
+        "run_prefill_on": finished_on["prefill_tokens"],
+        "run_prefill_off": finished_off["prefill_tokens"],
+    }
+
+
 def _all() -> dict:
     return {
+        "kv": kv_walkthrough(),
         "little": littles_law(),
         "multiplier": static_vs_continuous(),
         "ex2": exercise2(),
         "ex3": exercise3(),
+        "ex4": exercise4(),
+        "decode": decode_step(),
+        "padding": padding(),
+        "hol": head_of_line(),
+        "race": race_figures(),
+        "paged": paged_vs_contiguous(),
+        "prefix": prefix_sharing(),
+        "hitcap": hit_cap(),
+        "thrash": thrashing(),
+        "tiers": priority_examples(),
+        "vpool": vllm_pool(),
+        "overlap": cpu_overlap(),
+        "llamacpp": llamacpp_slots(),
+        "bench": load_test(),
+        "toy": toy_figures(),
     }
 
 

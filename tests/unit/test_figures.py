@@ -40,6 +40,7 @@ def test_exercise3_blocks():
     assert figure("ex3.short_prompt_blocks") == 3
     assert figure("ex3.short_free_slots") == 8
     assert figure("ex3.short_next_block_at_token") == 9
+    assert figure("ex3.short_next_block_number") == 4
     # 100 tokens -> 7 blocks; 64 * 7 = 448 > 400, and 400 // 7 = 57 fit.
     assert figure("ex3.len100_blocks_each") == 7
     assert figure("ex3.len100_blocks_total") == 448
@@ -80,3 +81,336 @@ def test_unknown_figure_is_refused():
     with pytest.raises(KeyError):
         figure("little.nope")
     assert "little.w_s" in figures.names()
+
+
+# ------------------------------------------------------------------ pages 3, 7 and 8
+
+
+def test_paged_vs_contiguous():
+    # Prompts {20, 40, 80, 600} x answers {8, 16, 32, 256, 256}: 20 requests.
+    # Sum of lengths = 5 * (20 + 40 + 80 + 600) + 4 * (8 + 16 + 32 + 256 + 256) = 3700 + 2272.
+    assert figure("paged.requests") == 20
+    assert figure("paged.mean_tokens") == pytest.approx(5972 / 20)
+    # Longest possible request 600 + 256 = 856; contiguous reserves 20 * 856 = 17,120.
+    assert figure("paged.longest") == 856
+    assert figure("paged.contiguous_used_pct") == pytest.approx(100 * 5972 / 17120)
+    # Paged slots: each length rounded up to 16. Prompt 20: 28, 36, 52, 276, 276 -> 32, 48,
+    # 64, 288, 288; prompt 40: 48, 56, 72, 296, 296 -> 48, 64, 80, 304, 304; prompt 80:
+    # 88, 96, 112, 336, 336 -> 96, 96, 112, 336, 336; prompt 600: 608, 616, 632, 856, 856
+    # -> 608, 624, 640, 864, 864.
+    paged = (32 + 48 + 64 + 288 + 288) + (48 + 64 + 80 + 304 + 304) \
+        + (96 + 96 + 112 + 336 + 336) + (608 + 624 + 640 + 864 + 864)
+    assert paged == 6096
+    assert figure("paged.paged_used_pct") == pytest.approx(100 * 5972 / 6096)
+    # A 65,536-token pool: 76 worst-case reservations; 65,536 / (6096 / 20) = 215.0 average.
+    assert figure("paged.contiguous_fit") == 76
+    assert figure("paged.paged_fit") == 215
+    assert figure("paged.paged_waste_max") == 15
+
+
+def test_prefix_sharing():
+    # 1000 // 16 = 62 full blocks (992 tokens); 8 tokens share a block with the user's words.
+    assert figure("prefix.shared_blocks") == 62
+    assert figure("prefix.shared_tokens") == 992
+    assert figure("prefix.tail_tokens") == 8
+    # Llama 3.1 8B: 128 KiB per token, so a 16-token block is 2 MiB.
+    assert figure("prefix.block_mib") == 2.0
+    # 49 of 50 chats reuse the blocks: 49 * 62 = 3038 blocks = 6076 MiB = 5.93 GiB.
+    assert figure("prefix.saved_blocks") == 3038
+    assert figure("prefix.saved_gib") == pytest.approx(6076 / 1024)
+    assert figure("prefix.skipped_tokens") == 3038 * 16
+
+
+def test_hit_cap():
+    # 48 tokens = 3 full blocks, all cached; the hit stops at 47 tokens, rounded down to 32.
+    assert figure("hitcap.prompt_blocks") == 3
+    assert figure("hitcap.hit_tokens") == 32
+    assert figure("hitcap.hit_blocks") == 2
+    assert figure("hitcap.recomputed") == 16
+
+
+def test_thrashing_runs_account_for_every_token():
+    t = figures.thrashing()
+    # Short: 64 + 512 - 1 = 575 tokens -> 36 blocks; 7 * 36 = 252 <= 256 < 8 * 36.
+    assert t["short_longest_blocks"] == 36 and t["short_calm_max_num_seqs"] == 7
+    # Long: 3000 + 1000 - 1 = 3999 tokens -> 250 blocks; 4 * 250 = 1000 <= 1024 < 1250.
+    assert t["long_longest_blocks"] == 250 and t["long_calm_max_num_seqs"] == 4
+    for name, n, prompt, answer in (("short", 64, 64, 512), ("long", 24, 3000, 1000)):
+        for label in ("calm", "busy"):
+            k = f"{name}_{label}_"
+            # Every answer token is sampled once; every request is served prompt +
+            # answer - 1 tokens, plus what preemptions threw away.
+            assert t[k + "answer_tokens"] == n * answer
+            assert t[k + "computed_tokens"] == n * (prompt + answer - 1) + t[k + "recomputed_tokens"]
+            assert t[k + "tok_s"] == pytest.approx(n * answer / t[k + "seconds"])
+            assert 0 < t[k + "kv_usage_pct"] <= 100
+        # The calm setting fits every request at its longest, so it never preempts.
+        assert t[f"{name}_calm_preemptions"] == 0 and t[f"{name}_calm_recomputed_tokens"] == 0
+        assert t[f"{name}_busy_preemptions"] > 0
+        assert t[f"{name}_calm_never_preempted"] == n
+        assert 0 < t[f"{name}_busy_never_preempted"] < n
+    # The shapes the text describes: short contexts gain from the larger batch despite
+    # the recompute, long ones do not.
+    assert t["short_speedup"] > 1.3
+    assert t["long_speedup"] < 1.0
+    assert t["short_busy_kv_usage_pct"] > t["short_calm_kv_usage_pct"]
+
+
+def test_priority_examples():
+    # Priority 10, one step every 5 s of waiting: 50 s to reach 0.
+    assert figure("tiers.catch_up_s") == 50
+    # Weights 3 : 1 of 2048 tokens: 1536 and 512.
+    assert figure("tiers.share_a") == 1536 and figure("tiers.share_b") == 512
+    # Preempting the oldest (1800 tokens) instead of the newest (120) wastes 15 times more.
+    assert figure("tiers.waste_ratio") == 15
+    # A 2000-token batch answer at 1 / 32.8 ms per token lasts 2000 x 0.0328 = 65.6 s.
+    assert figure("tiers.worst_wait_s") == pytest.approx(65.6)
+
+
+def test_vllm_pool():
+    # H100 80 GB x 0.9 = 72 GB; Llama 3.1 8B weights 8.03e9 x 2 B = 16.06 GB; minus 4 GB.
+    assert figure("vpool.pool_gb") == pytest.approx(72 - 16.06 - 4)
+    # 51.94e9 bytes / (16 x 131,072 B) = 24,766.5 -> 24,766 blocks of 16 tokens.
+    assert figure("vpool.blocks") == 24766
+    assert figure("vpool.tokens") == 24766 * 16
+    assert figure("vpool.full_contexts") == 24766 * 16 // 4096 == 96
+    # One 4096-token context: 4096 x 128 KiB = 512 MiB.
+    assert figure("vpool.context_mib") == 512
+
+
+def test_cpu_overlap():
+    # 4 ms of GPU work and 2 ms of CPU work: 6 ms serially, GPU busy 4/6; overlapped 4 ms.
+    assert figure("overlap.serial_ms") == 6
+    assert figure("overlap.gpu_busy_pct") == pytest.approx(200 / 3)
+    assert figure("overlap.speedup") == pytest.approx(1.5)
+
+
+# ------------------------------------------------------------------ pages 1, 2 and exercises 1-4
+
+
+def test_littles_law_resident_ratio():
+    # L = 328 requests resident, the cache holds 64: 328 / 64 = 5.125 times too many.
+    assert figure("little.resident_ratio") == pytest.approx(5.125)
+
+
+def test_traces_by_hand():
+    # Static, batch 2, answers [3, 1, 2]: batch (3, 1) runs 3 steps with 2, 1, 1 producing;
+    # batch (2,) runs 2 steps with 1 producing.
+    assert figures.static_trace([3, 1, 2], 2) == [2, 1, 1, 1, 1]
+    # Continuous, 2 slots: step 0 runs requests 0 and 1; 1 is done, so step 1 runs 0 and 2;
+    # step 2 finishes both (0 had 3 tokens, 2 had 2).
+    assert figures.continuous_trace([3, 1, 2], 2) == [2, 2, 2]
+
+
+def test_multiplier_derived_figures():
+    tokens = figure("multiplier.tokens")
+    assert figure("multiplier.static_mean_batch") == pytest.approx(tokens / 4096)
+    # 1 / utilisation = 4096 * 64 / tokens: the ratio if continuous never drained.
+    assert figure("multiplier.tail_bound") == pytest.approx(4096 * 64 / tokens)
+    assert figure("multiplier.multiplier") < figure("multiplier.tail_bound")
+    assert figure("multiplier.continuous_mean_batch") == pytest.approx(tokens / figure("multiplier.continuous_steps"))
+    assert figure("multiplier.long_share") == pytest.approx(2 / 5)
+    assert figure("multiplier.mix") == "8, 16, 32, 256, 256"
+    assert figure("multiplier.max_output") == 256
+
+
+def test_decode_step_roofline_by_hand():
+    # Llama 3.1 8B in 16 bits: 8.03e9 * 2 = 16.06 GB of weights. KV per token
+    # 2 * 32 layers * 8 heads * 128 * 2 bytes = 131,072 B; 2,048 tokens = 268,435,456 B.
+    assert figure("decode.weights_gb") == pytest.approx(16.06)
+    assert figure("decode.kv_mb_per_request") == pytest.approx(268.435456)
+    # H100 SXM: 989e12 FLOP/s over 3.35e12 B/s = 295.2 FLOPs per byte.
+    assert figure("decode.ridge") == pytest.approx(989 / 3.35)
+    # B = 1: 2 * 8.03e9 FLOPs over 16.06e9 + 0.268e9 bytes = 0.98 FLOP/byte.
+    assert figure("decode.intensity_b1") == pytest.approx(16.06e9 / (16.06e9 + 268_435_456))
+    # B = 32: 32 * 16.06e9 FLOPs over 16.06e9 + 32 * 0.268e9 = 24.65e9 bytes = 20.8.
+    bytes32 = 16.06e9 + 32 * 268_435_456
+    assert figure("decode.intensity_wide") == pytest.approx(32 * 16.06e9 / bytes32)
+    # Reads bind (compute at B = 32 is 32 * 16.06e9 / 989e12 = 0.52 ms): time = bytes / bw.
+    assert figure("decode.step_ms_b1") == pytest.approx((16.06e9 + 268_435_456) / 3.35e12 * 1000)
+    assert figure("decode.step_ms_wide") == pytest.approx(bytes32 / 3.35e12 * 1000)
+    assert figure("decode.slowdown_wide") == pytest.approx(bytes32 / (16.06e9 + 268_435_456))
+    # As t0 + beta B: t0 = 16.06e9 / 3.35e12 = 4.79 ms, beta = 0.268e9 / 3.35e12 = 0.080 ms.
+    assert figure("decode.t0_ms") == pytest.approx(4.794, rel=1e-3)
+    assert figure("decode.beta_ms") == pytest.approx(0.08013, rel=1e-3)
+
+
+def test_padding_and_head_of_line_by_hand():
+    # 50 + 60 + 2000 = 2110 real tokens; padded, 3 * 2000 = 6000; 3890 are padding.
+    assert figure("padding.real_tokens") == 2110
+    assert figure("padding.padded_tokens") == 6000
+    assert figure("padding.pad_tokens") == 3890
+    assert figure("padding.useful") == pytest.approx(2110 / 6000)
+    # A batch of 64 with a 256-token answer: 256 steps * 32.8 ms = 8.3968 s, which is
+    # 419.84 windows of 20 ms.
+    assert figure("hol.drain_s") == pytest.approx(8.3968)
+    assert figure("hol.drain_windows") == pytest.approx(419.84)
+    assert figure("hol.window_share") == pytest.approx(20 / 8396.8)
+    # Mean of (8, 16, 32, 256, 256) = 568 / 5 = 113.6; over the longest, 0.44375.
+    assert figure("hol.mix_mean") == pytest.approx(113.6)
+    assert figure("hol.mix_utilisation") == pytest.approx(0.44375)
+
+
+def test_race_figures_are_consistent():
+    from pysim import race
+
+    # Reserving the longest possible request (6 + 24 = 30 blocks): 160 // 30 = 5 run at
+    # once, and with a pool of 100 blocks, 100 // 30 = 3. The paged admission limit is
+    # floor(0.9 * 160) = 144.
+    assert figure("race.longest") == 30
+    assert figure("race.reserved_concurrent") == 160 // 30 == 5
+    assert figure("race.small_reserved_concurrent") == 100 // 30 == 3
+    assert figure("race.admit_limit") == 144
+    assert figure("race.small_paged_peak") <= figure("race.max_running") == 16
+    # Every answer block is written once, so mean running x steps = all answer blocks.
+    blocks = sum(a for _, a in race.workload(race.RaceConfig()))
+    assert figure("race.static_mean_running") == pytest.approx(blocks / figure("race.static_steps"), abs=1e-3)
+    assert figure("race.paged_mean_running") == pytest.approx(blocks / figure("race.paged_steps"), abs=1e-3)
+    # Static needs at least 12 batches (60 / 5) and paged at least blocks / 16 steps.
+    assert figure("race.static_steps") > figure("race.reserved_steps") > figure("race.paged_steps") >= blocks / 16
+    assert figure("race.static_over_paged") == pytest.approx(figure("race.static_steps") / figure("race.paged_steps"))
+
+
+@pytest.mark.parametrize("pool", [160, 100])
+def test_race_ranking_does_not_depend_on_the_seed(pool):
+    # The naive-batching page tells the reader the ranking survives a new seed.
+    from pysim import race
+
+    for seed in range(10):
+        view = race.run(race.RaceConfig(seed=seed, pool_blocks=pool), [])
+        steps = [view["schedulers"][n]["steps_to_finish"] for n in race.SCHEDULERS]
+        assert steps[0] > steps[1] > steps[2], (seed, steps)
+
+
+def test_exercise2_and_3_extras():
+    # Step times 20 + 0.2 B: 21.6, 26.4, 32.8 ms; 370.4 / 5000 = 7.4 %, 1212.1 / 5000 = 24.2 %.
+    assert figure("ex2.step_ms_b8") == pytest.approx(21.6)
+    assert figure("ex2.step_ms_b32") == pytest.approx(26.4)
+    assert figure("ex2.fraction_b8") == pytest.approx(8 / 21.6 / 5)
+    assert figure("ex2.fraction_b32") == pytest.approx(32 / 26.4 / 5)
+    assert figure("ex2.fixed_share_b64") == pytest.approx(20 / 32.8)
+    assert figure("ex2.step_ms_half") == pytest.approx(40)
+    # One request alone: 1 / 20.2 ms = 49.5 tokens/s.
+    assert figure("ex2.tok_s_b1") == pytest.approx(1 / 0.0202)
+    # 1951.2 / 370.4 = 5.27: eight times the batch, 5.3 times the throughput.
+    assert figure("ex2.gain_b8_to_b64") == pytest.approx((64 / 32.8) / (8 / 21.6))
+    # Ten 600-token prompts hold 380 blocks: 20 spare; 38 * 16 = 608, so 8 free slots each.
+    assert figure("ex3.long_spare_blocks") == 20
+    assert figure("ex3.long_free_slots") == 8
+    # 64 x 100 = 6400 tokens = 400 x 16, but 7 blocks hold 112: 12 empty slots each, 768 in all.
+    assert figure("ex3.pool_tokens") == figure("ex3.len100_tokens_total") == 6400
+    assert figure("ex3.len100_slack_each") == 12
+    assert figure("ex3.len100_slack_total") == 768
+    assert figure("ex3.len100_running") == 57
+    assert figure("ex3.binding") == "KV-cache memory"
+    assert figure("ex3.len100_next_block_at_token") == 13
+
+
+def test_exercise4_self_preemption_by_hand():
+    # A: 40 tokens in 3 blocks (8 free slots); B: 44 tokens in 3 blocks (4 free slots);
+    # the 6-block pool is full. B's 5th token (44 + 5 = 49 > 48) needs a 4th block in
+    # step 5, while A still has room; the newest running request is B itself.
+    assert figure("ex4.free_slots_a") == 8 and figure("ex4.free_slots_b") == 4
+    assert figure("ex4.step") == 5
+    # Guarded: B waits, A runs alone on its 3 blocks.
+    assert (figure("ex4.ok_running"), figure("ex4.ok_waiting"), figure("ex4.ok_blocks")) == (1, 1, 3)
+    # Unguarded: B freed its 3 blocks, then took 1 and ran: it is running AND waiting.
+    assert (figure("ex4.bug_running"), figure("ex4.bug_waiting"), figure("ex4.bug_blocks")) == (2, 1, 4)
+    assert figure("ex4.bug_total") == 3 > figure("ex4.requests") == 2
+    assert figure("ex4.bug_usage") == pytest.approx(4 / 6)
+    # Before step 5 nobody needs a block, in either variant.
+    for guard in (True, False):
+        trace = figures.self_preemption(guard)
+        assert all(t["preemptions"] == 0 and t["running"] == 2 for t in trace[:5])
+
+
+def test_decode_intensity_limit():
+    # 2 * 8.03e9 FLOPs per request over 268,435,456 KV bytes per request: 59.8 FLOP/byte,
+    # below the H100's 295, so at 2,048 tokens of context compute never binds.
+    assert figure("decode.intensity_limit") == pytest.approx(16.06e9 / 268_435_456)
+    assert figure("decode.intensity_limit") < figure("decode.ridge")
+    assert figure("decode.crossover") == 0
+
+
+def test_decode_short_context_crossover():
+    # 128 tokens: KV 128 * 131,072 = 16,777,216 B per request. Compute binds when
+    # B * 16.06e9 / 989e12 > (16.06e9 + B * 16,777,216) / 3.35e12, i.e.
+    # B * (16.06e9 * 3.35e12 - 16,777,216 * 989e12) > 16.06e9 * 989e12  ->  B > 426.7.
+    slope = 16.06e9 * 3.35e12 - 16_777_216 * 989e12
+    assert figure("decode.short_crossover") == int(16.06e9 * 989e12 // slope) + 1 == 427
+
+
+def test_littles_law_consequences():
+    # 1951.2 tok/s / 500 tokens = 3.90 requests/s finished; 20 arrive: the queue grows by
+    # 16.1 per second, 965.9 per minute. 10,000 / 1951.2 = 5.125 -> 6 replicas.
+    # Even at the roofline (5,000 tok/s) one device is 10,000 / 5,000 = 2x short.
+    assert figure("little.served_per_s") == pytest.approx(64 / 0.0328 / 500)
+    assert figure("little.queue_growth_per_s") == pytest.approx(20 - 64 / 0.0328 / 500)
+    assert figure("little.queue_growth_per_min") == pytest.approx(60 * (20 - 64 / 0.0328 / 500))
+    assert figure("little.replicas") == 6
+    assert figure("little.offered_over_roofline") == pytest.approx(2.0)
+
+
+def test_llamacpp_slots():
+    # -c 32768 -np 8: each slot gets 32768 / 8 = 4096 tokens of context.
+    assert figure("llamacpp.per_slot") == 4096
+
+
+def test_load_test():
+    # 20 requests/s x 256 output tokens = 5120 tokens/s offered; x 1024 prompt tokens =
+    # 20,480 prompt tokens/s; 1000 prompts at 20/s arrive over 50 s.
+    assert figure("bench.offered_tok_s") == 5120
+    assert figure("bench.offered_prompt_tok_s") == 20480
+    assert figure("bench.arrivals_s") == 50
+
+
+def _plots_module():
+    """widgets/plots.py, when the source tree is here (not inside Pyodide's wheel)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "widgets" / "plots.py"
+    if not path.exists():
+        pytest.skip("widgets/plots.py is not shipped with the wheel")
+    spec = importlib.util.spec_from_file_location("plots_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["throughput", "occupancy"])
+def test_plots_are_labelled_svg_without_blank_lines(name):
+    import xml.etree.ElementTree as ET
+
+    svg = getattr(_plots_module(), name)()
+    # A blank line would end Markdown's raw HTML block in the middle of the SVG.
+    assert "\n\n" not in svg and "{{" not in svg
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == ns + "svg" and root.get("role") == "img"
+    assert root.find(ns + "title").text and root.find(ns + "desc").text
+    assert "currentColor" in svg
+
+
+def test_plot_ticks():
+    plots = _plots_module()
+    assert plots.nice_ticks(0, 5500, 6) == [0, 1000, 2000, 3000, 4000, 5000]
+    assert plots.nice_ticks(0, 64, 4) == [0, 20, 40, 60]
+
+
+def test_kv_walkthrough_matches_a_hand_trace():
+    # Default pool: 24 blocks of 4 tokens; A and B start with the same 8-token system
+    # prompt = 2 full blocks. A (11 tokens) takes blocks 0,1,2; B (10 tokens) hits 0 and 1
+    # (ref 2), skips 8 tokens and computes its last 2 tokens into 1 new block.
+    kv = figure("kv.block_size"), figure("kv.shared_blocks"), figure("kv.shared_ref")
+    assert kv == (4, 2, 2)
+    assert figure("kv.skipped_tokens") == 8
+    assert figure("kv.b_new_blocks") == 1
+    # Caching off: B needs ceil(10 / 4) = 3 blocks of its own, 2 more than with caching.
+    assert figure("kv.b_own_blocks") == 3
+    assert figure("kv.extra_blocks") == 2
+    # Caching on, run to completion: B, C and E each reuse the 2 system-prompt blocks.
+    assert figure("kv.run_blocks_saved") == 3 * 2
+    # ... and skip 8 tokens each: 24 fewer prefill tokens than with caching off.
+    assert figure("kv.run_prefill_off") - figure("kv.run_prefill_on") == 3 * 8
+    assert figure("kv.preempt_victim") == "E"  # the newest of the five running requests
