@@ -1,17 +1,31 @@
-"""Page load in headless Chromium: how long until the race widget is interactive,
-against a bare page that only boots the same Pyodide and pysim from the same files
-(the floor no widget page can beat). Both are measured in one run, each load in a fresh
-browser context (cold HTTP cache), alternating, median of N.
+"""Page load in headless Chromium, for every page that holds a widget, against a bare
+page that only boots the same Pyodide and pysim from the same files with the same worker
+(the floor no widget page can beat). Everything is measured in one run: each load in a
+fresh browser context (cold HTTP cache), floor and pages alternating, median of RUNS.
 
-Columns: first contentful paint (text on screen), the pre-rendered widget drawn, the
-widget interactive (Python ready and the default recomputed in Pyodide), bytes
-transferred."""
+A page is opened at its first widget (page.html#widget-NAME), as a reader following a
+link to a simulation would, so Python starts at once. Columns, in ms from navigation
+start:
+  first paint    first contentful paint (text on screen)
+  pre-rendered   every widget on the page drawn from its build-time model (mounted,
+                 then the next animation frame)
+  Python start   the page told its worker to boot (the first Pyodide byte comes after)
+  Python ready   Pyodide and pysim loaded in the worker (for the floor: its end)
+  interactive    every widget recomputed its default in Pyodide (data-live set)
+and bytes: the page without Python (HTML, CSS, fonts, our scripts: what a reader who
+never reaches a widget downloads) and the total at interactive.
+
+Then, on the live page, the time of one widget recomputation on its default preset:
+PySim.runtime.call(NAME, {config: {}}) CALLS times per load; `in Python` is the time the
+worker reports for bridge.call, `round trip` adds messaging and JSON parsing in the page.
+"""
 
 from __future__ import annotations
 
 import functools
 import http.server
 import json
+import os
 import re
 import statistics
 import sys
@@ -24,34 +38,75 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from conftest import LAUNCH_ARGS, chromium_path  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-SITE = ROOT / "site"
-PAGES = {"race": "naive-batching/"}
-RUNS = 5
+SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+CALLS = int(os.environ.get("BENCH_CALLS", "20"))
+GOAL_TTI_RATIO = 1.15
+GOAL_PRERENDER_MS = 1000
+GOAL_RECOMPUTE_P95_MS = 16
 
-# Installed before any page script: records when the pre-rendered widget is mounted and
-# when the widget says it is live (Pyodide recomputed it).
+# Installed before any page script. Marks are ms from navigation start.
 PROBE = """
 window.__marks = {};
+const RealWorker = window.Worker;
+window.Worker = class extends RealWorker {
+  postMessage(message, ...rest) {
+    if (message && message.type === 'boot' && !__marks.python) __marks.python = performance.now();
+    return super.postMessage(message, ...rest);
+  }
+};
 new MutationObserver(() => {
-  const w = document.querySelector('.pysim-widget');
-  if (!w) return;
-  if (w.dataset.mounted && !__marks.prerendered) __marks.prerendered = performance.now();
-  if ((w.dataset.live === 'same' || w.dataset.live === 'updated') && !__marks.interactive) __marks.interactive = performance.now();
+  const widgets = [...document.querySelectorAll('.pysim-widget')];
+  if (!widgets.length) return;
+  if (!__marks.mounted && widgets.every(w => w.dataset.mounted)) {
+    __marks.mounted = performance.now();
+    requestAnimationFrame(() => { __marks.prerendered = performance.now(); });
+  }
+  if (!__marks.ready && widgets[0].dataset.runtime === 'ready') __marks.ready = performance.now();
+  if (!__marks.interactive && widgets.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'))
+    __marks.interactive = performance.now();
 }).observe(document, {subtree: true, childList: true, attributes: true});
 """
 
+RECOMPUTE = """
+async ([name, n]) => {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const answer = await PySim.runtime.call(name, {config: {}});
+    out.push({ok: answer.ok, ms: answer.ms, roundTrip: performance.now() - t0});
+  }
+  return out;
+}
+"""
 
-def floor_page() -> str:
-    """A page with nothing but the worker booting Pyodide and loading pysim."""
-    html = (SITE / PAGES["race"] / "index.html").read_text()
+
+def widget_pages() -> dict[str, list[str]]:
+    """Page file -> the widgets on it, found in the built site."""
+    out = {}
+    for path in sorted(SITE.glob("*.html")):
+        found = re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', path.read_text())
+        if found:
+            out[path.name] = found
+    return out
+
+
+def floor_page(page_file: str) -> str:
+    """A page with nothing but the worker booting Pyodide and loading pysim, sent the
+    same boot message the widget runtime sends."""
+    html = (SITE / page_file).read_text()
     runtime = json.loads(re.search(r'<script type="application/json" id="pysim-runtime">(.*?)</script>', html).group(1))
-    fix = lambda p: "/" + p.replace("../", "")
+    absolute = lambda p: "/" + p.lstrip("./")
+    boot = {"type": "boot", "package": runtime["package"], "sizes": runtime.get("sizes", {})}
     return f"""<!doctype html><meta charset="utf-8"><title>floor</title><p>Booting Pyodide.</p>
 <script type="module">
-const worker = new Worker({json.dumps(fix(runtime['worker']))}, {{type: "module"}});
-worker.onmessage = (e) => {{ if (e.data.type === "ready") window.__marks = {{interactive: performance.now()}}; }};
-worker.postMessage({{type: "boot", pyodide: location.origin + {json.dumps(fix(runtime['pyodide']))},
-  lock: location.origin + {json.dumps(fix(runtime['lock']))}, package: "pysim"}});
+window.__marks = {{}};
+const worker = new Worker({json.dumps(absolute(runtime['worker']))}, {{type: "module", name: "pysim"}});
+worker.onmessage = (e) => {{ if (e.data.type === "ready") window.__marks.ready = window.__marks.interactive = performance.now(); }};
+window.__marks.python = performance.now();
+worker.postMessage(Object.assign({json.dumps(boot)}, {{
+  pyodide: location.origin + {json.dumps(absolute(runtime['pyodide']))},
+  lock: location.origin + {json.dumps(absolute(runtime['lock']))}}}));
 </script>"""
 
 
@@ -73,51 +128,103 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             super().do_GET()
 
 
-def measure(browser, url: str) -> dict:
-    context = browser.new_context()
-    sizes = []
-    context.on("requestfinished", lambda r: sizes.append(r.sizes()["responseBodySize"] + r.sizes()["responseHeadersSize"]))
+def is_python(url: str) -> bool:
+    return "/assets/pyodide/" in url or "/assets/widgets/worker." in url
+
+
+def measure(browser, url: str, widgets: list[str] = ()) -> dict:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    sizes = {"page": 0, "python": 0}
+
+    def finished(request):
+        s = request.sizes()
+        sizes["python" if is_python(request.url) else "page"] += s["responseBodySize"] + s["responseHeadersSize"]
+
+    context.on("requestfinished", finished)
     page = context.new_page()
     page.add_init_script(PROBE)
     page.goto(url)
-    page.wait_for_function("window.__marks && window.__marks.interactive", timeout=120000)
+    page.wait_for_function("() => window.__marks && window.__marks.interactive", timeout=180000)
+    page.wait_for_timeout(200)  # let the last requestfinished events arrive
     marks = page.evaluate("window.__marks")
-    fcp = page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
-    page.wait_for_timeout(300)
+    marks["fcp"] = page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
+    marks["page_bytes"], marks["total_bytes"] = sizes["page"], sizes["page"] + sizes["python"]
+    marks["calls"] = {name: page.evaluate(RECOMPUTE, [name, CALLS]) for name in widgets}
     context.close()
-    return {"fcp": fcp, "prerendered": marks.get("prerendered"), "interactive": marks["interactive"],
-            "bytes": sum(sizes)}
+    return marks
+
+
+def med(rows, key):
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def main():
-    Handler.floor = floor_page()
+    pages = widget_pages()
+    if not pages:
+        sys.exit(f"no page with a widget in {SITE}: run `make site` first")
+    Handler.floor = floor_page(next(iter(pages)))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(SITE)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
-    results = {"floor": []} | {name: [] for name in PAGES}
+    results = {"floor": []} | {p: [] for p in pages}
     with sync_playwright() as p:
         path = chromium_path()
         browser = p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)
         for _ in range(RUNS):
-            results["floor"].append(measure(browser, base + "__floor__.html"))
-            for name, page in PAGES.items():
-                results[name].append(measure(browser, base + page))
+            for name, widgets in pages.items():
+                results["floor"].append(measure(browser, base + "__floor__.html"))
+                results[name].append(measure(browser, f"{base}{name}#widget-{widgets[0]}", widgets))
         browser.close()
     server.shutdown()
 
-    def med(rows, key):
-        values = [r[key] for r in rows if r[key] is not None]
-        return statistics.median(values) if values else None
-
     floor = med(results["floor"], "interactive")
-    rows = [["bare Pyodide + pysim (floor)", "-", "-", f"{floor:.0f}", "1.00x", f"{med(results['floor'], 'bytes') / 1e6:.2f}"]]
-    for name, page in PAGES.items():
+    ms = lambda v: "-" if v is None else f"{v:.0f}"
+    rows = [["bare Pyodide + pysim (floor)", "-", "-", ms(med(results["floor"], "python")), ms(floor), ms(floor), "1.00x", "-",
+             f"{med(results['floor'], 'total_bytes') / 1e6:.2f}"]]
+    verdicts = []
+    for name, widgets in pages.items():
         r = results[name]
         tti = med(r, "interactive")
-        rows.append([f"{page} ({name})", f"{med(r, 'fcp'):.0f}", f"{med(r, 'prerendered'):.0f}", f"{tti:.0f}",
-                     f"{tti / floor:.2f}x", f"{med(r, 'bytes') / 1e6:.2f}"])
-    print(f"Chromium headless, cold cache per load, median of {RUNS} (ms from navigation start)")
-    print(table(["page", "first paint", "pre-rendered widget", "interactive", "vs floor", "MB transferred"], rows))
+        rows.append([f"{name} ({', '.join(widgets)})", ms(med(r, "fcp")), ms(med(r, "prerendered")), ms(med(r, "python")),
+                     ms(med(r, "ready")), ms(tti), f"{tti / floor:.2f}x", f"{med(r, 'page_bytes') / 1e3:.0f}", f"{med(r, 'total_bytes') / 1e6:.2f}"])
+        verdicts.append((name, tti / floor, max(med(r, "fcp"), med(r, "prerendered"))))
+    print(f"Chromium headless, cold cache per load, median of {RUNS} loads each (ms from navigation start; "
+          f"{os.cpu_count()} CPUs)")
+    print(table(["page (widgets)", "first paint", "pre-rendered", "Python start", "Python ready", "interactive", "vs floor",
+                 "KB without Python", "MB total"], rows))
+
+    calls = []
+    for name, widgets in pages.items():
+        for widget in widgets:
+            samples = [c for run in results[name] for c in run["calls"][widget]]
+            ok = all(c["ok"] for c in samples)
+            inside = [c["ms"] for c in samples]
+            trip = [c["roundTrip"] for c in samples]
+            calls.append([widget, str(len(samples)) + ("" if ok else " (error!)"),
+                          f"{pct(inside, 0.5):.1f}", f"{pct(inside, 0.95):.1f}",
+                          f"{pct(trip, 0.5):.1f}", f"{pct(trip, 0.95):.1f}"])
+            verdicts.append((widget, None, (pct(inside, 0.95), pct(trip, 0.95))))
+    print()
+    print(f"One recomputation of the default preset, in the page's Pyodide worker ({CALLS} calls per load, ms)")
+    print(table(["widget", "calls", "in Python p50", "in Python p95", "round trip p50", "round trip p95"], calls))
+
+    print()
+    print("Goals")
+    for name, ratio, value in verdicts:
+        if ratio is not None:
+            print(f"  {name}: interactive {ratio:.2f}x the floor (goal <= {GOAL_TTI_RATIO}x): "
+                  f"{'met' if ratio <= GOAL_TTI_RATIO else 'NOT met'}; text and pre-rendered widgets at "
+                  f"{value:.0f} ms (goal < {GOAL_PRERENDER_MS}): {'met' if value < GOAL_PRERENDER_MS else 'NOT met'}")
+        else:
+            inside, trip = value
+            print(f"  {name}: recomputation p95 {inside:.1f} ms in Python, {trip:.1f} ms round trip "
+                  f"(goal < {GOAL_RECOMPUTE_P95_MS}): {'met' if trip < GOAL_RECOMPUTE_P95_MS else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import inspect
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -17,7 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def site_wheel() -> str:
-    wheels = glob.glob(str(ROOT / "site/assets/pyodide/*/pysim-*.whl"))
+    site = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))  # as tests/browser/conftest.py
+    wheels = glob.glob(str(site / "assets/pyodide/*/pysim-*.whl"))
     if not wheels:
         sys.exit("no pysim wheel in site/: run `make site` first")
     return wheels[0]

@@ -13,13 +13,16 @@ so a bad slider value or a crafted link can only ever produce a message.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import ConfigError, describe, from_mapping
 
-# A payload larger than this is refused before parsing: no allowed input needs it.
+# A payload larger than this, or nested deeper, is refused before parsing: no allowed
+# input needs it (the deepest, kvcache's requests, is 4 levels).
 MAX_PAYLOAD_CHARS = 200_000
+MAX_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ def _registry() -> dict[str, Simulation]:
     from . import race
 
     sims = [race.SIMULATION]
-    for module_name in ("kvcache", "budget", "batch_size", "toy"):
+    for module_name in ("kvcache", "budget", "batch_size", "toy", "exercise"):
         try:
             module = __import__(f"pysim.{module_name}", fromlist=["SIMULATION"])
         except ImportError:
@@ -91,6 +94,7 @@ def call(name: str, json_text: str) -> str:
         if name == "describe":
             result = _describe_all()
         else:
+            check_depth(json_text)
             try:
                 payload = json.loads(json_text, parse_constant=_refuse_constant)
             except (ValueError, RecursionError) as exc:
@@ -99,9 +103,35 @@ def call(name: str, json_text: str) -> str:
         return json.dumps({"ok": True, "result": result}, allow_nan=False, separators=(",", ":"))
     except ConfigError as exc:
         error = {"field": exc.field, "message": exc.message}
-    except Exception as exc:  # a bug in pysim: report it as data, keep the page alive
+    except BaseException as exc:  # a bug in pysim (or SystemExit from a reader's code):
+        # report it as data and keep the page alive
         error = {"field": "", "message": f"internal error: {type(exc).__name__}: {str(exc)[:200]}"}
     return json.dumps({"ok": False, "error": error})
+
+
+def check_depth(json_text: str, field: str = "") -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH before parsing it (ConfigError on `field`).
+
+    The JSON parser recurses once per level; in Pyodide a few thousand levels overflow
+    the WebAssembly stack, which kills the interpreter instead of raising RecursionError.
+    Brackets inside strings do not count, so strings are dropped first.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", json_text))
+    depth = deepest = 0
+    for c in brackets:
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_DEPTH:
+                    raise ConfigError(field, f"{'payload' if not field else 'JSON'} is nested "
+                                             f"more than {MAX_DEPTH} levels deep; at most {MAX_DEPTH}")
+        else:
+            depth -= 1
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # a JSON string, escapes included
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 def _refuse_constant(token: str):

@@ -77,7 +77,10 @@ def _fmt(x: float) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print (over 4,300 digits)
+        text = f"<a number of about {value.bit_length() * 3 // 10:,} digits>"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -112,17 +115,17 @@ def _coerce(name: str, meta: Mapping[str, Any], value: Any, from_text: bool) -> 
     # Numbers. bool is an int subclass in Python; a checkbox value is never a count.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise bad
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise bad
+    # Compare before converting: Python compares a huge int (10**400 from JSON) with
+    # the bounds exactly, where float() of it would overflow.
+    if not meta["lo"] <= value <= meta["hi"]:
         raise bad
     if kind == "int":
         if value != int(value):
             raise bad
-        value = int(value)
-    else:
-        value = float(value)
-    if not meta["lo"] <= value <= meta["hi"]:
-        raise bad
-    return value
+        return int(value)
+    return float(value)
 
 
 def from_mapping(cls, raw: Any, *, from_text: bool = False):

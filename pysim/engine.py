@@ -211,12 +211,12 @@ class Engine:
         else:
             token_ids = None  # nothing is hashed: no need to carry ids
         r = Request(req_id, seq, arrival, priority, prompt_tokens, max_tokens, token_ids)
-        self.requests[req_id] = r
-        self.num_unfinished += 1
         if prefilled:
-            self._start_prefilled(r)
+            self._start_prefilled(r)  # may refuse it: register it only once accepted
         else:
             heapq.heappush(self._pending, (arrival, seq, r))
+        self.requests[req_id] = r
+        self.num_unfinished += 1
         return r
 
     def _start_prefilled(self, r: Request) -> None:

@@ -18,9 +18,11 @@ At every build (and every rebuild under `mkdocs serve`) this file:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -29,7 +31,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
+
+from mkdocs.plugins import event_priority
 
 log = logging.getLogger("mkdocs.hooks.pysim")
 
@@ -49,6 +54,12 @@ SHARED_STYLES = ("widgets.css",)
 # package.json) and loaded before the widget's own script.
 VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
+    # Exercise 5's editor: Ace (a classic script exposing `ace`), with its Python mode
+    # and a light and a dark theme loaded up front, so Ace never fetches a module itself.
+    "exercise": ("ace-builds/src-min-noconflict/ace.js",
+                 "ace-builds/src-min-noconflict/mode-python.js",
+                 "ace-builds/src-min-noconflict/theme-chrome.js",
+                 "ace-builds/src-min-noconflict/theme-tomorrow_night.js"),
 }
 
 # Math from pymdownx.arithmatex (generic mode): \( ... \) inline, \[ ... \] display.
@@ -58,7 +69,33 @@ MATH = re.compile(
 )
 # A figure computed by pysim.figures: {{ little.w_s }} or {{ little.w_s:.1f }}.
 FIGURE = re.compile(r"\{\{\s*(?P<name>[a-z_][a-z0-9_]*\.[a-z0-9_]+)\s*(?::(?P<spec>[^}]*))?\}\}")
+# A plot drawn at build time: a line holding only {{ plot.NAME }} becomes widgets/plots.py's NAME().
+PLOT = re.compile(r"^[ \t]*\{\{\s*plot\.(?P<name>[a-z_][a-z0-9_]*)\s*\}\}[ \t]*$", re.M)
 KATEX_NPM = ROOT / "node_modules" / "katex"
+
+# Material's `offline` plugin makes search work from file:// with a shim that runs a
+# Worker inside an iframe. It would fetch the shim from unpkg; we ship npm's copy.
+IFRAME_WORKER = "iframe-worker/shim/index.js"
+# The whole site in one zip for offline reading, linked from every page's footer.
+SITE_ZIP = "download/continuous-batching-site.zip"
+ZIP_FOLDER = "continuous-batching-site"
+ZIP_README = """\
+Continuous Batching & Request Scheduling: the chapter for offline reading
+========================================================================
+
+To read it, open index.html (in this folder) in a web browser. Navigation, search,
+the text and the pre-computed picture of every simulation work straight from disk.
+
+To run the simulations live (real Python in your browser), serve this folder with any
+local web server, for example:
+
+    cd {folder}
+    python3 -m http.server 8000
+
+and open http://127.0.0.1:8000/ . Browsers do not start Python (a Web Worker loading
+WebAssembly) for pages opened from disk, which is why the server is needed. Nothing is
+fetched from the internet either way: Python (Pyodide) and everything else is in here.
+"""
 
 WIDGET_DIV = re.compile(
     r'<div class="pysim-widget" data-widget="(?P<name>[a-z_]+)"(?P<attrs>[^>]*)>\s*</div>'
@@ -92,6 +129,14 @@ def _fresh_bridge():
         sys.path.remove(str(ROOT))
 
 
+def _fresh_plots():
+    """Load widgets/plots.py anew (it is not a package), after the fresh pysim import."""
+    spec = importlib.util.spec_from_file_location("pysim_plots", WIDGETS_DIR / "plots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _pyodide_cli() -> str:
     """pyodide-build's CLI. It needs Python >= 3.12, so the Makefile gives it a venv
     of its own (.venv-lock); PYODIDE_CLI overrides the path."""
@@ -117,11 +162,25 @@ def _build_wheel(outdir: Path) -> Path:
     return outdir / name
 
 
+def _polyfill() -> tuple[str, bytes]:
+    """The iframe-worker shim's site path (content-hashed) and bytes."""
+    data = (ROOT / "node_modules" / IFRAME_WORKER).read_bytes()
+    return "assets/vendor/" + _hashed_name("iframe-worker.js", data), data
+
+
 def _pyodide_version() -> str:
     return json.loads((PYODIDE_NPM / "package.json").read_text())["version"]
 
 
 # ---------------------------------------------------------------- MkDocs events
+
+
+def on_config(config, **kwargs):
+    """Point Material's `offline` plugin at the local iframe-worker shim. Whichever of
+    the plugin and this hook runs first, no unpkg URL is left in `extra.polyfills`."""
+    polyfills = [p for p in config.extra.get("polyfills", []) if "iframe-worker" not in str(p)]
+    config.extra["polyfills"] = [*polyfills, _polyfill()[0]]
+    return config
 
 
 def on_pre_build(config, **kwargs):
@@ -130,6 +189,7 @@ def on_pre_build(config, **kwargs):
     _state.clear()
     _state["bridge"] = bridge = _fresh_bridge()
     _state["figures"] = importlib.import_module("pysim.figures")
+    _state["plots"] = _fresh_plots()
     # Every simulation's fields with their ranges: the widgets size their controls from it.
     _state["fields"] = json.loads(bridge.call("describe", ""))["result"]
     version = _pyodide_version()
@@ -146,6 +206,7 @@ def on_pre_build(config, **kwargs):
         for rel in files:
             data = (ROOT / "node_modules" / rel).read_bytes()
             assets[rel] = ("assets/vendor/" + _hashed_name(Path(rel).name, data), data)
+    assets[IFRAME_WORKER] = _polyfill()
     _state["assets"] = assets
 
     # The wheel, named by its content.
@@ -163,8 +224,19 @@ def on_pre_build(config, **kwargs):
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
-    """Replace {{ figure }} placeholders with numbers computed by pysim.figures."""
-    figures = _state["figures"]
+    """Replace {{ plot.NAME }} lines with SVG plots and {{ figure }} placeholders with
+    numbers, both computed by pysim.figures."""
+    figures, plots = _state["figures"], _state["plots"]
+
+    def draw(match: re.Match) -> str:
+        name = match.group("name")
+        if name.startswith("_") or not callable(getattr(plots, name, None)):
+            raise SystemExit(f"pysim hook: {page.file.src_path} names unknown plot {name!r} (widgets/plots.py)")
+        # A raw HTML block without blank lines, so Markdown passes it through untouched.
+        # It scrolls sideways on a narrow screen rather than shrinking its text.
+        return f'<div class="pysim-plot" style="overflow-x:auto">{getattr(plots, name)()}</div>'
+
+    markdown = PLOT.sub(draw, markdown)
 
     def fill(match: re.Match) -> str:
         name, spec = match.group("name"), match.group("spec") or ""
@@ -233,9 +305,25 @@ def on_page_content(html_text, page, config, files, **kwargs):
     return html_text
 
 
+# After other plugins' on_post_page, so the policy hashes the page's final scripts.
+@event_priority(-100)
 def on_post_page(output, page, config, **kwargs):
-    """Link the widget runtime into pages that hold a widget, and only those."""
+    """Finish the page's HTML, then give it its Content-Security-Policy."""
+    return _with_csp(_link_widgets(output, page))
+
+
+def on_post_template(output_content, template_name, config, **kwargs):
+    """Static templates (404.html) get the same policy as the pages."""
+    return _with_csp(output_content) if template_name.endswith(".html") else output_content
+
+
+def _link_widgets(output, page):
+    """Link the widget runtime into pages that hold a widget, and only those; give
+    every page the footer link to the offline zip."""
     up = "../" * page.url.count("/")  # from this page back to the site root
+    download = (f'<a class="pysim-download" href="{up}{SITE_ZIP}" download>'
+                "Download for offline reading</a>")
+    output = output.replace('<div class="md-copyright">', '<div class="md-copyright">' + download, 1)
     if page.meta.get("pysim_math"):
         katex_css = f'<link rel="stylesheet" href="{up}{_state["katex_dir"]}katex.min.css">'
         output = output.replace("</head>", katex_css + "\n</head>", 1)
@@ -248,6 +336,9 @@ def on_post_page(output, page, config, **kwargs):
         "lock": up + _state["pyodide_dir"] + _state["lock_name"],
         "worker": up + assets[WORKER][0],
         "package": "pysim",
+        # Sizes of what the worker downloads, for the progress line ("3.1 of 13.4 MB").
+        "sizes": {**{f: (PYODIDE_NPM / f).stat().st_size for f in PYODIDE_FILES},
+                  _state["wheel"].name: _state["wheel"].stat().st_size},
     }
     names = sorted(set(widgets))
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
@@ -265,6 +356,89 @@ def on_post_page(output, page, config, **kwargs):
     return output.replace("</head>", "\n".join(head) + "\n</head>", 1)
 
 
+# ---------------------------------------------------------------- Content-Security-Policy
+#
+# Every page runs only this site's own files. The policy (a <meta> before any script)
+# allows scripts from the site itself, WebAssembly compilation for Pyodide, workers and
+# fetches from the site, inline styles (KaTeX, Material and the widgets set style
+# attributes) and images from the site or data: URLs. Inline scripts run only if their
+# sha256 is listed: Material's own few, computed here from the page's final HTML. So
+# text that slipped into a page as markup could not run, and no page can load code from
+# another host. JSON data blocks (<script type="application/json">) never run.
+CSP = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{hashes}; worker-src 'self'; "
+       "connect-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'")
+INLINE_SCRIPT = re.compile(r"<script(?P<attrs>(?:\s[^>]*)?)>(?P<body>.*?)</script>", re.S | re.I)
+SCRIPT_TYPE = re.compile(r"""\stype\s*=\s*["']?(?P<type>[^"'\s>]*)""", re.I)
+JS_TYPES = {"", "module", "text/javascript", "application/javascript", "text/ecmascript",
+            "application/ecmascript"}
+
+
+def _source_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def _inline_scripts(html_text: str) -> list[str]:
+    """The text of every inline script the browser would run."""
+    out = []
+    for m in INLINE_SCRIPT.finditer(html_text):
+        attrs = m.group("attrs")
+        kind = SCRIPT_TYPE.search(attrs)
+        if re.search(r"\ssrc\s*=", attrs, re.I):
+            continue
+        if kind and kind.group("type").lower() not in JS_TYPES:
+            continue  # a data block
+        out.append(m.group("body"))
+    return out
+
+
+def _iframe_worker_script(worker_url: str) -> str:
+    """The inline script the iframe-worker shim writes into its iframe on file://.
+
+    The iframe inherits the page's policy, so that script needs its hash too. The shim
+    builds it from a template and the source text of two of its own functions; we do
+    the same from the shim's file, for this page's search worker URL.
+    """
+    shim = _state["assets"][IFRAME_WORKER][1].decode("utf-8")
+    found = re.search(r"document\.write\(`<html><body><script>(.*?)<\\/script>", shim, re.S)
+    if not found:
+        raise SystemExit("pysim hook: the iframe-worker shim changed; update _iframe_worker_script")
+
+    def value(m: re.Match) -> str:
+        start = shim.find(f"function {m.group(1)}(")
+        if start < 0:
+            return worker_url  # the one value that is not a function: the worker's URL
+        depth, i = 0, shim.index("{", start)
+        while True:
+            depth += {"{": 1, "}": -1}.get(shim[i], 0)
+            i += 1
+            if depth == 0:
+                return shim[start:i]
+
+    return re.sub(r"\$\{(\w+)\}", value, found.group(1))
+
+
+def _with_csp(output: str) -> str:
+    scripts = _inline_scripts(output)
+    if _state["assets"][IFRAME_WORKER][0] in output:  # the offline plugin's shim is on the page
+        config = re.search(r'<script id="__config" type="application/json">(.*?)</script>', output, re.S)
+        search = config and json.loads(config.group(1)).get("search")
+        if search:
+            scripts.append(_iframe_worker_script(search))
+    hashes = "".join(" " + h for h in dict.fromkeys(_source_hash(s) for s in scripts))
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP.format(hashes=hashes)}">'
+    # First in <head>, so it covers every script and style; only the charset declaration
+    # goes before it, which must stay within the page's first 1,024 bytes.
+    head = re.search(r'<head>\s*(<meta charset="[^"]*">)?', output)
+    if not head:
+        raise SystemExit("pysim hook: a page without <head>")
+    return output[:head.end()] + meta + output[head.end():]
+
+
+# After every other plugin (the `offline` plugin writes search/search_index.js at
+# priority -100), so the zip holds the finished site.
+@event_priority(-200)
 def on_post_build(config, **kwargs):
     site = Path(config.site_dir)
     # Pyodide runtime, from the pinned npm package.
@@ -285,6 +459,28 @@ def on_post_build(config, **kwargs):
     wheel = _state["wheel"]
     shutil.copy2(wheel, pyodide_out / wheel.name)
     _write_lock(pyodide_out, wheel.name)
+    _write_zip(site)
+
+
+def _write_zip(site: Path) -> None:
+    """The whole site (but this zip) in one folder with a README.txt, for readers who
+    download it. Entries are sorted and dated 1980, so the same site gives the same zip."""
+    out = site / SITE_ZIP
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    files = sorted(p for p in site.rglob("*") if p.is_file() and p != out)
+
+    def entry(name: str) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(f"{ZIP_FOLDER}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o644 << 16
+        return info
+
+    with zipfile.ZipFile(out, "w", compresslevel=6) as zf:
+        zf.writestr(entry("README.txt"), ZIP_README.format(folder=ZIP_FOLDER))
+        for path in files:
+            zf.writestr(entry(path.relative_to(site).as_posix()), path.read_bytes())
+    log.info("offline zip %s (%.1f MB)", SITE_ZIP, out.stat().st_size / 1e6)
 
 
 def _write_lock(pyodide_out: Path, wheel_name: str) -> None:

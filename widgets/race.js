@@ -187,11 +187,12 @@
 
     // ---------------------------------------------------------------- recompute
     let debounce = null;
+    let draft = null; // every change since the last recompute: quick edits to two boxes both count
     function changeSetting(name, raw) {
       const value = raw === "" ? raw : Number(raw);
-      const next = Object.assign({}, config, { [name]: Number.isFinite(value) && raw !== "" ? value : raw });
+      draft = Object.assign({}, draft || config, { [name]: Number.isFinite(value) && raw !== "" ? value : raw });
       clearTimeout(debounce);
-      debounce = setTimeout(() => recompute(next), 120);
+      debounce = setTimeout(() => { const next = draft; draft = null; recompute(next); }, 120);
     }
 
     async function recompute(next) {

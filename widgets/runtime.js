@@ -9,6 +9,7 @@
   const settingsEl = document.getElementById("pysim-runtime");
   const settings = settingsEl ? JSON.parse(settingsEl.textContent) : null;
   const BOOT_TIMEOUT_MS = 90000;
+  const NEAR_PX = 600; // Python starts when a widget comes this close to the screen
 
   function absolute(url) {
     return new URL(url, document.baseURI).href;
@@ -26,6 +27,7 @@
       this.worker = null;
       this.booting = null;
       this.bootMs = null;
+      this.progress = null; // {loaded, total} bytes while Python downloads
     }
 
     get servedOverHttp() {
@@ -44,6 +46,18 @@
       for (const listener of this.listeners) listener(state, text);
     }
 
+    // Create the worker thread ahead of time. It loads only our small worker.js; not a
+    // byte of Pyodide comes until start() sends it "boot".
+    prepare() {
+      if (this.worker || !settings || !this.servedOverHttp) return;
+      const worker = new Worker(absolute(settings.worker), { type: "module", name: "pysim" });
+      worker.onerror = (event) => {
+        event.preventDefault();
+        this.earlyError = "The Python worker did not load" + (event.message ? ": " + event.message : "");
+      };
+      this.worker = worker;
+    }
+
     // Start Python once; every caller gets the same promise.
     start() {
       if (this.booting) return this.booting;
@@ -53,8 +67,8 @@
       }
       this.booting = new Promise((resolve, reject) => {
         this.setState("loading", "Starting Python");
-        const worker = new Worker(absolute(settings.worker), { type: "module", name: "pysim" });
-        this.worker = worker;
+        this.prepare();
+        const worker = this.worker;
         const timer = setTimeout(() => fail("Python did not start within 90 seconds."), BOOT_TIMEOUT_MS);
         const fail = (message) => {
           clearTimeout(timer);
@@ -64,14 +78,19 @@
         };
         worker.onmessage = (event) => {
           const msg = event.data;
-          if (msg.type === "progress") this.setState("loading", msg.text);
+          if (msg.type === "progress") {
+            this.progress = msg.total ? { loaded: msg.loaded, total: msg.total } : null;
+            this.setState("loading", msg.text);
+          }
           else if (msg.type === "ready") {
             clearTimeout(timer);
             this.bootMs = msg.ms;
+            this.progress = null;
             this.setState("ready", `Python ${msg.python} ready`);
             resolve(this);
           } else if (msg.type === "failed") fail("Python could not start: " + msg.message);
           else if (msg.type === "result") this.settle(msg);
+          else if (msg.type === "fatal" && this.worker === worker) this.crashed(msg.message);
         };
         worker.onerror = (event) => {
           event.preventDefault();
@@ -79,11 +98,16 @@
           if (this.state === "ready") this.crashed(message);
           else fail(message);
         };
+        if (this.earlyError) {
+          fail(this.earlyError);
+          return;
+        }
         worker.postMessage({
           type: "boot",
           pyodide: absolute(settings.pyodide),
           lock: absolute(settings.lock),
           package: settings.package,
+          sizes: settings.sizes,
         });
       });
       return this.booting;
@@ -124,6 +148,7 @@
     teardown(reason) {
       if (this.worker) this.worker.terminate();
       this.worker = null;
+      this.earlyError = null;
       this.booting = null;
       for (const entry of this.pending.values()) {
         clearTimeout(entry.timer);
@@ -168,7 +193,7 @@
       } catch (err) {
         continue;
       }
-      if (key.startsWith(prefix + ".")) out[key.slice(prefix.length + 1)] = value.slice(0, 200);
+      if (key.startsWith(prefix + ".")) out[key.slice(prefix.length + 1)] = value.slice(0, 2000);
     }
     return out;
   }
@@ -180,7 +205,8 @@
       for (const part of hash.split("&")) if (part && !part.startsWith(prefix + ".")) keep.push(part);
     }
     for (const [key, value] of Object.entries(state)) {
-      keep.push(`${prefix}.${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`);
+      // "," and ":" stay readable (kvcache.actions=admit,admit:B,gen); both are safe in a hash.
+      keep.push(`${prefix}.${encodeURIComponent(key)}=${encodeURIComponent(String(value)).replace(/%2C/g, ",").replace(/%3A/g, ":")}`);
     }
     history.replaceState(null, "", "#" + keep.join("&"));
   }
@@ -252,11 +278,16 @@
     const note = h("p", { class: "pysim-offline-note", hidden: true },
       "You are reading a downloaded copy. The picture above is pre-computed; to run the simulation, serve this folder: ",
       h("code", {}, "python3 -m http.server 8000"), " in it, then open ", h("code", {}, "http://127.0.0.1:8000/"), ".");
-    const bar = h("div", { class: "pysim-status", role: "status", "aria-live": "polite" }, text, retry);
+    // Download progress in bytes (the status text says the same for screen readers).
+    const meter = h("progress", { class: "pysim-progress", max: 1, value: 0, hidden: true, "aria-hidden": "true" });
+    const bar = h("div", { class: "pysim-status", role: "status", "aria-live": "polite" }, text, meter, retry);
     runtime.subscribe((state, message) => {
       bar.dataset.state = state;
       root.dataset.runtime = state;
       text.textContent = message;
+      const p = state === "loading" && runtime.progress;
+      meter.hidden = !p;
+      if (p) { meter.max = p.total; meter.value = p.loaded; }
       retry.hidden = state !== "failed";
       note.hidden = state !== "unavailable";
     });
@@ -285,9 +316,27 @@
       runtime.start().catch(() => {});
       return;
     }
-    // Start Python when a widget comes near the screen (or when the reader acts).
+    // Start Python when a widget comes near the screen, or as soon as the reader
+    // touches one (pointer or keyboard focus), whichever is first.
     const widgets = document.querySelectorAll(".pysim-widget[data-mounted]");
     if (!widgets.length) return;
+    const touched = () => runtime.start().catch(() => {});
+    for (const w of widgets) {
+      w.addEventListener("pointerdown", touched, { once: true });
+      w.addEventListener("focusin", touched, { once: true });
+    }
+    // A widget already near the screen: spawn the worker now, and boot Python right
+    // after the next frame, so the text and pictures are painted before any Pyodide
+    // byte is asked for.
+    const near = [...widgets].some((w) => {
+      const r = w.getBoundingClientRect();
+      return r.bottom > -NEAR_PX && r.top < window.innerHeight + NEAR_PX;
+    });
+    if (near) {
+      runtime.prepare();
+      requestAnimationFrame(() => setTimeout(touched, 0));
+      return;
+    }
     if (!("IntersectionObserver" in window)) {
       runtime.start().catch(() => {});
       return;
@@ -297,7 +346,7 @@
         observer.disconnect();
         runtime.start().catch(() => {});
       }
-    }, { rootMargin: "600px 0px" });
+    }, { rootMargin: `${NEAR_PX}px 0px` });
     widgets.forEach((w) => observer.observe(w));
   }
 

@@ -1,9 +1,10 @@
 // The Python side of the page: one module Web Worker that boots Pyodide from this
 // site's own files and answers simulation calls through pysim.bridge.
 //
-// Messages in:  {type: "boot", pyodide, lock, package}   {type: "call", id, name, payload}
-// Messages out: {type: "progress", stage, text}  {type: "ready", ms, python}
+// Messages in:  {type: "boot", pyodide, lock, package, sizes}   {type: "call", id, name, payload}
+// Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python}
 //               {type: "failed", message}        {type: "result", id, text, ms}
+//               {type: "fatal", message}  (the interpreter is broken: restart the worker)
 //
 // Pyodide 314 only runs in a *module* worker; the page keeps its thread free for
 // drawing while Python works here.
@@ -14,12 +15,105 @@ function post(message) {
   self.postMessage(message);
 }
 
-async function boot({ pyodide: base, lock, package: pkg }) {
+// Download progress in bytes. Pyodide fetches the wasm, the standard library, the lock
+// file and the wheel with fetch(); we read a clone of each response to count its bytes
+// as they arrive, and hand Pyodide the original (one download, and the browser can
+// still stream-compile and code-cache the wasm). Its two JS modules come by import(),
+// counted whole when they have loaded. `sizes` (from the build) gives the total.
+function countDownloads(sizes, lateFile) {
+  const total = Object.values(sizes || {}).reduce((a, b) => a + b, 0);
+  // Python can start once everything but the wheel (fetched after boot) has arrived.
+  const core = total - ((sizes && sizes[lateFile]) || 0);
+  let loaded = 0;
+  let lastPost = -Infinity;
+  let started = false;
+  let done = false;
+  const mb = (n) => (n / 1e6).toFixed(1);
+  const add = (n) => {
+    loaded += n;
+    const now = performance.now();
+    if (done || !total) return;
+    if (loaded < core && now - lastPost >= 100) {
+      lastPost = now;
+      post({ type: "progress", stage: "download", loaded, total,
+             text: `Downloading Python: ${mb(loaded)} of ${mb(total)} MB` });
+    } else if (loaded >= core && !started) {
+      started = true;
+      post({ type: "progress", stage: "start", loaded: Math.min(loaded, total), total,
+             text: `Starting Python (${mb(total)} MB downloaded)` });
+    }
+  };
+  const realFetch = self.fetch.bind(self);
+  self.fetch = async (input, init) => {
+    const response = await realFetch(input, init);
+    if (response.ok && response.body && !done) {
+      const reader = response.clone().body.getReader();
+      (async () => {
+        for (;;) {
+          const { done: end, value } = await reader.read();
+          if (end) break;
+          add(value.byteLength);
+        }
+      })().catch(() => {});
+    }
+    return response;
+  };
+  return {
+    module: (name) => add((sizes && sizes[name]) || 0),
+    finish() { done = true; self.fetch = realFetch; },
+  };
+}
+
+// Pyodide does not reject when some downloads fail: an aborted .wasm fetch leaves
+// loadPyodide waiting for ever, with an uncaught error in this worker. So while Python
+// boots, a failed or refused download, or any uncaught error, fails the boot at once
+// with its reason, and the page offers Retry instead of a long wait.
+function watchBoot() {
+  let over = false;
+  const fail = (message) => {
+    if (over) return;
+    over = true;
+    post({ type: "failed", message: String(message).slice(0, 300) });
+  };
+  const name = (input) => String((input && input.url) || input).split("?")[0].split("/").pop();
+  const original = self.fetch;
+  const inner = original.bind(self);
+  self.fetch = async (input, init) => {
+    let response;
+    try {
+      response = await inner(input, init);
+    } catch (err) {
+      fail(`could not download ${name(input)} (${(err && err.message) || err})`);
+      throw err;
+    }
+    if (!response.ok) fail(`could not download ${name(input)} (HTTP ${response.status})`);
+    return response;
+  };
+  const onRejection = (event) => {
+    event.preventDefault();
+    fail((event.reason && event.reason.message) || event.reason);
+  };
+  self.addEventListener("unhandledrejection", onRejection);
+  return {
+    fail,
+    done() {
+      over = true;
+      self.fetch = original;
+      self.removeEventListener("unhandledrejection", onRejection);
+    },
+  };
+}
+
+async function boot({ pyodide: base, lock, package: pkg, sizes }) {
   const t0 = performance.now();
+  const watch = watchBoot();
+  const progress = countDownloads(sizes, Object.keys(sizes || {}).find((f) => f.endsWith(".whl")));
   try {
-    post({ type: "progress", stage: "download", text: "Downloading the Python runtime" });
+    post({ type: "progress", stage: "download", text: "Downloading Python" });
     const { loadPyodide } = await import(base + "pyodide.mjs");
-    post({ type: "progress", stage: "start", text: "Starting Python" });
+    progress.module("pyodide.mjs");
+    // The same module record Pyodide imports next (one fetch); here only to count it.
+    import(base + "pyodide.asm.mjs").then(() => progress.module("pyodide.asm.mjs"), () => {});
     const py = await loadPyodide({
       indexURL: base,
       lockFileURL: lock,
@@ -29,7 +123,6 @@ async function boot({ pyodide: base, lock, package: pkg }) {
       stdout: () => {},
       stderr: (line) => console.warn("[python]", line),
     });
-    post({ type: "progress", stage: "package", text: "Loading the simulations" });
     const errors = [];
     await py.loadPackage(pkg, {
       messageCallback: () => {},
@@ -38,24 +131,32 @@ async function boot({ pyodide: base, lock, package: pkg }) {
     if (!py.loadedPackages[pkg]) {
       throw new Error(errors.join(" ") || `could not load ${pkg}`);
     }
+    progress.finish();
+    post({ type: "progress", stage: "start", text: "Starting the simulations" });
     bridge = py.pyimport("pysim.bridge");
     const python = py.runPython("import sys; sys.version.split()[0]");
+    watch.done();
     post({ type: "ready", ms: performance.now() - t0, python });
   } catch (err) {
-    post({ type: "failed", message: String((err && err.message) || err).slice(0, 300) });
+    watch.fail((err && err.message) || err);
   }
 }
 
 function call({ id, name, payload }) {
   const t0 = performance.now();
   let text;
+  let fatal = false;
   try {
     text = bridge.call(name, payload);
   } catch (err) {
-    // bridge.call never raises; this only catches a broken interpreter.
+    // bridge.call never raises; this only catches a broken interpreter, such as a
+    // reader's program that recursed past the WebAssembly stack (a fatal error).
     text = JSON.stringify({ ok: false, error: { field: "", message: "Python failed: " + String(err).slice(0, 200) } });
+    fatal = true;
   }
   post({ type: "result", id, text, ms: performance.now() - t0 });
+  // After a fatal error this interpreter answers nothing more: ask for a fresh one.
+  if (fatal) post({ type: "fatal", message: "Python stopped after an internal error." });
 }
 
 self.onmessage = (event) => {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -51,6 +52,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         # hashed assets' business. Here we simply disable caching so tests see fresh files.
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
+
+
+def page_url(base: str, name: str, fragment: str = "") -> str:
+    """The URL of the page built from docs/NAME.md under `base` (site_url or a file://
+    folder URL). Pages are NAME.html, not NAME/, so the same links work from disk."""
+    return f"{base}{name}.html{fragment}"
 
 
 @pytest.fixture(scope="session")
@@ -103,6 +110,21 @@ def _is_local(url: str) -> bool:
     return parsed.hostname == "127.0.0.1"
 
 
+_FUNCTION = re.compile(r"\s*(async\s+)?(function\b|\([^()]*\)\s*=>|[\w$]+\s*=>)")
+
+
+def _without_eval(wait_for_function):
+    """Playwright runs a wait_for_function *expression* through eval in the page, which
+    the site's Content-Security-Policy forbids (no 'unsafe-eval'); a function it passes
+    without eval. So an expression becomes a function returning it, and the pages are
+    tested under their real policy."""
+    def wait(expression, *args, **kwargs):
+        if not _FUNCTION.match(expression):
+            expression = f"() => ({expression})"
+        return wait_for_function(expression, *args, **kwargs)
+    return wait
+
+
 @pytest.fixture
 def make_page(browser, watch):
     """Open pages in a fresh context that records requests (the worker's too) and
@@ -126,6 +148,7 @@ def make_page(browser, watch):
         page = context.new_page()
         page.on("console", lambda m: m.type == "error" and watch.errors.append("console: " + m.text))
         page.on("pageerror", lambda e: watch.errors.append(f"pageerror: {e}"))
+        page.wait_for_function = _without_eval(page.wait_for_function)
         return page
 
     yield make
@@ -141,7 +164,9 @@ def page(make_page):
 
 
 def wait_for_python(page, timeout=60000):
-    """Wait until the page's Python worker is ready (the status line says so)."""
+    """Scroll to the page's first widget, as a reader would (Python starts only when a
+    widget comes near the screen), and wait until the worker is ready."""
+    page.locator(".pysim-widget").first.scroll_into_view_if_needed()
     page.wait_for_function(
         "() => { const w = document.querySelector('.pysim-widget');"
         " return w && (w.dataset.runtime === 'ready' || w.dataset.runtime === 'failed'); }",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from conftest import wait_for_python
+from conftest import page_url, wait_for_python
 
 from pysim import bridge
 
-PAGE = "naive-batching/"
+PAGE = "naive-batching"
 ORDER = ["static", "continuous_reserved", "continuous_paged"]
 
 
@@ -29,14 +29,14 @@ def expected_default():
 
 
 def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
-    page.goto(site_url + PAGE)
+    page.goto(page_url(site_url, PAGE))
     # The finished race is drawn from the embedded model before any Python has run.
     page.wait_for_selector('.race-table tr[data-finished="true"]')
     expected = expected_default()
     assert table_steps(page) == {n: expected["schedulers"][n]["steps_to_finish"] for n in ORDER}
     wait_for_python(page)
     # The widget recomputes the defaults in Pyodide and compares with the embedded model.
-    page.wait_for_function("document.querySelector('.pysim-widget').dataset.live !== 'pending'")
+    page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.live !== 'pending'")
     assert page.evaluate("document.querySelector('.pysim-widget').dataset.live") == "same"
     # And directly: Pyodide's answer equals CPython's, byte for byte after JSON.
     pyodide_view = page.evaluate("PySim.runtime.call('race', {config: {}}).then(a => a.result)")
@@ -49,14 +49,14 @@ def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
 
 
 def test_run_all_three_and_read_the_table(page, site_url):
-    page.goto(site_url + PAGE)
+    page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
     page.get_by_role("button", name="Reset").click()
     assert page.locator('.race-table tr[data-finished="true"]').count() == 0
     page.locator('input[type="range"][id^="race-speed"]').fill("60")
     page.get_by_role("button", name="Run").click()
     page.wait_for_function(
-        "document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length === 3",
+        "() => document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length === 3",
         timeout=30000)
     steps = table_steps(page)
     assert steps["static"] > steps["continuous_reserved"] > steps["continuous_paged"]
@@ -66,7 +66,7 @@ def test_run_all_three_and_read_the_table(page, site_url):
 
 
 def test_step_and_single_scheduler(page, site_url):
-    page.goto(site_url + PAGE)
+    page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
     page.get_by_role("button", name="Reset").click()
     for _ in range(3):
@@ -78,7 +78,7 @@ def test_step_and_single_scheduler(page, site_url):
 
 
 def test_bad_value_shows_beside_its_control_and_keeps_the_picture(page, site_url):
-    page.goto(site_url + PAGE)
+    page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
     before = table_steps(page)
     box = page.locator('.pysim-control[data-field="pool_blocks"] input[type="number"]')
@@ -93,26 +93,26 @@ def test_bad_value_shows_beside_its_control_and_keeps_the_picture(page, site_url
     box.fill("100")
     box.press("Enter")
     error.wait_for(state="hidden")
-    page.wait_for_function("document.querySelector('.race-table caption').textContent.includes('100 blocks')")
+    page.wait_for_function("() => document.querySelector('.race-table caption').textContent.includes('100 blocks')")
 
 
 def test_state_lives_in_the_url_hash(page, site_url):
-    page.goto(site_url + PAGE)
+    page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
     seed = page.locator('.pysim-control[data-field="seed"] input[type="number"]')
     seed.fill("7")
     seed.press("Enter")
-    page.wait_for_function("location.hash.includes('race.seed=7')")
+    page.wait_for_function("() => location.hash.includes('race.seed=7')")
     url = page.url
     page.goto("about:blank")
     page.goto(url)
     wait_for_python(page)
-    page.wait_for_function("document.querySelector('.race-table caption').textContent.includes('seed 7')")
+    page.wait_for_function("() => document.querySelector('.race-table caption').textContent.includes('seed 7')")
     assert seed.input_value() == "7"
 
 
 def test_crafted_hash_is_data_not_markup(page, site_url):
-    page.goto(site_url + PAGE + "#race.seed=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&race.view=%3Cscript%3E")
+    page.goto(page_url(site_url, PAGE, "#race.seed=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&race.view=%3Cscript%3E"))
     message = page.locator(".pysim-widget > .pysim-body > p.pysim-error")
     assert "Ignored part of the link" in message.inner_text()
     assert page.locator(".pysim-widget img").count() == 0

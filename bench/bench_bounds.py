@@ -1,0 +1,224 @@
+"""How long can one call take? The slowest input each simulation accepts, timed.
+
+Every config field is bounded (pysim.config), so the work one call can ask for is
+bounded too; this benchmark finds where that bound is reached. For each simulation it
+times, once in CPython, a set of adversarial configs at the edges of the declared
+ranges: every size at its upper bound, the smallest pool the cross-field rules allow
+(so requests thrash and preempt), one request at a time, the longest requests, all
+prompts sharing a prefix or none, every policy. The slowest of each simulation is then
+timed properly (median of 3) in CPython and in Pyodide under Node, through
+`bridge.call`, JSON in and out, as the page's worker runs it.
+
+The budget this must meet: the slowest allowed input of every simulation answers in
+under 1 s in CPython and under 2.5 s in Pyodide, in the page's worker (the page never
+freezes: it keeps drawing while the worker computes; runtime.call gives up after 20 s).
+The exercise's reader code is not bounded here: it is the reader's own program, stopped
+by the page's time limit (pysim.exercise.TIME_LIMIT_S).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+
+from common import median_seconds, run_in_pyodide, table
+
+from pysim import bridge
+from pysim.config import ConfigError, describe, from_mapping
+
+SIMS = bridge.simulations()
+CPYTHON_BUDGET_S = 1.0
+PYODIDE_BUDGET_S = 2.5
+
+
+def hi(name: str, field: str):
+    return next(f for f in describe(SIMS[name].config_cls) if f["name"] == field)["hi"]
+
+
+def lo(name: str, field: str):
+    return next(f for f in describe(SIMS[name].config_cls) if f["name"] == field)["lo"]
+
+
+def smallest_allowed(name: str, field: str, config: dict) -> int | None:
+    """The smallest value of `field` that the config's own rules accept with `config`."""
+    a, b = lo(name, field), hi(name, field)
+
+    def ok(v):
+        try:
+            from_mapping(SIMS[name].config_cls, {**config, field: v})
+            return True
+        except ConfigError:
+            return False
+
+    if not ok(b):
+        return None
+    while a < b:  # the rules are monotone in a size: more is always allowed
+        m = (a + b) // 2
+        a, b = (a, m) if ok(m) else (m + 1, b)
+    return a
+
+
+# ------------------------------------------------------------------ candidates
+
+def race_candidates():
+    n = hi("race", "requests")
+    for pmin, pmax in ((1, hi("race", "prompt_blocks_max")), (hi("race", "prompt_blocks_max"),) * 2):
+        for amin, amax in ((1, hi("race", "answer_steps_max")), (hi("race", "answer_steps_max"),) * 2):
+            base = {"requests": n, "prompt_blocks_min": pmin, "prompt_blocks_max": pmax,
+                    "answer_steps_min": amin, "answer_steps_max": amax}
+            least = smallest_allowed("race", "pool_blocks", base)
+            for pool in sorted({least, least + pmax + amax, hi("race", "pool_blocks")}):
+                for running in (1, hi("race", "max_running")):
+                    yield {"config": {**base, "pool_blocks": pool, "max_running": running}}
+
+
+def kvcache_candidates():
+    from pysim import kvcache
+
+    n, words, answer = kvcache.MAX_REQUESTS, kvcache.MAX_PROMPT_WORDS, kvcache.MAX_ANSWER_TOKENS
+
+    def word(i):  # short distinct words, so the payload stays under the bridge's limit
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+        return digits[i // 1296 % 36] + digits[i // 36 % 36] + digits[i % 36]
+
+    prompts = {
+        "same": lambda r: [word(j) for j in range(words)],
+        "distinct": lambda r: [word(r * words + j) for j in range(words)],
+        "half shared": lambda r: [word(j) for j in range(words // 2)]
+                                 + [word(r * words + j) for j in range(words // 2)],
+    }
+    for label, make in prompts.items():
+        reqs = [{"name": f"r{r}", "prompt": make(r), "answer_tokens": answer} for r in range(n)]
+        for bs in (1, 16):
+            base = {"block_size": bs, "requests": reqs}
+            least = smallest_allowed("kvcache", "pool_blocks", base)
+            for pool in sorted({least, 4 * least, hi("kvcache", "pool_blocks")}):
+                for caching in (True, False):
+                    yield {"config": {**base, "pool_blocks": pool, "caching": caching},
+                           "actions": ["run"], "_label": f"{n} x ({words} words, {label}) + {answer}"}
+        # The longest action list: admit everything one by one, generate, admit again...
+        actions = (["admit"] * n + ["gen"] * answer) * 4
+        actions = (actions + ["run"])[:kvcache.MAX_ACTIONS - 1] + ["run"]
+        yield {"config": {"block_size": 1, "pool_blocks": hi("kvcache", "pool_blocks"),
+                          "requests": reqs}, "actions": actions,
+               "_label": f"{n} x ({words} words, {label}), {len(actions)} actions"}
+
+
+def budget_candidates():
+    fields = {f["name"]: f for f in describe(SIMS["budget"].config_cls)}
+    for scenario in fields["scenario"]["options"]:
+        for budget in (lo("budget", "budget"), 2048, hi("budget", "budget")):
+            for chunked in (True, False):
+                base = {"scenario": scenario, "budget": budget, "chunked_prefill": chunked}
+                try:
+                    from_mapping(SIMS["budget"].config_cls, base)
+                except ConfigError as exc:
+                    if exc.field == "budget":
+                        continue  # chunking off needs a budget that holds a whole sequence
+                least = smallest_allowed("budget", "pool_blocks", base)
+                seqs_least = smallest_allowed("budget", "max_num_seqs", base)
+                for pool in sorted({least, 4096, hi("budget", "pool_blocks")}):
+                    for seqs in sorted({seqs_least, hi("budget", "max_num_seqs")}):
+                        for caching in (True, False):
+                            for policy in fields["policy"]["options"]:
+                                yield {"config": {**base, "pool_blocks": pool, "max_num_seqs": seqs,
+                                                  "prefix_caching": caching, "policy": policy}}
+
+
+def batch_size_candidates():
+    from pysim.catalog import MODELS
+
+    fields = {f["name"]: f for f in describe(SIMS["batch_size"].config_cls)}
+    for gpu in fields["gpu"]["options"]:
+        for model in fields["model"]["options"]:
+            for context in (lo("batch_size", "context_tokens"), MODELS[model].max_context_tokens):
+                for target in (lo("batch_size", "target_tok_s"), hi("batch_size", "target_tok_s")):
+                    for fp8 in (False, True):
+                        yield {"config": {"gpu": gpu, "model": model, "context_tokens": context,
+                                          "target_tok_s": target, "kv_fp8": fp8, "weights_fp8": fp8}}
+
+
+def toy_candidates():
+    n = hi("toy", "requests")
+    for bs in (1, 16, hi("toy", "block_size")):
+        least = smallest_allowed("toy", "total_blocks", {"block_size": bs})
+        for blocks in sorted({least, 2 * least, hi("toy", "total_blocks")}):
+            for budget in (lo("toy", "token_budget"), hi("toy", "token_budget")):
+                for seqs in (1, hi("toy", "max_seqs")):
+                    yield {"config": {"requests": n, "block_size": bs, "total_blocks": blocks,
+                                      "token_budget": budget, "max_seqs": seqs}}
+
+
+def exercise_candidates():
+    from pysim import exercise
+
+    yield {"config": {"mode": "start"}}
+    yield {"config": {"mode": "run"}}
+    yield {"config": {"mode": "check"}, "_label": "check, the starter code"}
+    yield {"config": {"mode": "check", "code": exercise.solution_code()},
+           "_label": "check, the worked solution"}
+
+
+CANDIDATES = {"race": race_candidates, "kvcache": kvcache_candidates, "budget": budget_candidates,
+              "batch_size": batch_size_candidates, "toy": toy_candidates,
+              "exercise": exercise_candidates}
+
+
+def describe_payload(payload: dict) -> str:
+    if "_label" in payload:
+        shown = {k: v for k, v in payload["config"].items() if k not in ("requests", "code")
+                 or not isinstance(v, (list, str))}
+        return payload["_label"] + " " + json.dumps(shown, separators=(",", ":"))
+    return json.dumps(payload["config"], separators=(",", ":"))
+
+
+def once(name: str, text: str) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    out = bridge.call(name, text)
+    return time.perf_counter() - t0, json.loads(out)
+
+
+def main():
+    worst = {}
+    for name, make in CANDIDATES.items():
+        if name not in SIMS:
+            continue
+        tried = 0
+        for payload in make():
+            text = json.dumps({k: v for k, v in payload.items() if not k.startswith("_")})
+            seconds, answer = once(name, text)
+            assert answer["ok"], (name, describe_payload(payload), answer["error"])
+            tried += 1
+            if name not in worst or seconds > worst[name][0]:
+                worst[name] = (seconds, payload, text, len(json.dumps(answer)))
+        print(f"{name}: {tried} configs at the edges of the ranges tried", file=sys.stderr)
+
+    texts = {name: text for name, (_, _, text, _) in worst.items()}
+    pyodide = run_in_pyodide(f"""
+from pysim import bridge
+texts = json.loads({json.dumps(json.dumps(texts))})
+out = {{}}
+for name, text in texts.items():
+    out[name] = median_seconds(lambda: bridge.call(name, text), repeats=3)
+print(json.dumps(out))
+""")
+    rows, over = [], []
+    for name, (_, payload, text, size) in worst.items():
+        cpython = median_seconds(lambda: bridge.call(name, text), repeats=3)
+        rows.append([name, describe_payload(payload)[:150], f"{cpython * 1e3:.0f}",
+                     f"{pyodide[name] * 1e3:.0f}", f"{size / 1e3:,.0f}"])
+        if cpython > CPYTHON_BUDGET_S or pyodide[name] > PYODIDE_BUDGET_S:
+            over.append(name)
+    print(f"Slowest allowed input per simulation: bridge.call, JSON in and out, median of 3 "
+          f"(CPython {platform.python_version()}, Pyodide in Node)")
+    print(f"budget: < {CPYTHON_BUDGET_S * 1e3:.0f} ms in CPython, < {PYODIDE_BUDGET_S * 1e3:.0f} ms "
+          "in Pyodide")
+    print(table(["simulation", "slowest config found", "CPython ms", "Pyodide ms", "answer kB"], rows))
+    if over:
+        sys.exit(f"over budget: {', '.join(over)}")
+
+
+if __name__ == "__main__":
+    main()

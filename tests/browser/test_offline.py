@@ -1,0 +1,296 @@
+"""The two kinds of reader: one who opens the downloaded site from disk, and one on the
+hosted site with the network cut. Also what loads when: Pyodide only on pages with a
+widget, only after the text and the pre-rendered pictures, and only once."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import SITE, page_url
+
+ZIP = "download/continuous-batching-site.zip"
+ZIP_FOLDER = "continuous-batching-site"
+
+
+def pages(site: Path = SITE) -> list[str]:
+    return sorted(p.stem for p in site.glob("*.html") if p.stem != "404")
+
+
+def widget_pages(site: Path = SITE) -> dict[str, list[str]]:
+    """Page name -> the widgets on it, read from the built HTML."""
+    out = {}
+    for name in pages(site):
+        found = re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', (site / f"{name}.html").read_text())
+        if found:
+            out[name] = found
+    return out
+
+
+WIDGET_PAGES = widget_pages()
+PLAIN_PAGES = [p for p in pages() if p not in WIDGET_PAGES]
+
+# Records, in the page, every Worker created (Material's search worker is one too), the
+# state of the widgets when a worker is told to boot Python (before that, the worker has
+# fetched only our worker.js, no Pyodide file), and every text of the status lines.
+PROBE = """
+window.__probe = { workers: [], boots: [], statuses: [] };
+const RealWorker = window.Worker;
+window.Worker = class extends RealWorker {
+  constructor(url, options) {
+    __probe.workers.push({url: String(url), name: (options && options.name) || ""});
+    super(url, options);
+  }
+  postMessage(message, ...rest) {
+    if (message && message.type === 'boot') {
+      const widgets = [...document.querySelectorAll('.pysim-widget')];
+      __probe.boots.push({
+        widgets: widgets.length,
+        drawn: widgets.filter(w => w.dataset.mounted && w.querySelector('.pysim-body').childElementCount > 0).length,
+        fcp: performance.getEntriesByName('first-contentful-paint').length,
+      });
+    }
+    return super.postMessage(message, ...rest);
+  }
+};
+new MutationObserver(() => {
+  for (const t of document.querySelectorAll('.pysim-status-text'))
+    if (__probe.statuses[__probe.statuses.length - 1] !== t.textContent) __probe.statuses.push(t.textContent);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def pysim_workers(page) -> list[dict]:
+    return [w for w in page.evaluate("__probe.workers") if w["name"] == "pysim"]
+
+
+def is_pyodide(url: str) -> bool:
+    return "/assets/pyodide/" in url
+
+
+def assert_prerendered_with_note(page, name: str):
+    """Every widget on the page drew its pre-rendered picture and says how to go live."""
+    for widget in WIDGET_PAGES[name]:
+        root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
+        root.scroll_into_view_if_needed()
+        page.wait_for_function(
+            f"() => document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.runtime === 'unavailable'")
+        body = root.locator(".pysim-body")
+        assert body.evaluate("b => b.childElementCount") > 0, f"{widget}: nothing drawn"
+        assert body.bounding_box()["height"] > 100, f"{widget}: picture too small"
+        note = root.locator(".pysim-offline-note")
+        assert note.is_visible()
+        assert "python3 -m http.server" in note.inner_text()
+
+
+def search(page, query: str) -> int:
+    page.locator(".md-search__input").first.click()
+    page.locator(".md-search__input").press_sequentially(query, delay=20)
+    page.wait_for_selector(".md-search-result__item", timeout=20000)
+    return page.locator(".md-search-result__item").count()
+
+
+def read_from_disk(page, folder: Path):
+    """Navigation and search from file://, then every widget page."""
+    base = folder.as_uri() + "/"
+    page.goto(page_url(base, "index"))
+    # Navigation: the sidebar link to a chapter page opens that file.
+    first = next(iter(WIDGET_PAGES))
+    page.locator(f'nav.md-nav a[href="{first}.html"]').first.click()
+    page.wait_for_url(f"**/{first}.html")
+    assert page.locator("article h1").count() == 1
+    # Search: the offline plugin's inlined index, through the iframe-worker shim.
+    assert search(page, "preemption") > 0
+    page.locator(".md-search-result__item a").first.click()
+    page.wait_for_load_state()
+    assert page.url.startswith("file://") and ".html" in page.url
+    for name in WIDGET_PAGES:
+        page.goto(page_url(base, name))
+        assert_prerendered_with_note(page, name)
+
+
+# ---------------------------------------------------------------- the built files
+
+
+def test_nothing_is_loaded_from_another_host():
+    """No script, stylesheet, font, image or frame from outside the site: external URLs
+    appear only as hyperlinks the reader may follow."""
+    tag_url = re.compile(r"<(script|link|img|iframe|source|audio|video)\b[^>]*\b(?:src|href)=[\"']?(https?:)?//", re.I)
+    css_url = re.compile(r"(?:url\(\s*[\"']?|@import\s+[\"']?)(https?:)?//", re.I)
+    for path in SITE.rglob("*"):
+        if path.suffix == ".html":
+            assert not tag_url.search(path.read_text()), path
+        elif path.suffix == ".css":
+            assert not css_url.search(path.read_text()), path
+    # unpkg (the offline plugin's default for its shim) appears only inside Material's
+    # bundle, for a ResizeObserver polyfill (every supported browser has ResizeObserver)
+    # and for Mermaid (no page has a diagram). The browser tests check nothing is fetched.
+    with_unpkg = {p.relative_to(SITE).as_posix() for p in SITE.rglob("*")
+                  if p.is_file() and p.suffix != ".zip" and b"unpkg" in p.read_bytes()}
+    assert all(re.fullmatch(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js(\.map)?", p) for p in with_unpkg), with_unpkg
+    assert "iframe-worker" in (SITE / "index.html").read_text()
+
+
+def test_front_end_files_are_named_by_content_or_version():
+    """Everything a widget page loads from assets/ can be cached for long: a hash or a
+    version number is in its path."""
+    versioned = re.compile(r"(\.[0-9a-f]{8,}\.(min\.)?(js|css|json)$)|(-0h[0-9a-f]{12}-)|(/\d+\.\d+\.\d+/)")
+    for name in WIDGET_PAGES:
+        html = (SITE / f"{name}.html").read_text()
+        urls = re.findall(r'(?:src|href)="(assets/[^"]+)"', html)
+        urls += re.findall(r'"(assets/pyodide/[^"]+)"', html)
+        assert urls
+        for url in urls:
+            if url.startswith("assets/images/"):
+                continue  # Material's favicon
+            assert versioned.search(url), url
+
+
+# ---------------------------------------------------------------- from disk
+
+
+def test_site_read_from_disk(make_page):
+    read_from_disk(make_page(), SITE)
+
+
+def test_downloadable_zip_holds_the_whole_site_and_opens(make_page, tmp_path):
+    archive = SITE / ZIP
+    with zipfile.ZipFile(archive) as zf:
+        names = zf.namelist()
+        readme = zf.read(f"{ZIP_FOLDER}/README.txt").decode()
+        zf.extractall(tmp_path)
+    assert all(n.startswith(ZIP_FOLDER + "/") for n in names)
+    in_zip = {n[len(ZIP_FOLDER) + 1:] for n in names} - {"README.txt"}
+    on_site = {p.relative_to(SITE).as_posix() for p in SITE.rglob("*") if p.is_file()} - {ZIP}
+    assert in_zip == on_site
+    assert "index.html" in readme and "python3 -m http.server" in readme
+    # Every page links to it.
+    for name in pages():
+        assert f'href="{ZIP}"' in (SITE / f"{name}.html").read_text(), name
+    read_from_disk(make_page(), tmp_path / ZIP_FOLDER)
+
+
+# ---------------------------------------------------------------- served, network cut
+
+
+def test_pages_without_widgets_never_load_python(make_page, site_url, watch):
+    page = make_page()
+    for name in PLAIN_PAGES:
+        page.goto(page_url(site_url, name))
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        page.wait_for_timeout(300)
+    assert PLAIN_PAGES
+    loaded = [u for u in watch.requests if is_pyodide(u) or "/assets/widgets/" in u]
+    assert loaded == []
+
+
+@pytest.mark.parametrize("name", WIDGET_PAGES)
+def test_widget_page_text_and_pictures_before_python(make_page, site_url, watch, name):
+    """The text and every pre-rendered widget are on screen before the worker (the only
+    thing that fetches Pyodide) exists; Python then starts with a byte count, one
+    worker for the page, and every Pyodide file downloads once."""
+    page = make_page()
+    page.add_init_script(PROBE)
+    page.goto(page_url(site_url, name, f"#widget-{WIDGET_PAGES[name][0]}"))
+    page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
+    assert len(pysim_workers(page)) == 1
+    [boot] = page.evaluate("__probe.boots")
+    assert boot["drawn"] == boot["widgets"] == len(WIDGET_PAGES[name])
+    assert boot["fcp"] == 1, "the text was not painted before Python started"
+    statuses = page.evaluate("__probe.statuses")
+    assert any(re.fullmatch(r"Downloading Python: \d+\.\d of \d+\.\d MB", s) for s in statuses), statuses
+    # Every widget on the page recomputes its default in that one worker.
+    for widget in WIDGET_PAGES[name]:
+        page.locator(f'.pysim-widget[data-widget="{widget}"]').scroll_into_view_if_needed()
+        page.wait_for_function(
+            f"() => ['same', 'updated'].includes(document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live)",
+            timeout=30000)
+    assert len(pysim_workers(page)) == 1
+    fetched = [u.rsplit("/", 1)[-1] for u in watch.requests if is_pyodide(u)]
+    assert sorted(fetched) == sorted(set(fetched)), f"downloaded twice: {fetched}"
+    assert {"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip"} <= set(fetched)
+
+
+def test_python_waits_until_a_widget_is_near_or_touched(make_page, site_url, watch):
+    """Far from any widget, nothing of Python loads; touching a control starts it."""
+    far = None
+    for name in WIDGET_PAGES:
+        page = make_page(height=700)
+        page.goto(page_url(site_url, name))
+        top = page.evaluate("document.querySelector('.pysim-widget').getBoundingClientRect().top")
+        page.context.close()
+        if top > 700 + 600 + 200:
+            far = name
+            break
+    if far is None:
+        pytest.skip("every widget is within 600 px of the first screen")
+    watch.requests.clear()
+    page = make_page(height=700)
+    page.goto(page_url(site_url, far))
+    page.wait_for_timeout(1500)
+    assert page.evaluate("document.querySelector('.pysim-widget').dataset.runtime") == "idle"
+    assert not [u for u in watch.requests if is_pyodide(u)]
+    # Keyboard focus reaching the widget counts as touching it (without scrolling here).
+    page.evaluate("document.querySelector('.pysim-widget .pysim-body').dispatchEvent(new FocusEvent('focusin', {bubbles: true}))")
+    page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime !== 'idle'")
+    page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
+
+
+def test_every_page_and_widget_works_with_the_network_cut(make_page, site_url, watch):
+    """Served from 127.0.0.1 with every other host unreachable (the fixture aborts and
+    records such requests): every page loads and every widget goes live."""
+    page = make_page()
+    for name in pages():
+        page.goto(page_url(site_url, name))
+        assert page.locator("article h1").count() == 1, name
+        for widget in WIDGET_PAGES.get(name, []):
+            page.locator(f'.pysim-widget[data-widget="{widget}"]').scroll_into_view_if_needed()
+            page.wait_for_function(
+                f"() => ['same', 'updated'].includes(document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live)",
+                timeout=90000)
+    assert watch.outside == []
+
+
+# ---------------------------------------------------------------- small screens and paper
+
+
+@pytest.mark.parametrize("name", WIDGET_PAGES)
+def test_widgets_fit_a_375px_screen(make_page, site_url, name):
+    page = make_page(width=375, height=800)
+    page.goto(page_url(site_url, name))
+    for widget in WIDGET_PAGES[name]:
+        root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
+        root.scroll_into_view_if_needed()
+        box = root.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 375 + 0.5, (widget, box)
+        # Every control can be reached without scrolling sideways.
+        for control in root.locator("input, select, button").all():
+            if control.is_visible():
+                b = control.bounding_box()
+                assert b["x"] >= 0 and b["x"] + b["width"] <= 375 + 0.5, (widget, control.evaluate("e => e.outerHTML.slice(0, 120)"))
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
+@pytest.mark.parametrize("name", WIDGET_PAGES)
+def test_printed_page_shows_the_pictures_not_the_controls(make_page, site_url, name, tmp_path):
+    page = make_page()
+    page.goto(page_url(site_url, name))
+    page.emulate_media(media="print")
+    for widget in WIDGET_PAGES[name]:
+        root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
+        assert root.locator(".pysim-body").bounding_box()["height"] > 100, widget
+        # The controls go (buttons may stay: in some widgets the picture is made of them).
+        controls = ".pysim-toolbar, .pysim-controls, .pysim-control, input, select, .pysim-status, .pysim-offline-note"
+        for hidden in root.locator(controls).all():
+            assert not hidden.is_visible(), (widget, hidden.evaluate("e => e.outerHTML.slice(0, 120)"))
+        # Canvases hold a drawing, not a blank bitmap.
+        for canvas in root.locator(".pysim-body canvas").all():
+            if canvas.is_visible():
+                assert canvas.evaluate(
+                    "c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+                    " for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; }"), widget
+    pdf = tmp_path / f"{name}.pdf"
+    page.pdf(path=str(pdf))
+    assert pdf.stat().st_size > 10000

@@ -1,0 +1,350 @@
+"""Nothing a reader does breaks a widget; a dead Python comes back; a failed download
+can be retried; the reader's own code cannot reach the page.
+
+1. Every widget is driven by a few hundred seeded random actions inside it: clicks,
+   key presses (Tab, Enter, Space, arrows...), slider moves and typed values, in range
+   and out of it. Afterwards there is no uncaught error and no console error (the
+   fixture checks), and a normal action still gives pysim's own answer.
+2. A worker terminated behind the runtime's back is noticed (the next call times out),
+   restarted, and the widget works again; a Pyodide whose interpreter broke (a fatal
+   error) is replaced the same way.
+3. A failed Pyodide download (the test aborts the .wasm request) shows the reason and a
+   Retry button, which works once the request is allowed again.
+4. The exercise runs the reader's code in the worker only: `js.document` is not there,
+   messages it forges to the page are data, and closing the worker only costs a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+
+import pytest
+from conftest import SITE, page_url, wait_for_python
+
+from pysim import bridge, exercise
+
+ACTIONS = 250  # random actions per widget page
+PAGES = {p.stem: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', p.read_text())
+         for p in sorted(SITE.glob("*.html"))}
+PAGES = {name: widgets for name, widgets in PAGES.items() if widgets}
+
+# What the reader can operate inside a widget.
+TARGETS = ", ".join(f"{t}:visible" for t in (
+    "button", "input", "select", "textarea", "summary", "canvas", "[tabindex]", "[role=button]"))
+KEYS = ["Tab", "Shift+Tab", "Enter", " ", "ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown",
+        "Home", "End", "PageUp", "PageDown", "Escape", "Backspace", "Delete", "1", "0", "-"]
+
+
+def until(page, expression: str, timeout: float = 60):
+    """Poll a JavaScript expression until it is truthy."""
+    end = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < end, f"timed out waiting for {expression}"
+        page.wait_for_timeout(100)
+
+
+def root_of(widget: str) -> str:
+    return f'.pysim-widget[data-widget="{widget}"]'
+
+
+def call(name: str, config: dict) -> dict:
+    answer = json.loads(bridge.call(name, json.dumps({"config": config})))
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+# ===================================================================== random actions
+
+def typed_value(rng: random.Random, lo: float, hi: float) -> str:
+    return str(rng.choice([lo, hi, rng.randint(int(lo), int(hi)), int(hi) * 10 + 7, -5, 0, 1.5,
+                           "", 10**12, rng.randint(int(lo), int(hi)) + 0.25]))
+
+
+def act_randomly(page, widget: str, rng: random.Random, n: int) -> dict:
+    """`n` random actions inside one widget; returns how many of each kind were tried."""
+    root = page.locator(root_of(widget))
+    done = {"click": 0, "key": 0, "slider": 0, "typed": 0, "select": 0}
+    for _ in range(n):
+        targets = root.locator(TARGETS)
+        count = targets.count()
+        kind = rng.random()
+        if count == 0:
+            break
+        el = targets.nth(rng.randrange(count))
+        try:
+            info = el.evaluate("e => ({tag: e.tagName.toLowerCase(), type: (e.type || '').toLowerCase(),"
+                               " min: e.min, max: e.max, options: e.options ? e.options.length : 0,"
+                               " disabled: !!e.disabled})", timeout=2000)
+        except Exception:
+            continue  # it was replaced while we looked: the widget redrew
+        try:
+            if kind < 0.25:
+                # Keys go to what has focus, kept inside the widget (a link outside could
+                # navigate away, which is the reader leaving, not a widget bug).
+                inside = page.evaluate("sel => !!(document.activeElement && document.activeElement.closest(sel))",
+                                       root_of(widget))
+                if not inside and not info["disabled"]:
+                    el.focus(timeout=1000)
+                page.keyboard.press(rng.choice(KEYS))
+                done["key"] += 1
+            elif info["disabled"]:
+                continue
+            elif info["tag"] == "input" and info["type"] == "range":
+                el.evaluate("(e, f) => { const lo = +e.min || 0, hi = +e.max || 100, st = +e.step || 1;"
+                            " e.value = lo + Math.round(f * (hi - lo) / st) * st;"
+                            " e.dispatchEvent(new Event('input', {bubbles: true}));"
+                            " e.dispatchEvent(new Event('change', {bubbles: true})); }",
+                            rng.random(), timeout=2000)
+                done["slider"] += 1
+            elif info["tag"] == "input" and info["type"] == "number":
+                lo = float(info["min"] or 0)
+                hi = float(info["max"] or 1000)
+                el.fill(typed_value(rng, lo, hi), timeout=2000)
+                el.press(rng.choice(["Enter", "Tab"]), timeout=2000)
+                done["typed"] += 1
+            elif info["tag"] == "select" and info["options"]:
+                el.select_option(index=rng.randrange(info["options"]), timeout=2000)
+                done["select"] += 1
+            else:
+                el.click(timeout=2000)
+                done["click"] += 1
+        except Exception as exc:  # not clickable right now (covered, moved, hidden): skip
+            if "Timeout" not in type(exc).__name__ and "not attached" not in str(exc) \
+                    and "not visible" not in str(exc) and "not an <input>" not in str(exc) \
+                    and "Element is not" not in str(exc) and "detached" not in str(exc):
+                raise
+        if rng.random() < 0.1:
+            page.wait_for_timeout(rng.choice([50, 150, 400]))  # let some calls come back
+    return done
+
+
+# ===================================================================== normal actions
+
+def race_answers(page):
+    """Set the race's four controls and read the finished table: pysim's numbers."""
+    from test_race_page import ORDER, table_steps
+
+    root = page.locator(root_of("race"))
+    page.get_by_label("Schedulers to show").select_option("all")
+    for name, value in (("requests", 60), ("pool_blocks", 160), ("max_running", 16), ("seed", 3)):
+        box = root.locator(f'.pysim-control[data-field="{name}"] input[type="number"]')
+        box.fill(str(value))
+        box.press("Enter")
+    until(page, "document.querySelector('.race-table caption').textContent.includes("
+                "'60 requests, pool of 160 blocks, at most 16 running (seed 3)')")
+    page.emulate_media(reduced_motion="reduce")  # Run jumps to the end
+    root.get_by_role("button", name="Pause").click()
+    root.get_by_role("button", name="Run").click()
+    until(page, "document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length === 3")
+    want = call("race", {"seed": 3})
+    assert table_steps(page) == {n: want["schedulers"][n]["steps_to_finish"] for n in ORDER}
+
+
+def kvcache_answers(page):
+    root = page.locator(root_of("kvcache"))
+    caching = root.get_by_role("checkbox", name="Prefix caching", exact=True)
+    if not caching.is_checked():
+        caching.check()
+    reset = root.get_by_role("button", name="Reset", exact=True)
+    if reset.is_enabled():  # disabled when there is nothing to undo
+        reset.click()
+    for _ in range(2):
+        root.get_by_role("button", name="Admit next", exact=True).click()
+        page.wait_for_timeout(200)
+    answer = json.loads(bridge.call("kvcache", json.dumps({"config": {}, "actions": ["admit", "admit"]})))
+    want = [b["state"] for b in answer["result"]["blocks"]]
+    until(page, f"JSON.stringify([...document.querySelectorAll('.kv-block')].map(b => b.dataset.state))"
+                f" === {json.dumps(json.dumps(want, separators=(',', ':')))}")
+
+
+def budget_answers(page):
+    from test_budget_page import ROOT, choose, expected, expected_summary, run_all, summary
+
+    page.locator(ROOT).get_by_label("Pace").select_option("1")
+    choose(page, "long_document", 2048)
+    run_all(page)
+    assert summary(page) == expected_summary(expected("long_document", 2048))
+
+
+def batch_size_answers(page):
+    root = page.locator(root_of("batch_size"))
+    root.get_by_label("GPU", exact=True).select_option("H100")
+    root.get_by_label("Model", exact=True).select_option("llama-3.1-8b")
+    for name in ("FP8 KV cache", "FP8 weights"):
+        switch = root.get_by_role("switch", name=name)
+        if switch.is_checked():
+            switch.uncheck()
+    root.get_by_role("button", name="Chatbot").click()
+    want = call("batch_size", {})["answer"]
+    until(page, f"document.querySelector('.bs-answer').textContent.trim() === {json.dumps(want)}")
+
+
+def toy_answers(page):
+    root = page.locator(root_of("toy"))
+    root.get_by_label("Policy").select_option("fcfs")
+    fields = {f["name"]: f["default"] for f in json.loads(
+        root.locator("script.pysim-prerender").text_content())["fields"]}
+    for name in ("block_size", "total_blocks", "token_budget", "max_seqs", "requests", "seed"):
+        box = root.locator(f'.pysim-control[data-field="{name}"] input[type="number"]')
+        box.fill(str(fields[name]))
+        box.press("Enter")
+    page.wait_for_timeout(400)
+    root.get_by_role("button", name="Run the driver").click()
+    iterations = f"{call('toy', {})['results']['iterations']:,}"
+    until(page, f"document.querySelector('{root_of('toy')} .toy-card[data-metric=\"iterations\"] dd')"
+                f".textContent === {json.dumps(iterations)}")
+    assert root.locator('.toy-card[data-metric="finished"] dd').inner_text() == "200 of 200"
+
+
+def exercise_answers(page):
+    from test_exercise_page import paste, press
+
+    root = page.locator(root_of("exercise"))
+    paste(page, exercise.solution_code())
+    press(page, "Check")
+    assert root.get_attribute("data-result") == "pass"
+
+
+NORMAL = {"race": race_answers, "kvcache": kvcache_answers, "budget": budget_answers,
+          "batch_size": batch_size_answers, "toy": toy_answers, "exercise": exercise_answers}
+
+
+@pytest.mark.parametrize("page_name", sorted(PAGES))
+def test_random_actions_break_nothing(page, site_url, page_name):
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(page_url(site_url, page_name))
+    wait_for_python(page)
+    rng = random.Random(f"robustness-{page_name}")  # the same actions on every run
+    for widget in PAGES[page_name]:
+        page.locator(root_of(widget)).scroll_into_view_if_needed()
+        done = act_randomly(page, widget, rng, ACTIONS)
+        assert sum(done.values()) >= ACTIONS * 0.6, done  # most attempts were real actions
+    page.wait_for_timeout(1500)  # let the last calls come back
+    assert page.url.split("#")[0].endswith(f"{page_name}.html"), "a random action left the page"
+    for widget in PAGES[page_name]:
+        state = page.locator(root_of(widget)).get_attribute("data-runtime")
+        assert state in ("ready", "loading"), state
+    wait_for_python(page)
+    for widget in PAGES[page_name]:
+        if widget in NORMAL:
+            NORMAL[widget](page)
+    # (No console error and no uncaught exception: checked by the fixture.)
+
+
+# ===================================================================== a dead worker
+
+def test_killed_worker_is_restarted_and_the_widget_recovers(page, site_url):
+    page.goto(page_url(site_url, "naive-batching"))
+    wait_for_python(page)
+    assert page.evaluate("!!PySim.runtime.worker")
+    # Killed behind the runtime's back: no error event, no message, just silence.
+    page.evaluate("PySim.runtime.worker.terminate()")
+    outcome = page.evaluate("""PySim.runtime.call('race', {config: {seed: 3}}, {timeoutMs: 3000})
+                               .then(a => 'answered', e => String(e && e.message))""")
+    assert outcome == "timeout"  # nobody answered: the runtime gives up on that worker...
+    wait_for_python(page, timeout=120000)  # ...and starts a fresh one
+    answer = page.evaluate("PySim.runtime.call('race', {config: {seed: 3}})")
+    assert answer["ok"] and answer["result"] == call("race", {"seed": 3})
+    race_answers(page)
+
+
+def test_broken_interpreter_is_replaced(page, site_url):
+    # A program that recurses past the WebAssembly stack breaks the interpreter for good
+    # (a fatal error); the worker says so and the runtime starts a new one. Whether this
+    # Pyodide stops it as a RecursionError or dies, the page must come back.
+    page.goto(page_url(site_url, "exercises"))
+    wait_for_python(page)
+    code = "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)\n"
+    outcome = page.evaluate("""code => PySim.runtime.call('exercise', {config: {mode: 'run', code}},
+                                                          {timeoutMs: 30000})
+                               .then(a => a.ok ? 'answered' : a.error.message, e => 'rejected: ' + e.message)""",
+                            code)
+    assert outcome == "answered" or outcome.startswith("Python failed") or outcome.startswith("rejected")
+    wait_for_python(page, timeout=120000)
+    answer = page.evaluate("PySim.runtime.call('race', {config: {}})")
+    assert answer["ok"] and answer["result"] == call("race", {})
+
+
+# ===================================================================== a failed download
+
+def test_failed_download_shows_the_reason_and_retry_works(make_page, site_url, watch):
+    watch.allow_error("Failed to load resource")  # the aborted .wasm request
+    page = make_page()
+    blocked = {"on": True}
+
+    def wasm(route, request):
+        if blocked["on"]:
+            route.abort("failed")
+        else:
+            route.fallback()
+
+    page.context.route("**/*.wasm", wasm)
+    page.goto(page_url(site_url, "naive-batching"))
+    root = page.locator(root_of("race"))
+    root.scroll_into_view_if_needed()
+    until(page, f"document.querySelector('{root_of('race')}').dataset.runtime === 'failed'", timeout=120)
+    status = root.locator(".pysim-status-text").inner_text()
+    assert "could not start" in status and len(status) > len("Python could not start: ")
+    retry = root.get_by_role("button", name="Retry")
+    assert retry.is_visible()
+    # The pre-rendered picture is still there meanwhile.
+    assert page.locator('.race-table tr[data-finished="true"]').count() == 3
+    blocked["on"] = False
+    retry.click()
+    wait_for_python(page, timeout=120000)
+    assert retry.is_hidden()
+    race_answers(page)
+
+
+# ===================================================================== the reader's code
+
+def run_code(page, code: str, timeout_ms: int = 30000):
+    return page.evaluate("""([code, t]) => PySim.runtime.call('exercise', {config: {mode: 'run', code}},
+                                                             {timeoutMs: t})
+                            .then(a => a, e => ({rejected: String(e && e.message)}))""", [code, timeout_ms])
+
+
+def test_readers_code_cannot_reach_the_page(page, site_url):
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(page_url(site_url, "exercises"))
+    wait_for_python(page)
+    title = page.title()
+    # The code runs in the worker: there is no document to change.
+    answer = run_code(page, "import js\njs.document.title = 'x'\n")
+    assert answer["ok"] and "AttributeError" in answer["result"]["error"]
+    answer = run_code(page, "import js\nprint(hasattr(js, 'document'), hasattr(js, 'window'))\n"
+                            "raise SystemExit\n")
+    assert answer["ok"], answer
+    assert answer["result"]["output"].strip() == "False False"
+    assert page.title() == title
+    # Messages it forges to the page (even with the id of a pending call) are data: the
+    # widget shows them as text at most, and nothing in them becomes markup or runs.
+    forged = json.dumps({"ok": True, "result": {
+        "mode": "run", "ok": False, "summary": None, "output": "<script>window.__pwned=1</script>",
+        "error": '<img src=x onerror="window.__pwned=1">', "run_settings": {}}})
+    code = ("import js, json\nfrom pyodide.ffi import to_js\n"
+            f"text = {forged!r}\n"
+            "for i in range(1, 200):\n"
+            "    js.postMessage(to_js({'type': 'result', 'id': i, 'ms': 0, 'text': text},"
+            " dict_converter=js.Object.fromEntries))\n")
+    root = page.locator(root_of("exercise"))
+    page.evaluate("code => document.querySelector('%s').pysimEditor.set(code)" % root_of("exercise"), code)
+    root.get_by_role("button", name="Run", exact=True).click()
+    until(page, f"document.querySelector('{root_of('exercise')}').dataset.busy === 'false'")
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.__pwned") is None
+    assert root.locator("img").count() == 0
+    assert root.locator("script:not(.pysim-prerender)").count() == 0
+    assert dialogs == []
+    # Closing its own worker stops nothing but that worker: the next call gets no answer,
+    # times out (the exercise's limit), and the runtime starts a fresh Python.
+    run_code(page, "import js\njs.close()\n")
+    answer = run_code(page, "x = 1\n", timeout_ms=exercise.TIME_LIMIT_S * 1000)
+    assert answer == {"rejected": "timeout"}
+    wait_for_python(page, timeout=120000)
+    exercise_answers(page)

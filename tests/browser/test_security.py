@@ -1,0 +1,232 @@
+"""The site runs no one else's code: shared links are data, and a Content-Security-Policy
+lets a page run only the site's own files.
+
+1. A crafted link (script tags, HTML, event handlers, huge values, wrong types, unknown
+   keys) on every widget page is refused with a visible message, and nothing of it
+   becomes markup or code: no new element, no on* attribute, no dialog, no script run.
+2. Every page carries the policy (widgets/hooks.py): first in <head>, scripts only from
+   the site plus the sha256 of each of Material's own inline scripts, WebAssembly for
+   Pyodide, nothing from another host. The widgets run under it (Pyodide included, and
+   from file://), and a script injected into the page is blocked.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from conftest import ROOT, SITE, page_url, wait_for_python
+
+PAGES = sorted(p.stem for p in SITE.glob("*.html"))
+WIDGET_PAGES = {name: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"',
+                                 (SITE / f"{name}.html").read_text())
+                for name in PAGES}
+WIDGET_PAGES = {k: v for k, v in WIDGET_PAGES.items() if v}
+# Widgets whose state lives in the link (the exercise keeps the reader's code on their
+# own machine, never in a link).
+LINKED = {w for ws in WIDGET_PAGES.values() for w in ws
+          if "readHash(" in (ROOT / "widgets" / f"{w}.js").read_text()}
+
+# Records every policy violation and every run of injected code.
+PROBE = """
+window.__violations = [];
+document.addEventListener('securitypolicyviolation', e => __violations.push(
+  {directive: e.violatedDirective, blocked: e.blockedURI, sample: e.sample}), true);
+"""
+
+EVIL = [
+    '<img src=x onerror="window.__pwned=1">',
+    "<script>window.__pwned=1</script>",
+    '"><svg onload="window.__pwned=1">',
+    "javascript:window.__pwned=1",
+    "'; window.__pwned=1; '",
+    "1e999", "-1", "NaN", "Infinity", "0x10", "1.5", "", "9" * 400, "x" * 5000,
+    '{"__proto__": {"polluted": 1}}', "[1,2]", "true", "null", "%00", "\u202e\u0000",
+]
+
+
+def prerendered_fields(page_name: str, widget: str) -> list[str]:
+    html = (SITE / f"{page_name}.html").read_text()
+    block = re.search(r'data-widget="%s"[^>]*><script type="application/json" class="pysim-prerender">'
+                      r"(.*?)</script>" % widget, html, re.S)
+    data = json.loads(block.group(1).replace("<\\/", "</"))
+    return [f["name"] for f in data.get("fields") or []]
+
+
+def crafted_hash(page_name: str, widgets: list[str]) -> str:
+    parts = []
+    for widget in widgets:
+        keys = prerendered_fields(page_name, widget) + [
+            "actions", "view", "step", "scenario", "pin_budget", "caching",  # keys some widgets read
+            "<b>unknown</b>", "__proto__", "constructor", "on" + "load", "x" * 300]
+        for i, key in enumerate(keys):
+            value = EVIL[i % len(EVIL)]
+            parts.append(f"{quote(widget + '.' + key)}={quote(value)}")
+        parts.append(f"{widget}.broken=%E0%A4%A")  # not decodable
+    parts.append(quote("<script>alert(1)</script>") + "=" + quote("<img src=x onerror=alert(1)>"))
+    return "#" + "&".join(parts)
+
+
+def markup_census(page) -> dict:
+    """What could carry code: scripts (but our JSON data blocks), images, frames,
+    objects, and any on* attribute anywhere in the document."""
+    return page.evaluate("""() => ({
+      scripts: document.querySelectorAll('script:not([type="application/json"])').length,
+      images: document.querySelectorAll('img').length,
+      frames: document.querySelectorAll('iframe, object, embed').length,
+      handlers: [...document.querySelectorAll('*')].filter(el =>
+          [...el.attributes].some(a => a.name.toLowerCase().startsWith('on'))).length,
+      widgetSvgs: document.querySelectorAll('.pysim-widget svg').length,
+      pwned: window.__pwned === 1 || ({}).polluted === 1,
+    })""")
+
+
+# ===================================================================== crafted links
+
+@pytest.mark.parametrize("page_name", sorted(WIDGET_PAGES))
+def test_crafted_link_is_refused_and_injects_nothing(make_page, site_url, page_name):
+    dialogs = []
+    clean = make_page()
+    clean.goto(page_url(site_url, page_name))
+    wait_for_python(clean)
+    clean.wait_for_timeout(300)
+    baseline = markup_census(clean)
+    assert baseline["handlers"] == 0 and not baseline["pwned"]
+
+    page = make_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.add_init_script(PROBE)
+    page.goto(page_url(site_url, page_name, crafted_hash(page_name, WIDGET_PAGES[page_name])))
+    wait_for_python(page)
+    page.wait_for_timeout(800)  # let every widget recompute what it accepted
+    for widget in WIDGET_PAGES[page_name]:
+        root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
+        # The widget still draws its picture...
+        assert root.locator(".pysim-body").evaluate("b => b.childElementCount") > 0
+        if widget in LINKED:
+            # ...and says, visibly, which part of the link it ignored.
+            message = root.locator("p.pysim-error", has_text="Ignored part of the link")
+            assert message.count() >= 1, f"{widget}: no message about the crafted link"
+            assert message.first.is_visible()
+            assert len(message.first.inner_text()) < 3000
+    after = markup_census(page)
+    assert after == baseline, f"the crafted link changed the page's markup: {after} vs {baseline}"
+    assert dialogs == []
+    assert page.evaluate("__violations") == []  # nothing even tried to run
+
+
+# ===================================================================== the policy itself
+
+def policy_of(html: str) -> str:
+    found = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html)
+    assert len(found) == 1, "exactly one policy per page"
+    return found[0]
+
+
+def directives(policy: str) -> dict[str, list[str]]:
+    out = {}
+    for part in policy.split(";"):
+        words = part.split()
+        if words:
+            out[words[0]] = words[1:]
+    return out
+
+
+def sha256_source(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_every_page_has_the_policy_first_and_hashes_exactly_its_inline_scripts(page_name):
+    html = (SITE / f"{page_name}.html").read_text()
+    policy = policy_of(html)
+    # First in <head>: only the charset declaration comes before it.
+    head = html[html.index("<head>") + len("<head>"):]
+    assert re.match(r'\s*(<meta charset="utf-8">)?<meta http-equiv="Content-Security-Policy"', head)
+    d = directives(policy)
+    assert d["default-src"] == ["'self'"]
+    assert d["object-src"] == ["'none'"] and d["base-uri"] == ["'self'"]
+    assert d["worker-src"] == ["'self'"] and d["connect-src"] == ["'self'"]
+    assert d["img-src"] == ["'self'", "data:"] and d["font-src"] == ["'self'"]
+    assert d["style-src"] == ["'self'", "'unsafe-inline'"]
+    script = d["script-src"]
+    assert script[:2] == ["'self'", "'wasm-unsafe-eval'"]
+    hashes = script[2:]
+    assert all(h.startswith("'sha256-") for h in hashes), script  # no host, no unsafe-*
+    # Every inline script that would run is listed, and nothing else but the one the
+    # file:// search shim writes into its iframe.
+    inline = [m.group(2) for m in re.finditer(r"<script(\s[^>]*)?>(.*?)</script>", html, re.S)
+              if not re.search(r"\ssrc=|type=\"application/json\"", m.group(1) or "")]
+    assert inline, "Material's own inline scripts"
+    listed = {sha256_source(s) for s in inline}
+    assert listed <= set(hashes)
+    assert len(set(hashes) - listed) == ("iframe-worker" in html)
+
+
+@pytest.mark.parametrize("page_name", sorted(WIDGET_PAGES))
+def test_widgets_run_under_the_policy(make_page, site_url, page_name):
+    page = make_page()
+    page.add_init_script(PROBE)
+    page.goto(page_url(site_url, page_name))
+    assert page.locator('meta[http-equiv="Content-Security-Policy"]').count() == 1
+    wait_for_python(page)  # Pyodide booted in its worker: WebAssembly was allowed
+    for widget in WIDGET_PAGES[page_name]:
+        page.wait_for_function(
+            f"() => !['pending', undefined].includes(document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live)",
+            timeout=60000)
+        live = page.evaluate(f"document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live")
+        assert live == "same", f"{widget}: {live}"
+    assert page.evaluate("__violations") == []
+
+
+def test_injected_code_is_blocked(page, site_url, watch):
+    watch.allow_error("Content Security Policy")  # Chrome reports each blocked attempt
+    page.add_init_script(PROBE)
+    page.goto(page_url(site_url, "naive-batching"))
+    wait_for_python(page)
+    # An inline script inserted into the page does not run...
+    page.evaluate("""() => { const s = document.createElement('script');
+                             s.textContent = 'window.__ran = (window.__ran || 0) + 1';
+                             document.head.append(s); }""")
+    try:
+        page.add_script_tag(content="window.__ran = (window.__ran || 0) + 1")
+    except Exception:
+        pass  # Playwright may report the blocked script as an error: either way it did not run
+    # ...nor an event handler written as an attribute, nor eval, nor a script from elsewhere.
+    page.evaluate("""() => { const b = document.createElement('button');
+                             b.setAttribute('onclick', 'window.__ran = (window.__ran || 0) + 1');
+                             document.body.append(b); b.click(); b.remove(); }""")
+    # (Code typed into DevTools may eval; the page's own timers may not run strings.)
+    page.evaluate("() => { setTimeout('window.__ran = (window.__ran || 0) + 1', 0); }")
+    page.evaluate("""() => { const s = document.createElement('script');
+                             s.src = 'http://127.0.0.2:9/x.js'; document.head.append(s); }""")
+    page.wait_for_function("() => __violations.length >= 5")
+    assert page.evaluate("window.__ran") is None
+    seen = page.evaluate("__violations")
+    assert {v["directive"] for v in seen} <= {"script-src-elem", "script-src-attr", "script-src"}
+    assert sum(v["blocked"] == "inline" for v in seen) >= 3  # two scripts and the handler
+    assert any(v["blocked"] == "eval" for v in seen)
+    assert any(v["blocked"].startswith("http://127.0.0.2") for v in seen)
+    # The widgets did not notice: the race still answers.
+    assert page.evaluate("PySim.runtime.call('race', {config: {seed: 3}}).then(a => a.ok)")
+
+
+def test_pictures_draw_under_the_policy_from_disk(make_page):
+    page = make_page()
+    page.add_init_script(PROBE)
+    base = Path(SITE).as_uri() + "/"
+    for page_name, widgets in WIDGET_PAGES.items():
+        page.goto(page_url(base, page_name))
+        for widget in widgets:
+            root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
+            root.scroll_into_view_if_needed()
+            page.wait_for_function(
+                f"() => document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.runtime === 'unavailable'")
+            assert root.locator(".pysim-body").evaluate("b => b.childElementCount") > 0
+        assert policy_of(page.content())
+        assert page.evaluate("__violations") == [], page_name

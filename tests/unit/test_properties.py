@@ -1,0 +1,724 @@
+"""Invariants of every simulation, over random configs and random action sequences.
+
+The per-module test files already check, over random inputs: the race's frames, slots
+and totals (test_race), the block pool under allocate/grow/free (test_blockpool), the
+engine's token accounting, budget and finishing through `run_timed` (test_engine), the
+KV-cache widget's pool after each action (test_kvcache), the budget's step caps
+(test_budget) and the batch-size recommendation (test_batch_size). This file adds what
+they leave out:
+
+- strategies derived from each config's own declared ranges (`pysim.config.describe`),
+  scaled down for speed, so a widened range is exercised without editing the test;
+- conservation of tokens per request and of blocks in the *view models* the widgets
+  draw (not only inside the simulators), metrics that agree with the per-step data;
+- the engine stepped by hand at random times, with requests already streaming at t = 0:
+  nobody is scheduled before arriving or in two queues, every step's counts agree;
+- the pool's lookup is pure and a refused allocation changes nothing;
+- determinism: the same input gives the same output, and fixed digests of a few view
+  models, recorded below, so CPython and Pyodide (this same file runs under
+  `make test-pyodide`) must produce byte-identical answers.
+
+Sizes are kept small so the whole file runs in a few seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from types import SimpleNamespace
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pysim import bridge  # noqa: E402
+from pysim.blockpool import BlockPool, KVCacheManager, cdiv, hash_full_blocks  # noqa: E402
+from pysim.config import ConfigError, describe, from_mapping  # noqa: E402
+from pysim.engine import DECODE, FINISHED, PREFILL, Engine, EngineConfig  # noqa: E402
+
+# One profile for the whole file: modest example counts, no per-example deadline (the
+# Pyodide run is several times slower than CPython), no example database on disk.
+settings.register_profile(
+    "pysim-properties", max_examples=40, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                           HealthCheck.data_too_large])
+PROPS = settings.get_profile("pysim-properties")
+FEW = settings(PROPS, max_examples=25)
+
+SIMS = bridge.simulations()
+
+
+def fields(name: str) -> dict[str, dict]:
+    """A simulation's config fields by name, with kind, lo, hi, options, default."""
+    return {f["name"]: f for f in describe(SIMS[name].config_cls)}
+
+
+def int_range(name: str, field: str, cap: int | None = None) -> tuple[int, int]:
+    f = fields(name)[field]
+    hi = f["hi"] if cap is None else min(f["hi"], cap)
+    return f["lo"], hi
+
+
+def canonical(view) -> bytes:
+    return json.dumps(view, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def digest(view) -> str:
+    return hashlib.sha256(canonical(view)).hexdigest()
+
+
+def call(name: str, payload: dict) -> dict:
+    return json.loads(bridge.call(name, json.dumps(payload)))
+
+
+# ===================================================================== every simulation
+
+def scaled_value(f: dict):
+    """A strategy for one field within its declared range, scaled down for speed:
+    whole numbers from the lower bound up to the default (a little more for tiny
+    defaults), and any float in range. (test_bridge_fuzz.py tries the upper bounds.)"""
+    kind = f["kind"]
+    if kind == "bool":
+        return st.booleans()
+    if kind == "choice":
+        return st.sampled_from(f["options"])
+    if kind == "int":
+        lo, hi = f["lo"], f["hi"]
+        top = min(hi, max(f["default"], lo + 8))
+        return st.one_of(st.just(lo), st.just(f["default"]), st.integers(lo, top))
+    if kind == "float":
+        return st.floats(f["lo"], f["hi"], allow_nan=False, allow_infinity=False)
+    return None  # structured data: left at its default here (its own tests fuzz it)
+
+
+@st.composite
+def payloads(draw):
+    name = draw(st.sampled_from(sorted(SIMS)))
+    config = {}
+    for f in describe(SIMS[name].config_cls):
+        strategy = scaled_value(f)
+        if strategy is not None and draw(st.booleans()):
+            config[f["name"]] = draw(strategy)
+    return name, config
+
+
+@PROPS
+@given(payloads())
+def test_every_simulation_answers_in_range_configs_and_is_deterministic(case):
+    name, config = case
+    text = json.dumps({"config": config})
+    first = bridge.call(name, text)
+    answer = json.loads(first)
+    if answer["ok"]:
+        canonical(answer["result"])  # finite numbers only
+    else:
+        # In range field by field, so only a cross-field rule can refuse it: the
+        # message names a real field and says what would be allowed.
+        error = answer["error"]
+        assert error["field"] in fields(name), error
+        assert not error["message"].startswith("internal error"), error
+    # Same input, same output, byte for byte.
+    assert bridge.call(name, text) == first
+
+
+# ===================================================================== race
+
+if "race" in SIMS:
+    from pysim.race import SCHEDULERS, min_pool
+    from pysim.race import run as race_run
+    from pysim.race import RaceConfig
+
+
+@st.composite
+def race_configs(draw):
+    f = fields("race")
+    p = sorted(draw(st.integers(*int_range("race", "prompt_blocks_max"))) for _ in range(2))
+    a = sorted(draw(st.integers(*int_range("race", "answer_steps_max"))) for _ in range(2))
+    need = min_pool(p[1] + a[1])
+    lo, hi = int_range("race", "pool_blocks")
+    pool = draw(st.integers(max(lo, need), min(hi, need + 150)))
+    return RaceConfig(requests=draw(st.integers(*int_range("race", "requests", cap=30))),
+                      pool_blocks=pool,
+                      max_running=draw(st.integers(*int_range("race", "max_running"))),
+                      seed=draw(st.integers(*int_range("race", "seed"))),
+                      prompt_blocks_min=p[0], prompt_blocks_max=p[1],
+                      answer_steps_min=a[0], answer_steps_max=a[1],
+                      scheduler=draw(st.sampled_from(f["scheduler"]["options"])))
+
+
+def nearest_rank_90(values):
+    ordered = sorted(values)
+    return ordered[-(-9 * len(ordered) // 10) - 1]
+
+
+@pytest.mark.skipif("race" not in SIMS, reason="no race simulation")
+@FEW
+@given(race_configs())
+def test_race_tokens_metrics_and_selection(config):
+    view = race_run(config, [])
+    c = view["config"]
+    # The workload honours the configured ranges.
+    for i, w in enumerate(view["workload"]):
+        assert w["id"] == i
+        assert c["prompt_blocks_min"] <= w["prompt_blocks"] <= c["prompt_blocks_max"]
+        assert c["answer_steps_min"] <= w["answer_steps"] <= c["answer_steps_max"]
+    answers = [w["answer_steps"] for w in view["workload"]]
+    prompts = [w["prompt_blocks"] for w in view["workload"]]
+    for name, r in view["schedulers"].items():
+        steps = r["steps_to_finish"]
+        # Per request, tokens are conserved: each step it writes, its generated count
+        # goes up by exactly one, a preemption keeps it, and it ends at its answer length.
+        written = [0] * len(answers)
+        pre_entries = 0
+        for frame in r["frames"]:
+            for e in frame:
+                if e is None:
+                    continue
+                rid, prompt, generated, spare, state = e
+                assert prompt == prompts[rid]
+                if state in ("new", "run"):
+                    written[rid] += 1
+                assert generated == written[rid], f"{name}: request {rid} lost or gained tokens"
+                pre_entries += state == "pre"
+                assert state != "pre" or name == "continuous_paged"
+                assert state != "done" or name == "static"
+                assert spare >= 0
+            holding = [e for e in frame if e is not None and e[4] != "pre"]
+            assert len(holding) <= r["max_concurrent"]
+        assert written == answers
+        assert pre_entries == r["preemptions"]
+        # The summary metrics are exactly what the per-request and per-step data say.
+        waits = [q["wait"] for q in r["per_request"]]
+        assert r["mean_wait_steps"] == round(sum(waits) / len(waits), 3)
+        assert r["p90_wait_steps"] == nearest_rank_90(waits)
+        assert r["mean_running"] == round(sum(answers) / steps, 3)
+        for k, key in enumerate(("prompt", "answer", "reserved_unused")):
+            assert r["mean_kv"][key] == round(sum(kv[k] for kv in r["kv"]) / steps, 3)
+    # Running one scheduler alone gives exactly its part of the full race.
+    if config.scheduler == "all":
+        for name in SCHEDULERS:
+            alone = race_run(RaceConfig(**{**c, "scheduler": name}), [])
+            assert alone["schedulers"] == {name: view["schedulers"][name]}
+    # Deterministic.
+    assert digest(race_run(config, [])) == digest(view)
+
+
+# ===================================================================== kvcache
+
+if "kvcache" in SIMS:
+    from pysim import kvcache
+    from pysim.kvcache import KVCacheConfig
+
+NAME_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+VOCAB = ["you", "are", "a", "helpful", "bot", ".", "x"]  # small, so prefixes are shared
+
+
+@st.composite
+def kv_cases(draw):
+    lo_bs, hi_bs = int_range("kvcache", "block_size")
+    bs = draw(st.one_of(st.integers(lo_bs, min(hi_bs, 6)), st.integers(lo_bs, hi_bs)))
+    names = draw(st.lists(st.text(NAME_ALPHABET, min_size=1, max_size=12), min_size=1,
+                          max_size=6, unique=True))
+    common = draw(st.lists(st.sampled_from(VOCAB), max_size=12))
+    reqs = []
+    for name in names:
+        own = draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=10))
+        reqs.append({"name": name, "prompt": (common + own)[:kvcache.MAX_PROMPT_WORDS],
+                     "answer_tokens": draw(st.integers(1, 12))})
+    need = max(cdiv(len(r["prompt"]) + r["answer_tokens"], bs) for r in reqs)
+    lo, hi = int_range("kvcache", "pool_blocks")
+    pool = draw(st.integers(max(lo, need), min(hi, need + 12)))
+    words = ["admit", "gen", "run"] + [f"admit:{n}" for n in names]
+    actions = draw(st.lists(st.sampled_from(words), max_size=40))
+    raw = {"pool_blocks": pool, "block_size": bs, "caching": draw(st.booleans()),
+           "requests": reqs}
+    return raw, actions
+
+
+def check_kv_view(v: dict, config) -> None:
+    """What the KV-cache widget draws must add up."""
+    pool, bs = v["pool"], config.block_size
+    blocks = v["blocks"]
+    assert [b["id"] for b in blocks] == list(range(config.pool_blocks))
+    states = [b["state"] for b in blocks]
+    # Blocks are conserved: each is used, free-but-cached or free, and the counts add up.
+    assert (pool["used"], pool["cached"], pool["free"]) == \
+        (states.count("used"), states.count("cached"), states.count("free"))
+    assert pool["used"] + pool["cached"] + pool["free"] == pool["num_blocks"] == config.pool_blocks
+    assert pool["num_free_blocks"] == pool["cached"] + pool["free"] == len(v["free_queue"])
+    assert sorted(v["free_queue"]) == [b["id"] for b in blocks if b["state"] != "used"]
+    for i, b in enumerate(v["free_queue"]):
+        assert blocks[b]["free_queue_position"] == i
+    for b in blocks:
+        # A block is held once by each running request that lists it.
+        assert b["ref_count"] == len(b["owners"]) == len(set(b["owners"]))
+        assert (b["state"] == "used") == (b["ref_count"] > 0)
+        assert (b["free_queue_position"] is None) == (b["state"] == "used")
+        if b["hash"] is not None:  # only full blocks are hashed
+            assert config.caching and len(b["tokens"]) == bs
+        else:
+            assert b["state"] != "cached"
+    # Every request is in exactly one place: waiting (new or preempted), running, finished.
+    by_name = {r["name"]: r for r in v["requests"]}
+    assert len(by_name) == len(config.requests)
+    assert len(set(v["waiting"])) == len(v["waiting"]) and len(set(v["running"])) == len(v["running"])
+    assert not set(v["waiting"]) & set(v["running"])
+    for r in v["requests"]:
+        in_waiting, in_running = r["name"] in v["waiting"], r["name"] in v["running"]
+        assert in_waiting == (r["status"] in ("waiting", "preempted"))
+        assert in_running == (r["status"] == "running")
+        assert r["queue_position"] == (v["waiting"].index(r["name"]) if in_waiting else None)
+        # Tokens: the sequence is prompt + generated; a running request's table covers
+        # exactly its tokens; nobody generates past its answer length.
+        assert r["num_tokens"] == len(r["prompt"]) + len(r["generated"])
+        assert len(r["generated"]) <= r["answer_tokens"]
+        assert (r["status"] == "finished") == (len(r["generated"]) == r["answer_tokens"])
+        if in_running:
+            assert len(r["block_table"]) == cdiv(r["num_tokens"], bs)
+            words = r["prompt"] + r["generated"]
+            parent = "root"
+            for i, b in enumerate(r["block_table"]):
+                block = blocks[b]
+                assert r["name"] in block["owners"]
+                assert block["tokens"] == words[i * bs:(i + 1) * bs]
+                if block["hash"] is not None:  # hashes chain from the first block on
+                    assert block["parent_hash"] == parent
+                    parent = block["hash"]
+                else:
+                    parent = None
+        else:
+            assert r["block_table"] == []
+        assert r["skipped_by_cache"] % bs == 0
+    # The counters are the sums of what each request shows.
+    c = v["counters"]
+    assert c["tokens_generated"] == sum(len(r["generated"]) for r in v["requests"])
+    assert c["prefill_tokens"] == sum(r["prefilled"] for r in v["requests"])
+    assert c["prefill_tokens_skipped"] == sum(r["skipped_by_cache"] for r in v["requests"])
+    assert c["preemptions"] == sum(r["preemptions"] for r in v["requests"])
+    assert c["blocks_saved_by_caching"] * bs == c["prefill_tokens_skipped"]
+    assert c["evictions"] <= c["allocations"]
+    if not config.caching:
+        assert c["prefill_tokens_skipped"] == 0 and pool["cached"] == 0
+    assert 0 <= v["last_action_log_start"] <= len(v["log"])
+
+
+@pytest.mark.skipif("kvcache" not in SIMS, reason="no kvcache simulation")
+@PROPS
+@given(kv_cases())
+def test_kvcache_view_conserves_blocks_and_tokens_and_run_finishes(case):
+    raw, actions = case
+    config = from_mapping(KVCacheConfig, raw)
+    sim = kvcache.simulate(config, [])
+    for a in actions:
+        sim.apply(a)
+        check_kv_view(kvcache.view(sim), config)
+    # Everything fits the pool alone (the config check), so "run" finishes everyone
+    # and gives every block back.
+    end = kvcache.run(config, actions + ["run"])
+    check_kv_view(end, config)
+    assert end["next_actions"]["done"] and not end["waiting"] and not end["running"]
+    assert all(r["status"] == "finished" for r in end["requests"])
+    assert end["pool"]["used"] == 0 and end["pool"]["num_free_blocks"] == config.pool_blocks
+    # Deterministic, and the bridge answers the same view.
+    assert digest(kvcache.run(config, actions)) == digest(kvcache.run(config, actions))
+    answer = call("kvcache", {"config": raw, "actions": actions + ["run"]})
+    assert answer["ok"] and digest(answer["result"]) == digest(end)
+
+
+# ===================================================================== budget
+
+if "budget" in SIMS:
+    from pysim.budget import StepTime, BudgetConfig
+    from pysim.budget import run as budget_run
+
+
+@st.composite
+def budget_configs(draw):
+    f = fields("budget")
+    raw = {}
+    for name, meta in f.items():
+        if meta["kind"] == "float":
+            raw[name] = draw(st.floats(meta["lo"], meta["hi"], allow_nan=False))
+        elif meta["kind"] in ("bool", "choice"):
+            raw[name] = draw(scaled_value(meta))
+    raw["budget"] = draw(st.one_of(st.integers(*int_range("budget", "budget", cap=4096)),
+                                   st.integers(*int_range("budget", "budget"))))
+    raw["max_num_seqs"] = draw(st.integers(*int_range("budget", "max_num_seqs")))
+    raw["pool_blocks"] = draw(st.one_of(st.integers(1000, 1500),
+                                        st.integers(*int_range("budget", "pool_blocks"))))
+    try:
+        return from_mapping(BudgetConfig, raw)
+    except ConfigError as exc:
+        # A cross-field rule: its message states the range that would be allowed.
+        assert exc.field in f and "expected a whole number from" in exc.message
+        assume(False)
+
+
+@pytest.mark.skipif("budget" not in SIMS, reason="no budget simulation")
+@FEW
+@given(budget_configs())
+def test_budget_time_tokens_and_arrivals(config):
+    view = budget_run(config, [])
+    steps, reqs = view["steps"], view["requests"]
+    by_id = {r["id"]: r for r in reqs}
+    model = StepTime(config.base_ms, config.per_decode_ms, config.per_prefill_token_ms)
+    served = {r["id"]: 0 for r in reqs}
+    arrived_at = {}
+    previous_end = 0.0
+    for k, s in enumerate(steps):
+        assert s["index"] == k
+        # Time only moves forward and steps never overlap.
+        assert s["start_ms"] >= previous_end - 1e-9
+        previous_end = s["start_ms"] + s["duration_ms"]
+        # The step lasts what the model says for the work it did (whole microseconds).
+        work = SimpleNamespace(decode_tokens=s["decode_tokens"], prefill_tokens=s["prefill_tokens"])
+        assert round(s["duration_ms"] * 1000) == model(work)
+        ids = [p[0] for p in s["parts"]]
+        assert len(ids) == len(set(ids)), "a request twice in one batch"
+        assert s["decode_tokens"] == sum(p[2] for p in s["parts"] if p[1] == DECODE) \
+            == sum(1 for p in s["parts"] if p[1] == DECODE)
+        assert s["prefill_tokens"] == sum(p[2] for p in s["parts"] if p[1] == PREFILL)
+        assert 0 < s["decode_tokens"] + s["prefill_tokens"] <= config.budget
+        for rid in s["arrived"]:
+            # It arrives at the first step starting at or after its arrival time.
+            assert rid not in arrived_at
+            arrived_at[rid] = k
+            arrival = by_id[rid]["arrival_ms"]
+            assert s["start_ms"] >= arrival and (k == 0 or steps[k - 1]["start_ms"] < arrival)
+        for rid, _, n in s["parts"]:
+            assert by_id[rid]["streaming_at_start"] or rid in arrived_at, "scheduled before arriving"
+            served[rid] += n
+        assert set(s["admitted"]) <= set(ids)
+        assert not set(s["preempted"]) & set(s["finished"])
+        assert s["running"] <= config.max_num_seqs
+    for r in reqs:
+        # Tokens are conserved: a request is served its prompt and answer but the last
+        # sampled token (a stream at t = 0 had its prompt done already), less what the
+        # prefix cache saved; a preemption can only add recomputation.
+        need = r["output_tokens"] - 1 + (0 if r["streaming_at_start"] else
+                                         r["prompt_tokens"] - r["cached_tokens"])
+        if r["preemptions"] == 0:
+            assert served[r["id"]] == need
+        else:
+            assert served[r["id"]] > need
+        t = r["token_ms"]
+        assert all(a < b for a, b in zip(t, t[1:]))
+        assert r["finish_ms"] == t[-1]
+        assert len(r["gaps_ms"]) == len(t) - 1
+        if r["streaming_at_start"]:
+            assert r["ttft_ms"] is None
+        else:
+            assert r["ttft_ms"] == view["summary"]["ttft_ms"][r["id"]] > 0
+            assert abs(r["ttft_ms"] - (t[0] - r["arrival_ms"])) < 1e-6
+    summary = view["summary"]
+    assert summary["steps"] == len(steps)
+    assert summary["preemptions"] == sum(r["preemptions"] for r in reqs)
+    assert summary["itl_gaps"] == sum(len(r["gaps_ms"]) for r in reqs)
+    assert abs(summary["total_ms"] - previous_end) < 1e-6
+    assert digest(budget_run(config, [])) == digest(view)
+
+
+# ===================================================================== engine, by hand
+
+@st.composite
+def engine_cases(draw):
+    config = EngineConfig(
+        max_num_batched_tokens=draw(st.integers(1, 200)),
+        max_num_seqs=draw(st.integers(1, 6)),
+        num_blocks=draw(st.integers(4, 40)),
+        block_size=draw(st.sampled_from([1, 2, 4, 16])),
+        enable_caching=draw(st.booleans()),
+        enable_chunked_prefill=draw(st.booleans()),
+        policy=draw(st.sampled_from(["fcfs", "priority"])))
+    reqs = draw(st.lists(st.tuples(
+        st.integers(1, 60), st.integers(1, 20), st.integers(0, 80), st.integers(0, 2),
+        st.booleans(), st.integers(0, 2)), min_size=1, max_size=8))
+    gaps = draw(st.lists(st.integers(0, 15), min_size=1, max_size=10))
+    return config, reqs, gaps
+
+
+def drive(config, reqs, gaps):
+    """Add the requests (some already streaming), then step at random times."""
+    e = Engine(config)
+    kept = []
+    for i, (prompt, answer, arrival, prio, streaming, pattern) in enumerate(reqs):
+        ids = [(pattern + k) % 3 for k in range(prompt)]
+        try:
+            e.add_request(i, prompt, answer, arrival=arrival, priority=prio, token_ids=ids,
+                          prefilled=streaming)
+        except ValueError:
+            continue  # refused up front (does not fit the pool, the budget or the seats)
+        kept.append(i)
+    # `add_request` refuses nothing half-way: a refused request left no trace.
+    assert sorted(e.requests) == kept
+    e.check_invariants()
+    trace, now, arrived = [], 0, set()
+    streaming = {i for i in kept if e.requests[i].prefilled}
+    for k in range(5000):
+        if not e.has_unfinished():
+            break
+        if e.is_idle() and e.next_arrival() > now:
+            now = e.next_arrival()
+        r = e.step(now)
+        e.check_invariants()  # includes: nobody both waiting and running, blocks add up
+        ids = [p[0] for p in r.parts]
+        for rid in r.arrived:
+            assert rid not in arrived and e.requests[rid].arrival <= now
+            arrived.add(rid)
+        assert set(ids) <= arrived | streaming, "scheduled before arriving"
+        assert len(ids) == len(set(ids)) and r.num_tokens <= config.max_num_batched_tokens
+        assert r.decode_tokens == sum(1 for p in r.parts if p[1] == DECODE)
+        assert set(r.admitted) <= set(ids) and set(r.sampled) <= set(ids)
+        assert len(r.sampled) == len(set(r.sampled))
+        snap = e.snapshot()
+        assert not set(snap["running"]) & set(snap["waiting"])
+        assert set(r.preempted) <= set(snap["waiting"]) | set(snap["running"])
+        for rid in r.finished:
+            assert e.requests[rid].status == FINISHED and not e.kv.block_table(rid)
+        assert r.num_free_blocks == e.pool.num_free_blocks
+        assert r.num_running == len(snap["running"]) <= config.max_num_seqs
+        trace.append((now, r.parts, r.preempted, r.finished, snap))
+        now += gaps[k % len(gaps)]
+    return e, trace, kept
+
+
+@PROPS
+@given(engine_cases())
+def test_engine_stepped_at_random_times(case):
+    config, reqs, gaps = case
+    e, trace, kept = drive(config, reqs, gaps)
+    # Everything that was accepted fits, so everything finishes and frees its blocks.
+    assert not e.has_unfinished()
+    assert e.pool.num_free_blocks == config.num_blocks
+    for i in kept:
+        r = e.requests[i]
+        assert r.status == FINISHED and r.num_output == r.max_tokens
+        # Tokens are conserved (a stream's prompt and first token came before step 0).
+        before = r.prompt_len if r.prefilled else 0
+        assert r.served_tokens == r.prompt_len + r.max_tokens - 1 - before \
+            + r.recomputed_tokens - r.cached_tokens
+    assert drive(config, reqs, gaps)[1] == trace  # deterministic
+
+
+# ===================================================================== block pool
+
+pool_ops = st.lists(st.tuples(st.sampled_from("alg f"), st.integers(0, 4),
+                              st.lists(st.integers(0, 2), min_size=1, max_size=12)),
+                    max_size=50)
+
+
+def pool_state(pool: BlockPool):
+    hashes = [pool.block_hash(b) for b in range(pool.num_blocks)]
+    return (pool.free_queue(), [pool.ref_count(b) for b in range(pool.num_blocks)], hashes,
+            [pool.get_cached_block(h) for h in hashes if h is not None],
+            pool.num_evictions, pool.num_allocations)
+
+
+@PROPS
+@given(ops=pool_ops, caching=st.booleans(), num_blocks=st.integers(1, 12),
+       block_size=st.integers(1, 4))
+def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, caching, num_blocks,
+                                                                      block_size):
+    pool = BlockPool(num_blocks, block_size, caching)
+    kv = KVCacheManager(pool)
+    seqs: dict[int, list[int]] = {}
+    for op, req, tokens in ops:
+        before = pool_state(pool)
+        if op == "l":  # lookup alone never changes the pool
+            hits, hit_tokens = kv.lookup(tokens)
+            assert pool_state(pool) == before
+            # The hits are the longest cached run of the prompt's own leading blocks.
+            full = hash_full_blocks(tokens, block_size)
+            assert [pool.block_hash(b) for b in hits] == full[:len(hits)]
+            cap = (len(tokens) - 1) // block_size
+            if caching and len(hits) < cap:
+                assert pool.get_cached_block(full[len(hits)]) is None
+            assert hit_tokens == len(hits) * block_size
+        elif op == "a" and req not in seqs:
+            hits, _ = kv.lookup(tokens)
+            if kv.allocate_slots(req, tokens, len(tokens), hits):
+                seqs[req] = list(tokens)
+            else:
+                assert pool_state(pool) == before and kv.block_table(req) == []
+        elif op == "g" and req in seqs:
+            grown = seqs[req] + tokens
+            if kv.allocate_slots(req, grown, len(grown)):
+                seqs[req] = grown
+            else:
+                assert pool_state(pool) == before
+                assert len(kv.block_table(req)) == cdiv(len(seqs[req]), block_size)
+        elif op == "f" and req in seqs:
+            kv.free(req)
+            del seqs[req]
+        # Blocks are conserved: held by someone or in the free queue, never both.
+        held = {b for t in kv.tables().values() for b in t}
+        assert len(held) + pool.num_free_blocks == num_blocks
+        assert not held & set(pool.free_queue())
+        assert pool.num_evictions <= pool.num_allocations
+    for req in list(seqs):
+        kv.free(req)
+    assert pool.num_free_blocks == num_blocks and sorted(pool.free_queue()) == list(range(num_blocks))
+    assert all(pool.ref_count(b) == 0 for b in range(num_blocks))
+    pool.check_invariants([])
+
+
+# ===================================================================== batch size
+
+if "batch_size" in SIMS:
+    from pysim.batch_size import CURVE_CAP
+
+
+@pytest.mark.skipif("batch_size" not in SIMS, reason="no batch_size simulation")
+@FEW
+@given(st.data())
+def test_batch_size_full_ranges_answer_and_stay_small(data):
+    f = fields("batch_size")
+    raw = {name: data.draw(scaled_value(meta) if meta["kind"] != "int" else
+                           st.integers(meta["lo"], meta["hi"]), label=name)
+           for name, meta in f.items()}
+    answer = call("batch_size", {"config": raw})
+    if not answer["ok"]:
+        assert answer["error"]["field"] == "context_tokens"  # past the model's own maximum
+        return
+    v = answer["result"]
+    # The curve is capped, so even the fastest, largest setting draws a small chart.
+    assert v["curve_max_batch"] <= CURVE_CAP and len(v["curve"]) <= 40
+    rec = v["recommended_max_num_seqs"]
+    assert rec is None or 1 <= rec <= min(v["max_batch_memory"], v["max_batch_speed"])
+    assert call("batch_size", {"config": raw}) == answer
+
+
+# ===================================================================== toy and its chunked twin
+
+if "toy" in SIMS:
+    from pysim import toy, toy_chunked
+
+
+@st.composite
+def toy_cases(draw):
+    f = fields("toy")
+    bs = draw(st.sampled_from([1, 4, 16, f["block_size"]["hi"]]))
+    need = toy.blocks_for(toy.LONGEST, bs)
+    lo, hi = int_range("toy", "total_blocks")
+    config = toy.ToyConfig(
+        policy=draw(st.sampled_from(f["policy"]["options"])), block_size=bs,
+        total_blocks=draw(st.integers(max(lo, need), min(hi, need + 3 * need))),
+        token_budget=draw(st.integers(*int_range("toy", "token_budget", cap=2048))),
+        max_seqs=draw(st.integers(*int_range("toy", "max_seqs", cap=40))),
+        requests=draw(st.integers(*int_range("toy", "requests", cap=30))),
+        seed=draw(st.integers(*int_range("toy", "seed"))))
+    return config, draw(st.sampled_from(["toy", "chunked"]))
+
+
+@pytest.mark.skipif("toy" not in SIMS, reason="no toy simulation")
+@FEW
+@given(toy_cases())
+def test_toy_and_chunked_toy_conserve_blocks_and_tokens(case):
+    config, which = case
+    module = toy if which == "toy" else toy_chunked
+    specs = toy.workload(config.requests, config.seed)
+    requests, reports = module.simulate(specs, config)
+    by_id = {r.id: r for r in requests}
+    sampled = {r.id: 0 for r in requests}
+    for rep in reports:
+        ids = [rid for rid, _, _ in rep["batch"]]
+        assert len(ids) == len(set(ids)) and not set(rep["preempted"]) & set(ids)
+        assert 0 < sum(n for _, _, n in rep["batch"]) <= config.token_budget
+        for rid, kind, n in rep["batch"]:
+            assert kind in ("decode", "prefill") and n >= 1
+            assert specs[rid]["arrival"] <= rep["iteration"], "scheduled before arriving"
+    # Everyone finishes, with exactly its answer, and all the memory comes back.
+    assert all(r.state == toy.FINISHED and r.generated == r.output for r in requests)
+    if which == "toy":  # whole prompts: every appearance in a batch samples one token
+        for rep in reports:
+            for rid, _, _ in rep["batch"]:
+                sampled[rid] += 1
+        assert all(sampled[i] == by_id[i].output for i in sampled)
+    else:
+        # Chunks: a request is served its prompt and answer but the last token, plus
+        # what each preemption threw away (it recomputes everything it had).
+        served = {r.id: 0 for r in requests}
+        for rep in reports:
+            for rid, _, n in rep["batch"]:
+                served[rid] += n
+        for r in requests:
+            if r.preemptions == 0:
+                assert served[r.id] == r.prompt + r.output - 1
+            else:
+                assert served[r.id] > r.prompt + r.output - 1
+    summary = toy.summarize(requests, reports)
+    assert summary["finished"] == config.requests
+    assert summary["preemptions"] == sum(r.preemptions for r in requests)
+    assert module.simulate(specs, config)[1] == reports  # deterministic
+
+
+@pytest.mark.skipif("toy" not in SIMS, reason="no toy simulation")
+def test_toy_view_agrees_with_itself():
+    view = call("toy", {"config": {"requests": 40, "seed": 5}})["result"]
+    # The view carries the chosen policy only; the other two are compare_policies'.
+    assert view["results"] == toy.compare_policies(toy.ToyConfig(requests=40, seed=5))["fcfs"]
+    assert view["results"]["finished"] == 40
+    series = view["series"]
+    assert len(series["start"]) == len(series["batch"]) == len(series["tokens"]) \
+        <= toy.SERIES_POINTS
+    assert series["start"] == list(range(0, series["bucket"] * len(series["start"]),
+                                         series["bucket"]))
+
+
+# ===================================================================== digests
+
+# sha256 of the canonical JSON (sorted keys, no spaces) of a few fixed view models.
+# They pin the exact output, so the Pyodide run of this file proves Pyodide computes
+# byte-identical answers. A deliberate change to a simulation changes its digest:
+# the failure message prints the new one to paste here.
+DIGESTS = [
+    ("race", '{"config": {}}',
+     "943c5197465525105b7f0b403e859981d634951a94b46ed98973d7a2c9bad20d"),
+    ("race", '{"config": {"requests": 25, "pool_blocks": 40, "max_running": 7, "seed": 3}}',
+     "cdde88912901de1d08ee817b19aa3e49857b9575a10448b4c961ee0a77ec434c"),
+    ("kvcache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}',
+     "2960ab1b8695fcf69f4857a2d48398a2f5ca917b3818dc929e43ca323f405fa6"),
+    ("kvcache", '{"config": {"caching": false, "pool_blocks": 12}, "actions": ["run"]}',
+     "58039d4a022b5ffcb9f6df99a927ebd829bc713c9d123be80702e97e97f62692"),
+    ("budget", '{"config": {}}',
+     "b17dcc7d4def52b02b8dda0438ec9b8a3557b8dfbf9731900237f822ac6e63fc"),
+    ("budget", '{"config": {"scenario": "mixed", "budget": 512, "prefix_caching": true, '
+               '"policy": "priority", "pool_blocks": 1200}}',
+     "d64661fe9d05ff7e809aefdffc483eedf0803e188f5677405cf9dbfdb3abb217"),
+    ("batch_size", '{"config": {}}',
+     "67a6e79fca60a4365e0de93bf235a12b3b9a7842055836db4a671da58825f762"),
+    ("toy", '{"config": {"requests": 60, "seed": 7, "total_blocks": 120}}',
+     "90210f7eace1a7d81a63cb0fc101970112a2070ff4dd00a6cc2c3502b5ee9732"),
+    ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
+                   '"kv_fp8": true, "target_tok_s": 12.5}}',
+     "f7eb351560e50aef2be4156b7ba396148acc20c8e3c4889eaaa0fae43287221d"),
+]
+
+
+@pytest.mark.parametrize("name, payload, expected", DIGESTS)
+def test_view_digest_is_pinned(name, payload, expected):
+    if name not in SIMS:
+        pytest.skip(f"no {name} simulation")
+    answer = json.loads(bridge.call(name, payload))
+    assert answer["ok"], answer
+    got = digest(answer["result"])
+    assert got == expected, f"{name} {payload}: digest is now {got}"
+
+
+# The engine's step trace for one fixed workload with streams, arrivals and preemption.
+ENGINE_DIGEST = "bc938e6c91a24dd44774254ad950138a7ece3a7bb6ea4336b7d3d017f394a2c9"
+
+
+def test_engine_trace_digest_is_pinned():
+    config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_blocks=19,
+                          block_size=4, enable_caching=True, policy="priority")
+    reqs = [(20 + 7 * i, 6 + i, 3 * i, i % 3, i % 4 == 0, i % 3) for i in range(9)]
+    e, trace, kept = drive(config, reqs, [0, 1, 5])
+    assert e.num_preemptions > 0  # the pinned trace covers preemption
+    text = json.dumps([[now, [list(p) for p in parts], pre, fin] for now, parts, pre, fin, _ in trace],
+                      separators=(",", ":"))
+    got = hashlib.sha256(text.encode()).hexdigest()
+    assert got == ENGINE_DIGEST, f"engine trace digest is now {got}"
+
