@@ -81,20 +81,41 @@ def measure(n: int, arrivals: str = "burst", repeats: int = 5) -> dict:
             "us_per_request_step": mid["seconds"] / mid["request_steps"] * 1e6}
 
 
+CASES = [(a, n) for a in ("burst", "poisson") for n in (1_000, 10_000)]
+
+
 def table(rows: list[dict]) -> str:
     head = (f"{'arrivals':>8} {'requests':>9} {'steps':>7} {'request-steps':>14} "
-            f"{'preempt':>8} {'total s':>9} {'us/req-step':>12}")
+            f"{'preempt':>8} {'total s':>9} {'CPython us/req-step':>20} {'Pyodide us/req-step':>20} {'Pyodide/CPython':>16}")
     lines = [head, "-" * len(head)]
     for r in rows:
+        py = r.get("pyodide_us_per_request_step")
         lines.append(f"{r['arrivals']:>8} {r['requests']:>9,} {r['steps']:>7,} "
                      f"{r['request_steps']:>14,} {r['preemptions']:>8,} {r['seconds']:>9.3f} "
-                     f"{r['us_per_request_step']:>12.3f}")
+                     f"{r['us_per_request_step']:>20.3f} "
+                     + (f"{py:>20.3f} {py / r['us_per_request_step']:>15.2f}x" if py else f"{'-':>20} {'-':>16}"))
     return "\n".join(lines)
 
 
+def pyodide_us_per_request_step(repeats: int) -> list[float]:
+    """The same workload and timing, run inside Pyodide under Node (this file's own
+    source is sent over, so the two columns cannot measure different things)."""
+    from common import run_in_pyodide
+
+    source = open(__file__).read().rsplit('\nif __name__ == "__main__":', 1)[0]
+    source = source.replace("from __future__ import annotations", "")
+    snippet = source + (f"\nprint(json.dumps([measure(n, a, repeats={repeats})['us_per_request_step']"
+                        f" for a, n in CASES]))\n")
+    return run_in_pyodide(snippet)
+
+
 def main() -> None:
-    print(f"pysim engine, CPython {sys.version.split()[0]}, median of 5 runs")
-    print(table([measure(n, a) for a in ("burst", "poisson") for n in (1_000, 10_000)]))
+    repeats = 5
+    rows = [measure(n, a, repeats) for a, n in CASES]
+    for row, us in zip(rows, pyodide_us_per_request_step(repeats)):
+        row["pyodide_us_per_request_step"] = us
+    print(f"pysim engine, CPython {sys.version.split()[0]} and Pyodide (Node), median of {repeats} runs each")
+    print(table(rows))
 
 
 if __name__ == "__main__":
