@@ -419,7 +419,18 @@ def _iframe_worker_script(worker_url: str) -> str:
     return re.sub(r"\$\{(\w+)\}", value, found.group(1))
 
 
+_command = {"name": "build"}  # the mkdocs command running: build, serve or gh-deploy
+
+
+def on_startup(command, dirty=False, **kwargs):
+    _command["name"] = command
+
+
 def _with_csp(output: str) -> str:
+    if _command["name"] == "serve":
+        # `mkdocs serve` appends a live-reload script whose text changes with every
+        # request, so no hash can allow it: locally, inline scripts are allowed instead.
+        return _insert_csp(output, CSP.format(hashes=" 'unsafe-inline'"))
     scripts = _inline_scripts(output)
     if _state["assets"][IFRAME_WORKER][0] in output:  # the offline plugin's shim is on the page
         config = re.search(r'<script id="__config" type="application/json">(.*?)</script>', output, re.S)
@@ -427,7 +438,11 @@ def _with_csp(output: str) -> str:
         if search:
             scripts.append(_iframe_worker_script(search))
     hashes = "".join(" " + h for h in dict.fromkeys(_source_hash(s) for s in scripts))
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP.format(hashes=hashes)}">'
+    return _insert_csp(output, CSP.format(hashes=hashes))
+
+
+def _insert_csp(output: str, policy: str) -> str:
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
     # First in <head>, so it covers every script and style; only the charset declaration
     # goes before it, which must stay within the page's first 1,024 bytes.
     head = re.search(r'<head>\s*(<meta charset="[^"]*">)?', output)

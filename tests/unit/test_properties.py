@@ -4,8 +4,8 @@ The per-module test files already check, over random inputs: the race's frames, 
 and totals (test_race), the block pool under allocate/grow/free (test_blockpool), the
 engine's token accounting, budget and finishing through `run_timed` (test_engine), the
 KV-cache widget's pool after each action (test_kvcache), the budget's step caps
-(test_budget) and the batch-size recommendation (test_batch_size). This file adds what
-they leave out:
+(test_budget), the batch-size recommendation (test_batch_size) and the toy's queues and
+blocks (test_toy). This file adds what they leave out:
 
 - strategies derived from each config's own declared ranges (`pysim.config.describe`),
   scaled down for speed, so a widened range is exercised without editing the test;
@@ -14,6 +14,7 @@ they leave out:
 - the engine stepped by hand at random times, with requests already streaming at t = 0:
   nobody is scheduled before arriving or in two queues, every step's counts agree;
 - the pool's lookup is pure and a refused allocation changes nothing;
+- the chunked toy (exercise 5's reference answer) under the same invariants as the toy;
 - determinism: the same input gives the same output, and fixed digests of a few view
   models, recorded below, so CPython and Pyodide (this same file runs under
   `make test-pyodide`) must produce byte-identical answers.
