@@ -686,9 +686,76 @@ def kv_walkthrough() -> dict:
     }
 
 
+def chunked_prefill() -> dict:
+    """Page 5's numbers: the "Long document" scenario of the budget simulation at the
+    four budget presets, plus the step-time model's pieces."""
+    from .budget import BudgetConfig, run
+
+    base = run(BudgetConfig(), [])
+    model, reqs = base["model"], base["requests"]
+    streams = [r for r in reqs if r["streaming_at_start"]]
+    doc = next(r for r in reqs if not r["streaming_at_start"])
+    decode_step = model["base_ms"] + model["per_decode_ms"] * len(streams)
+    out = {
+        "base_ms": model["base_ms"], "per_decode_ms": model["per_decode_ms"],
+        "per_prefill_token_ms": model["per_prefill_token_ms"],
+        "streams": len(streams), "doc_tokens": doc["prompt_tokens"], "doc_arrival_ms": doc["arrival_ms"],
+        "decode_step_ms": decode_step,
+        # The whole document prefilled in one step beside the streams' decodes.
+        "whole_step_ms": decode_step + model["per_prefill_token_ms"] * doc["prompt_tokens"],
+        "whole_over_decode": (decode_step + model["per_prefill_token_ms"] * doc["prompt_tokens"]) / decode_step,
+    }
+    for budget in base["budget_presets"]:
+        view = run(BudgetConfig(budget=budget), [])
+        summary = view["summary"]
+        out[f"ttft_{budget}"] = summary["ttft_ms"][doc["id"]]
+        out[f"itl_max_{budget}"] = summary["itl_max_ms"]
+        out[f"itl_p50_{budget}"] = summary["itl_p50_ms"]
+        out[f"total_{budget}"] = summary["total_ms"]
+        # Steps that carried a piece of the document's prompt.
+        out[f"chunks_{budget}"] = sum(
+            any(part[0] == doc["id"] and part[1] == "prefill" for part in step["parts"])
+            for step in view["steps"])
+    return out
+
+
+def batch_size_page() -> dict:
+    """Page 6's numbers, from the batch-size calculator's defaults and its FP8 toggles."""
+    from .batch_size import BatchSizeConfig, run
+
+    base = run(BatchSizeConfig(), [])
+    fp8 = run(BatchSizeConfig(kv_fp8=True), [])
+    coding = run(BatchSizeConfig(context_tokens=base["presets"]["coding_agent"]["context_tokens"]), [])
+    return {
+        "gpu": base["gpu"]["label"], "model": base["model"]["label"],
+        "context": base["config"]["context_tokens"], "target": base["config"]["target_tok_s"],
+        "kv_bytes_per_token": base["kv_bytes_per_token"],
+        "kv_kib_per_token": base["kv_bytes_per_token"] / 1024,
+        "layers": base["model"]["layers"], "kv_heads": base["model"]["kv_heads"],
+        "head_dim": base["model"]["head_dim"],
+        "weights_gb": base["weight_bytes"] / 1e9,
+        "usable_gb": base["usable_bytes"] / 1e9,
+        "pool_gb": base["kv_pool_bytes"] / 1e9,
+        "pool_tokens": base["kv_pool_tokens"],
+        "max_batch_memory": base["max_batch_memory"],
+        "max_batch_speed": base["max_batch_speed"],
+        "recommended": base["recommended_max_num_seqs"],
+        "per_user_at_rec": base["per_user_tok_s"],
+        "total_at_rec": base["total_tok_s"],
+        "single_user": base["single_user_tok_s"],
+        "fp8_pool_tokens": fp8["kv_pool_tokens"],
+        "fp8_max_batch_memory": fp8["max_batch_memory"],
+        "coding_context": coding["config"]["context_tokens"],
+        "coding_max_batch_memory": coding["max_batch_memory"],
+        "coding_recommended": coding["recommended_max_num_seqs"],
+    }
+
+
 def _all() -> dict:
     return {
         "kv": kv_walkthrough(),
+        "chunk": chunked_prefill(),
+        "bs": batch_size_page(),
         "little": littles_law(),
         "multiplier": static_vs_continuous(),
         "ex2": exercise2(),

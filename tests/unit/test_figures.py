@@ -414,3 +414,40 @@ def test_kv_walkthrough_matches_a_hand_trace():
     # ... and skip 8 tokens each: 24 fewer prefill tokens than with caching off.
     assert figure("kv.run_prefill_off") - figure("kv.run_prefill_on") == 3 * 8
     assert figure("kv.preempt_victim") == "E"  # the newest of the five running requests
+
+
+def test_chunked_prefill_page_by_hand():
+    # Six streams decode one token each: 5 + 0.02 * 6 = 5.12 ms per step.
+    assert figure("chunk.decode_step_ms") == pytest.approx(5.12)
+    # The 16,000-token document prefilled whole beside them: 5.12 + 0.035 * 16,000 = 565.12 ms.
+    assert figure("chunk.whole_step_ms") == pytest.approx(565.12)
+    assert figure("chunk.whole_over_decode") == pytest.approx(565.12 / 5.12)
+    # At a 16,384 budget the document fits one step, so a stream's worst gap is that step.
+    assert figure("chunk.chunks_16384") == 1
+    assert figure("chunk.itl_max_16384") == pytest.approx(565.12)
+    # At 2,048 each step gives 2,048 - 6 = 2,042 tokens to the prompt: ceil(16,000 / 2,042) = 8
+    # chunks, and the worst gap is one such step: 5.12 + 0.035 * 2,042 = 76.59 ms.
+    assert figure("chunk.chunks_2048") == 8
+    assert figure("chunk.itl_max_2048") == pytest.approx(5.12 + 0.035 * 2042, abs=0.01)
+    # 512: ceil(16,000 / 506) = 32 chunks; 8,192: ceil(16,000 / 8,186) = 2.
+    assert figure("chunk.chunks_512") == 32 and figure("chunk.chunks_8192") == 2
+    # The trade: a bigger budget never delays the document and never smooths the streams.
+    ttft = [figure(f"chunk.ttft_{b}") for b in (512, 2048, 8192, 16384)]
+    itl = [figure(f"chunk.itl_max_{b}") for b in (512, 2048, 8192, 16384)]
+    assert ttft == sorted(ttft, reverse=True) and itl == sorted(itl)
+
+
+def test_batch_size_page_by_hand():
+    # 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes = 131,072 bytes = 128 KiB.
+    assert figure("bs.kv_bytes_per_token") == 2 * 32 * 8 * 128 * 2
+    assert figure("bs.kv_kib_per_token") == 128
+    # Pool: 0.9 * 80 GB - 8.03e9 * 2 bytes - 4 GB = 72 - 16.06 - 4 = 51.94 GB.
+    assert figure("bs.pool_gb") == pytest.approx(51.94)
+    # 51.94e9 / 131,072 = 396,270 tokens; / 2,048 tokens per request = 193 requests.
+    assert figure("bs.pool_tokens") == 51_940_000_000 // 131_072
+    assert figure("bs.max_batch_memory") == 396_270 // 2048 == 193
+    # FP8 KV halves bytes per token: the pool holds twice the tokens (to rounding).
+    assert figure("bs.fp8_pool_tokens") == 51_940_000_000 // 65_536
+    assert figure("bs.fp8_max_batch_memory") == 386
+    # 32,768-token contexts: 396,270 // 32,768 = 12.
+    assert figure("bs.coding_max_batch_memory") == 12
