@@ -9,8 +9,8 @@ The vocabulary:
   blocks holding its tokens, in order.
 - A block's *ref count* is the number of block tables holding it. A block is in the
   *free queue* exactly when its ref count is 0.
-- With prefix caching on, every *full* block gets a hash chained from the previous
-  block's hash and its own token ids, and is registered in the cache under that hash.
+- With prefix caching on, every *full* block is hashed over its own token ids
+  together with its parent block's hash, and is registered in the cache under that hash.
   A freed block keeps its hash (it can still be hit) until it is handed out again.
 - The free queue is in eviction order: blocks are handed out from the head. Freed
   blocks that carry a hash go to the tail (evicted last); freed blocks without one go

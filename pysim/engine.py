@@ -13,7 +13,7 @@ all of them under one token budget (`max_num_batched_tokens`):
 1. RUNNING requests first, in the order they were admitted (F1). A decoding request
    needs 1 token (the one it sampled last step); a request part-way through its prompt
    needs the rest of it, cut to what is left of the budget (a *chunk*). If its KV needs
-   a new block and none is free, the newest running request is preempted (FCFS: the
+   a new block while the pool is empty, the most recently admitted request is preempted (FCFS: the
    tail of `running`; PRIORITY: the largest (priority, arrival)), and allocation is
    retried, until it succeeds or the request has preempted itself (F2).
 2. WAITING requests next, only if nobody was preempted this step (F3), and only the

@@ -336,7 +336,7 @@ def self_preemption(guard: bool, block_size=16, pool_blocks=6, prompts=(40, 44),
 
     Both prompts are prefilled in step 0 and fill the pool exactly. In every later step
     each running request (oldest first) stores one more token, and a request whose last
-    block is full needs a new one. When none is free, the newest running request is
+    block is full needs a new one. With the pool empty, the most recently admitted request is
     preempted (recompute: its blocks are freed, it goes to the front of the waiting
     queue). With `guard`, a request that preempts itself stops there and waits, as in
     vLLM; without it, the loop carries on and schedules the requester anyway, so it ends

@@ -237,7 +237,7 @@ class _Scheduler:
 
     def produce(self) -> int:
         """Every running request writes one block; returns how many wrote."""
-        writers = [r for r in self.running if not r.done]
+        writers = [req for req in self.running if not req.done]
         for r in writers:
             self.write(r)
         return len(writers)

@@ -10,8 +10,8 @@ rules that make continuous batching work:
   fit in what is left of the token budget waits, and so does everyone behind it;
 - KV memory counted in blocks: an admitted request takes blocks for its whole prompt,
   and one more block each time its sequence crosses a block boundary;
-- when a running request needs a block and none is free, the newest running request
-  *other than itself* is preempted (its blocks freed, its work recomputed later), and
+- when a running request needs a block while the pool is empty, the most recently
+  admitted request *other than itself* is preempted (its blocks freed, its work recomputed later), and
   the allocation is retried.
 
 Where they overlap, these are the rules of pysim.engine (vLLM V1's scheduler) with
@@ -180,7 +180,7 @@ class ToyScheduler:
         schedule() is still serving it, so it would be in the queue and in the batch at
         once, counted twice, and holding blocks the queue thinks it has not got.
         """
-        others = [r for r in self.running if r is not requester]
+        others = [req for req in self.running if req is not requester]
         assert others, "a request alone in the pool always fits (ToyConfig.check)"
         victim = others[-1]
         self.running.remove(victim)

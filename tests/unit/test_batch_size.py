@@ -52,8 +52,8 @@ def test_kv_bytes_per_token_match_published_configs(model_id):
 
 
 def test_catalog_matches_the_spec_and_datasheets():
-    # widgets.md: H100 SXM 80 GB, 3.35 TB/s, 989 TFLOPS; H200 141 GB, 4.8 TB/s, same
-    # compute; L40S 48 GB, 864 GB/s, 362 TFLOPS (all dense 16-bit, decimal units).
+    # widgets.md: H100 SXM 80 GB, 3.35 TB/s, 989 TFLOPS; H200 141 GB, 4.8 TB/s, the
+    # H100's compute; L40S 48 GB, 864 GB/s, 362 TFLOPS (all dense 16-bit, decimal units).
     expected = {
         "H100": (80e9, 3.35e12, 989e12),
         "H200": (141e9, 4.8e12, 989e12),

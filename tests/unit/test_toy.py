@@ -333,7 +333,7 @@ WORKLOADS = [(seed, overrides) for seed in range(1, 11) for overrides in (
 def test_toy_and_engine_make_the_same_decisions_where_their_rules_coincide():
     """Same requests in every iteration with the same token counts, the same preemptions,
     the same finishes, step for step, until the first iteration where the newest running
-    request needs a block and none is free. There the engine (like vLLM) preempts the
+    request needs a block the empty pool cannot give. There the engine (like vLLM) preempts the
     requester itself and the toy, by design, the next newest; after that the runs differ,
     so the comparison stops. Workloads without such an iteration must agree to the end,
     finish iterations and first-token iterations included."""
