@@ -13,7 +13,10 @@ At every build (and every rebuild under `mkdocs serve`) this file:
 4. fills each `<div class="pysim-widget" data-widget="NAME">` in a page with the
    widget's default view model, computed here by `pysim.bridge` in CPython. The
    page draws that at once; Pyodide later recomputes the same thing (a browser
-   test checks they are equal), so the picture is real before Python starts.
+   test checks they are equal), so the picture is real before Python starts;
+5. gives every page a Content-Security-Policy that lets it run only the site's own
+   scripts (and the sha256-listed inline scripts of Material), so nothing that slips
+   into a page, and nothing from another host, can run.
 """
 
 from __future__ import annotations
