@@ -7,7 +7,7 @@
 // budgets can be compared. Changing the budget or the scenario asks pysim again.
 (function () {
   "use strict";
-  const { h, fmt, readHash, writeHash, reducedMotion } = window.PySim;
+  const { h, fmt, readHash, writeHash, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
   const NAME = "budget";
 
   const BAR_H = 132; // px of the live timeline given to bars
@@ -38,39 +38,6 @@
   function requestColor(i, dark) {
     const hue = (200 + i * 137.508) % 360;
     return `hsl(${hue.toFixed(1)} 65% ${dark ? 62 : 44}%)`;
-  }
-
-  // A prompt chunk is drawn striped: a pale wash of the request's colour with its stripes.
-  function stripes(ctx, color) {
-    const c = document.createElement("canvas");
-    c.width = c.height = 6;
-    const g = c.getContext("2d");
-    g.fillStyle = color;
-    g.globalAlpha = 0.3;
-    g.fillRect(0, 0, 6, 6);
-    g.globalAlpha = 1;
-    g.strokeStyle = color;
-    g.lineWidth = 1.6;
-    g.beginPath();
-    g.moveTo(0, 6); g.lineTo(6, 0);
-    g.moveTo(-1, 1); g.lineTo(1, -1);
-    g.moveTo(5, 7); g.lineTo(7, 5);
-    g.stroke();
-    return ctx.createPattern(c, "repeat");
-  }
-
-  function sizeCanvas(canvas, width, height) {
-    const ratio = window.devicePixelRatio || 1;
-    const w = Math.max(1, Math.round(width * ratio));
-    const hgt = Math.max(1, Math.round(height * ratio));
-    if (canvas.width !== w) canvas.width = w;
-    if (canvas.height !== hgt) canvas.height = hgt;
-    canvas.style.width = width + "px";
-    canvas.style.height = height + "px";
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    return ctx;
   }
 
   // Round ticks for a time axis: 1, 2 or 5 times a power of ten, about every 70 px.
@@ -434,7 +401,7 @@
     function patternFor(ctx, color) {
       let entry = patternCache.get(ctx);
       if (!entry) { entry = new Map(); patternCache.set(ctx, entry); }
-      if (!entry.has(color)) entry.set(color, stripes(ctx, color));
+      if (!entry.has(color)) entry.set(color, stripePattern(ctx, color, { wash: 0.3, lineWidth: 1.6 }));
       return entry.get(color);
     }
 

@@ -6,7 +6,7 @@
 // for a new view model.
 (function () {
   "use strict";
-  const { h, fmt, readHash, writeHash, numberControl, reducedMotion } = window.PySim;
+  const { h, fmt, readHash, writeHash, numberControl, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
 
   const NAMES = {
     static: "Static batching",
@@ -38,31 +38,6 @@
   function requestColor(id, dark) {
     const hue = (id * 137.508) % 360;
     return `hsl(${hue.toFixed(1)} 62% ${dark ? 58 : 48}%)`;
-  }
-
-  function hatch(ctx, color) {
-    const c = document.createElement("canvas");
-    c.width = c.height = 6;
-    const g = c.getContext("2d");
-    g.strokeStyle = color;
-    g.lineWidth = 1.5;
-    g.beginPath();
-    g.moveTo(0, 6); g.lineTo(6, 0);
-    g.moveTo(-1, 1); g.lineTo(1, -1);
-    g.moveTo(5, 7); g.lineTo(7, 5);
-    g.stroke();
-    return ctx.createPattern(c, "repeat");
-  }
-
-  function sizeCanvas(canvas, width, height) {
-    const ratio = window.devicePixelRatio || 1;
-    canvas.width = Math.max(1, Math.round(width * ratio));
-    canvas.height = Math.max(1, Math.round(height * ratio));
-    canvas.style.width = width + "px";
-    canvas.style.height = height + "px";
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    return ctx;
   }
 
   function mount(body, { prerendered, runtime, root }) {
@@ -286,7 +261,7 @@
       const width = Math.max(120, timeline.parentElement.clientWidth - 150);
       const cell = Math.min(CELL_MAX, width / Math.max(1, total));
       const ctx = sizeCanvas(timeline, width, slots * ROW + 2);
-      const reservedPattern = hatch(ctx, palette.reserved);
+      const reservedPattern = stripePattern(ctx, palette.reserved);
       ctx.fillStyle = palette.idle;
       ctx.fillRect(0, 0, total * cell, slots * ROW);
       for (let t = 0; t < step; t++) {
@@ -308,7 +283,7 @@
       const bctx = sizeCanvas(bars, barWidth, slots * ROW + 2);
       const longest = view.config.longest_blocks || 30;
       const scale = (barWidth - 4) / longest;
-      const pattern = hatch(bctx, palette.reserved);
+      const pattern = stripePattern(bctx, palette.reserved);
       bctx.fillStyle = palette.idle;
       bctx.fillRect(0, 0, barWidth, slots * ROW);
       for (let s = 0; s < frame.length; s++) {

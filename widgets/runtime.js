@@ -264,6 +264,46 @@
     };
   }
 
+  // ------------------------------------------------------------- canvas helpers
+
+  // Size a canvas for the screen's pixel ratio and return a cleared context in CSS px.
+  // The backing store is only reallocated when its size really changes.
+  function sizeCanvas(canvas, width, height) {
+    const ratio = window.devicePixelRatio || 1;
+    const w = Math.max(1, Math.round(width * ratio));
+    const hgt = Math.max(1, Math.round(height * ratio));
+    if (canvas.width !== w) canvas.width = w;
+    if (canvas.height !== hgt) canvas.height = hgt;
+    canvas.style.width = width + "px";
+    canvas.style.height = height + "px";
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    return ctx;
+  }
+
+  // A repeating diagonal-stripe fill in `color`, optionally over a pale wash of it
+  // (hatched "reserved" space in the race, prompt chunks in the budget timeline).
+  function stripePattern(ctx, color, { wash = 0, lineWidth = 1.5 } = {}) {
+    const c = document.createElement("canvas");
+    c.width = c.height = 6;
+    const g = c.getContext("2d");
+    if (wash) {
+      g.fillStyle = color;
+      g.globalAlpha = wash;
+      g.fillRect(0, 0, 6, 6);
+      g.globalAlpha = 1;
+    }
+    g.strokeStyle = color;
+    g.lineWidth = lineWidth;
+    g.beginPath();
+    g.moveTo(0, 6); g.lineTo(6, 0);
+    g.moveTo(-1, 1); g.lineTo(1, -1);
+    g.moveTo(5, 7); g.lineTo(7, 5);
+    g.stroke();
+    return ctx.createPattern(c, "repeat");
+  }
+
   // ------------------------------------------------------------- mounting
 
   const mounts = {};
@@ -350,7 +390,8 @@
     widgets.forEach((w) => observer.observe(w));
   }
 
-  window.PySim = { runtime, register, h, fmt, readHash, writeHash, numberControl, reducedMotion };
+  window.PySim = { runtime, register, h, fmt, readHash, writeHash, numberControl, reducedMotion,
+    sizeCanvas, stripePattern };
   // Deferred scripts all run before DOMContentLoaded, so every widget has registered
   // by then. mountAll is idempotent; "load" covers a script added late.
   let started = false;

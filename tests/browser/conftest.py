@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -174,3 +175,13 @@ def wait_for_python(page, timeout=60000):
     )
     state = page.evaluate("document.querySelector('.pysim-widget').dataset.runtime")
     assert state == "ready", page.evaluate("document.querySelector('.pysim-status').textContent")
+
+
+def until(page, expression: str, timeout: float = 60):
+    """Poll a JavaScript expression until it is truthy. (page.evaluate, not
+    wait_for_function: the site's Content-Security-Policy forbids the string eval that
+    wait_for_function's polling uses.)"""
+    end = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < end, f"timed out waiting for {expression}"
+        page.wait_for_timeout(100)

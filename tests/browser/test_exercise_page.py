@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import time
 
-from conftest import page_url
+from conftest import page_url, until
 
 from pysim import exercise
 
 PAGE = "exercises"
 ROOT = ".pysim-widget[data-widget='exercise']"
-
-
-def until(page, expression, timeout=60):
-    """Poll a JavaScript expression until it is truthy. (page.evaluate, not
-    wait_for_function: the site's Content-Security-Policy forbids the string eval that
-    wait_for_function's polling uses.)"""
-    end = time.monotonic() + timeout
-    while not page.evaluate(expression):
-        assert time.monotonic() < end, f"timed out waiting for {expression}"
-        page.wait_for_timeout(100)
 
 
 def wait_for_python(page):

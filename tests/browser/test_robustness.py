@@ -19,10 +19,9 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 
 import pytest
-from conftest import SITE, page_url, wait_for_python
+from conftest import SITE, page_url, wait_for_python, until
 
 from pysim import bridge, exercise
 
@@ -36,14 +35,6 @@ TARGETS = ", ".join(f"{t}:visible" for t in (
     "button", "input", "select", "textarea", "summary", "canvas", "[tabindex]", "[role=button]"))
 KEYS = ["Tab", "Shift+Tab", "Enter", " ", "ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown",
         "Home", "End", "PageUp", "PageDown", "Escape", "Backspace", "Delete", "1", "0", "-"]
-
-
-def until(page, expression: str, timeout: float = 60):
-    """Poll a JavaScript expression until it is truthy."""
-    end = time.monotonic() + timeout
-    while not page.evaluate(expression):
-        assert time.monotonic() < end, f"timed out waiting for {expression}"
-        page.wait_for_timeout(100)
 
 
 def root_of(widget: str) -> str:

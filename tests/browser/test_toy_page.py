@@ -4,24 +4,13 @@ in Pyodide, run with two policies and read back from the page, bad input, the li
 from __future__ import annotations
 
 import json
-import time
 
-from conftest import page_url
+from conftest import page_url, until
 
 from pysim import bridge
 
 PAGE = "toy-scheduler"
 ROOT = ".pysim-widget[data-widget='toy']"
-
-
-def until(page, expression, timeout=60):
-    """Poll a JavaScript expression until it is truthy. (page.evaluate, not
-    wait_for_function: the site's Content-Security-Policy forbids the string eval that
-    wait_for_function's polling uses.)"""
-    end = time.monotonic() + timeout
-    while not page.evaluate(expression):
-        assert time.monotonic() < end, f"timed out waiting for {expression}"
-        page.wait_for_timeout(100)
 
 
 def wait_for_python(page):
