@@ -330,7 +330,8 @@ def text(view: dict) -> str:
 
 def _simulation():
     from .bridge import Simulation
-    return Simulation(name="exercise", config_cls=ExerciseConfig, run=run, text=text)
+    return Simulation(name="exercise", config_cls=ExerciseConfig, run=run, text=text,
+                      runs_reader_code=True)
 
 
 SIMULATION = _simulation()

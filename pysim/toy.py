@@ -69,7 +69,7 @@ class ToyConfig:
 
 
 # --8<-- [start:request]
-@dataclass(eq=False)  # eq=False: two requests are the same only if they are the same object
+@dataclass(eq=False, slots=True)  # eq=False: two requests are the same only if they are the same object
 class Request:
     id: int
     arrival: int          # the iteration it arrives at
@@ -138,10 +138,10 @@ class ToyScheduler:
         budget = cfg.token_budget
         batch, preempted = [], []
         # 1. Decodes first: each running request computes the token it sampled last.
-        i = 0
-        while i < len(self.running) and budget > 0:
-            r = self.running[i]
-            while blocks_for(r.tokens, cfg.block_size) > r.blocks:  # crosses into a new block
+        for r in list(self.running):  # a copy: a preemption removes requests from it
+            if r.state != RUNNING:
+                continue  # preempted a moment ago, to make room for an older request
+            while r.tokens > r.blocks * cfg.block_size:  # it has outgrown its blocks
                 if self.free_blocks > 0:
                     self.free_blocks -= 1
                     r.blocks += 1
@@ -152,10 +152,9 @@ class ToyScheduler:
                     # It stood before r and was served already: take its token back.
                     batch = [entry for entry in batch if entry[0] is not victim]
                     budget += 1
-                    i -= 1  # and r moved up one place
             batch.append((r, "decode", 1))
             budget -= 1
-            i += 1
+        assert budget >= 0, "token_budget >= LONGEST > max_seqs: every decode fits"
         # 2. Then whole prompts, from the head of the waiting queue, while they fit.
         #    Nobody is admitted in an iteration that had to preempt: memory is short.
         while self.waiting and not preempted and len(self.running) < cfg.max_seqs:
@@ -287,13 +286,12 @@ def _rounded(summary: dict) -> dict:
 def series(reports, points: int = SERIES_POINTS) -> dict:
     """Batch size and tokens per iteration, averaged over buckets of `bucket` iterations."""
     bucket = max(1, -(-len(reports) // points))
-    start, batch, tokens = [], [], []
-    for s in range(0, len(reports), bucket):
-        part = reports[s:s + bucket]
-        start.append(s)
-        batch.append(round(sum(len(rep["batch"]) for rep in part) / len(part), 2))
-        tokens.append(round(sum(n for rep in part for _, _, n in rep["batch"]) / len(part), 2))
-    return {"bucket": bucket, "start": start, "batch": batch, "tokens": tokens}
+    sizes = [len(rep["batch"]) for rep in reports]
+    tokens = [sum([n for _, _, n in rep["batch"]]) for rep in reports]
+    starts = range(0, len(reports), bucket)
+    mean = lambda values, s: round(sum(values[s:s + bucket]) / len(values[s:s + bucket]), 2)
+    return {"bucket": bucket, "start": list(starts), "batch": [mean(sizes, s) for s in starts],
+            "tokens": [mean(tokens, s) for s in starts]}
 
 
 def run(config: ToyConfig, actions) -> dict:

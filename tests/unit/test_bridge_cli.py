@@ -143,3 +143,32 @@ def test_cli_bad_setting_exits_2_with_one_line(capsys, setting, field):
 def test_cli_refuses_actions(capsys):
     assert main(["race", "--actions", "step"]) == 2
     assert "actions" in capsys.readouterr().err
+
+
+def test_simulations_run_without_the_cycle_collector_and_restore_it(monkeypatch):
+    """The bridge pauses gc around a simulation (its p95 in Pyodide) and always puts it
+    back, also when the run fails; the exercise, which runs a reader's code, keeps it on."""
+    import gc
+
+    seen = {}
+    real_run = bridge.simulations()["race"].run
+    def spy(config, actions):
+        seen["race"] = gc.isenabled()
+        if config.seed == 13:
+            raise RuntimeError("a bug in the middle of a run")
+        return real_run(config, actions)
+    monkeypatch.setitem(bridge.simulations(), "race", bridge.simulations()["race"].__class__(
+        **{**bridge.simulations()["race"].__dict__, "run": spy}))
+    assert gc.isenabled()
+    assert call({})["ok"] and seen["race"] is False
+    assert gc.isenabled()
+    failed = call({"config": {"seed": 13}})
+    assert failed["error"]["message"].startswith("internal error: RuntimeError") and gc.isenabled()
+    gc.disable()  # a caller that had it off finds it off
+    try:
+        call({})
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert bridge.simulations()["exercise"].runs_reader_code
+    assert not any(s.runs_reader_code for n, s in bridge.simulations().items() if n != "exercise")
