@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -39,37 +40,31 @@ class Simulation:
     runs_reader_code: bool = False  # the exercise: arbitrary code, so the collector stays on
 
 
-def _registry() -> dict[str, Simulation]:
-    # Imported here so that a broken simulation module cannot stop the others
-    # from loading, and so `pysim.bridge` stays cheap to import.
-    from . import race
-
-    sims = [race.SIMULATION]
-    for module_name in ("kvcache", "budget", "batch_size", "toy", "exercise"):
-        try:
-            module = __import__(f"pysim.{module_name}", fromlist=["SIMULATION"])
-        except ImportError:
-            continue
-        sims.append(module.SIMULATION)
-        sims.extend(getattr(module, "EXTRA_SIMULATIONS", ()))
-    return {s.name: s for s in sims}
+# Each simulation is defined by the pysim module of the same name, as SIMULATION.
+NAMES = ("race", "kvcache", "budget", "batch_size", "toy", "exercise")
 
 
-_SIMULATIONS: dict[str, Simulation] | None = None
+def simulation(name: str) -> Simulation:
+    """The simulation called `name`, importing its module on first use and no other.
+
+    A page needs one or two simulations. Pyodide compiles every module from source when
+    it is first imported, and all six together took ~80 ms there: time a reader would
+    wait before the first answer. A module that fails to import breaks only its own
+    calls (they answer "internal error"), never the others'.
+    """
+    if name not in NAMES:
+        raise ConfigError("name", f"unknown simulation {name[:40]!r}; known: {', '.join(sorted(NAMES))}")
+    return importlib.import_module(f"pysim.{name}").SIMULATION
 
 
 def simulations() -> dict[str, Simulation]:
-    global _SIMULATIONS
-    if _SIMULATIONS is None:
-        _SIMULATIONS = _registry()
-    return _SIMULATIONS
+    """Every simulation by name (imports them all: for the CLI, `describe` and tests)."""
+    return {name: simulation(name) for name in NAMES}
 
 
 def run(name: str, payload: Any, *, from_text: bool = False) -> dict:
     """Validate and run; raises ConfigError on bad input. Used by the CLI and tests."""
-    sims = simulations()
-    if name not in sims:
-        raise ConfigError("name", f"unknown simulation {name[:40]!r}; known: {', '.join(sorted(sims))}")
+    sim = simulation(name)
     if payload is None:
         payload = {}
     if not isinstance(payload, dict):
@@ -77,7 +72,6 @@ def run(name: str, payload: Any, *, from_text: bool = False) -> dict:
     extra = set(payload) - {"config", "actions"}
     if extra:
         raise ConfigError(str(sorted(extra)[0])[:40], "unknown key; the payload takes 'config' and 'actions'")
-    sim = sims[name]
     config = from_mapping(sim.config_cls, payload.get("config"), from_text=from_text)
     actions = payload.get("actions", [])
     if not isinstance(actions, list):

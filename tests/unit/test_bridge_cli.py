@@ -7,6 +7,7 @@ Bad input must come back as an answer naming the field, never as an exception
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -150,15 +151,18 @@ def test_simulations_run_without_the_cycle_collector_and_restore_it(monkeypatch)
     back, also when the run fails; the exercise, which runs a reader's code, keeps it on."""
     import gc
 
+    import dataclasses
+
+    import pysim.race
+
     seen = {}
-    real_run = bridge.simulations()["race"].run
+    real_run = pysim.race.SIMULATION.run
     def spy(config, actions):
         seen["race"] = gc.isenabled()
         if config.seed == 13:
             raise RuntimeError("a bug in the middle of a run")
         return real_run(config, actions)
-    monkeypatch.setitem(bridge.simulations(), "race", bridge.simulations()["race"].__class__(
-        **{**bridge.simulations()["race"].__dict__, "run": spy}))
+    monkeypatch.setattr(pysim.race, "SIMULATION", dataclasses.replace(pysim.race.SIMULATION, run=spy))
     assert gc.isenabled()
     assert call({})["ok"] and seen["race"] is False
     assert gc.isenabled()
@@ -172,3 +176,17 @@ def test_simulations_run_without_the_cycle_collector_and_restore_it(monkeypatch)
         gc.enable()
     assert bridge.simulations()["exercise"].runs_reader_code
     assert not any(s.runs_reader_code for n, s in bridge.simulations().items() if n != "exercise")
+
+
+@pytest.mark.skipif(sys.platform == "emscripten", reason="needs a fresh interpreter (subprocess)")
+def test_a_call_imports_only_its_own_simulation():
+    """A page's first answer must not wait for every simulation module to compile."""
+    import subprocess
+
+    code = ("import sys; from pysim import bridge; bridge.call('toy', '{}'); "
+            "print(sorted(m for m in sys.modules if m.startswith('pysim.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = eval(out)
+    assert "pysim.toy" in loaded
+    assert not {"pysim.race", "pysim.kvcache", "pysim.budget", "pysim.engine", "pysim.exercise",
+                "pysim.batch_size"} & set(loaded), loaded
