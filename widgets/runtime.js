@@ -308,8 +308,13 @@
 
   const mounts = {};
 
+  // A widget's script runs after the page's text (the scripts sit at the end of the
+  // body), so its widgets are already in the document: mount them at once, and once
+  // every widget on the page is drawn, arrange for Python to start.
   function register(name, mount) {
     mounts[name] = mount;
+    mountAll();
+    if (document.querySelector(".pysim-widget[data-widget]:not([data-mounted])") === null) armStart();
   }
 
   function statusLine(root) {
@@ -334,6 +339,18 @@
     return [bar, note];
   }
 
+  // Whether a box is within NEAR_PX of the screen, or will be once the browser has
+  // scrolled to the link's #target (it does that late, after the page has loaded; a
+  // reader who followed a link to a widget should not wait for that scroll).
+  function nearScreen(box) {
+    let target = null;
+    try {
+      target = location.hash.length > 1 && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    } catch (err) { /* a malformed link: judge by the screen as it is */ }
+    const top = target ? box.top - target.getBoundingClientRect().top : box.top;
+    return top + box.height > -NEAR_PX && top < window.innerHeight + NEAR_PX;
+  }
+
   function mountAll() {
     for (const root of document.querySelectorAll(".pysim-widget[data-widget]")) {
       if (root.dataset.mounted) continue;
@@ -352,14 +369,19 @@
         console.error("pysim widget " + name + " failed to mount", err);
       }
     }
+  }
+
+  // Start Python when a widget comes near the screen, or as soon as the reader
+  // touches one (pointer or keyboard focus), whichever is first. Once per page.
+  let armed = false;
+  function armStart() {
+    const widgets = document.querySelectorAll(".pysim-widget[data-mounted]");
+    if (armed || !widgets.length) return;
+    armed = true;
     if (!runtime.servedOverHttp) {
       runtime.start().catch(() => {});
       return;
     }
-    // Start Python when a widget comes near the screen, or as soon as the reader
-    // touches one (pointer or keyboard focus), whichever is first.
-    const widgets = document.querySelectorAll(".pysim-widget[data-mounted]");
-    if (!widgets.length) return;
     const touched = () => runtime.start().catch(() => {});
     for (const w of widgets) {
       w.addEventListener("pointerdown", touched, { once: true });
@@ -368,10 +390,7 @@
     // A widget already near the screen: spawn the worker now, and boot Python right
     // after the next frame, so the text and pictures are painted before any Pyodide
     // byte is asked for.
-    const near = [...widgets].some((w) => {
-      const r = w.getBoundingClientRect();
-      return r.bottom > -NEAR_PX && r.top < window.innerHeight + NEAR_PX;
-    });
+    const near = [...widgets].some((w) => nearScreen(w.getBoundingClientRect()));
     if (near) {
       runtime.prepare();
       requestAnimationFrame(() => setTimeout(touched, 0));
@@ -392,17 +411,16 @@
 
   window.PySim = { runtime, register, h, fmt, readHash, writeHash, numberControl, reducedMotion,
     sizeCanvas, stripePattern };
-  // Deferred scripts all run before DOMContentLoaded, so every widget has registered
-  // by then. mountAll is idempotent; "load" covers a script added late.
-  let started = false;
-  function mountOnce() {
-    if (started) return;
-    started = true;
+  // Widgets normally mount as their scripts register. DOMContentLoaded (or "load", for
+  // a script added late) catches the rest, and arms Python for whatever did mount, even
+  // if one widget's script failed to load. Both steps are idempotent.
+  function mountRest() {
     mountAll();
+    armStart();
   }
-  if (document.readyState === "complete") mountOnce();
+  if (document.readyState === "complete") mountRest();
   else {
-    document.addEventListener("DOMContentLoaded", mountOnce);
-    window.addEventListener("load", mountOnce);
+    document.addEventListener("DOMContentLoaded", mountRest);
+    window.addEventListener("load", mountRest);
   }
 })();
