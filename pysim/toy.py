@@ -151,9 +151,8 @@ class ToyScheduler:
                 if any(v is victim for v, _, _ in batch):
                     # It stood before r and was served already: take its token back.
                     batch = [entry for entry in batch if entry[0] is not victim]
-                    budget += 1
             batch.append((r, "decode", 1))
-            budget -= 1
+        budget -= len(batch)  # one token per decode
         assert budget >= 0, "token_budget >= LONGEST > max_seqs: every decode fits"
         # 2. Then whole prompts, from the head of the waiting queue, while they fit.
         #    Nobody is admitted in an iteration that had to preempt: memory is short.
@@ -285,9 +284,11 @@ def _rounded(summary: dict) -> dict:
 
 def series(reports, points: int = SERIES_POINTS) -> dict:
     """Batch size and tokens per iteration, averaged over buckets of `bucket` iterations."""
+    from operator import itemgetter  # here: the exercise's copy of this file stops above
+
     bucket = max(1, -(-len(reports) // points))
     sizes = [len(rep["batch"]) for rep in reports]
-    tokens = [sum([n for _, _, n in rep["batch"]]) for rep in reports]
+    tokens = [sum(map(itemgetter(2), rep["batch"])) for rep in reports]  # the n of (id, kind, n)
     starts = range(0, len(reports), bucket)
     mean = lambda values, s: round(sum(values[s:s + bucket]) / len(values[s:s + bucket]), 2)
     return {"bucket": bucket, "start": list(starts), "batch": [mean(sizes, s) for s in starts],
