@@ -16,7 +16,11 @@ and bytes: the page without Python (HTML, CSS, fonts, our scripts: what a reader
 never reaches a widget downloads) and the total at interactive.
 
 Then, on the live page, the time of one widget recomputation on its default preset:
-PySim.runtime.call(NAME, {config: {}}) CALLS times per load; `in Python` is the time the
+PySim.runtime.call(NAME, {config: {}}) CALLS times per load, twice: right at interactive,
+and again SETTLE_MS later, on a page at rest (when a reader who has just arrived would
+touch a control). Right after boot the browser is still optimising Pyodide's WebAssembly
+in the background and the page is finishing its own start-up, so the first calls are
+slower; both are printed, and the goal is judged at rest. `in Python` is the time the
 worker reports for bridge.call, `round trip` adds messaging and JSON parsing in the page.
 """
 
@@ -41,6 +45,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 CALLS = int(os.environ.get("BENCH_CALLS", "20"))
+SETTLE_MS = 1000
 GOAL_TTI_RATIO = 1.15
 GOAL_PRERENDER_MS = 1000
 GOAL_RECOMPUTE_P95_MS = 16
@@ -150,6 +155,8 @@ def measure(browser, url: str, widgets: list[str] = ()) -> dict:
     marks["fcp"] = page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
     marks["page_bytes"], marks["total_bytes"] = sizes["page"], sizes["page"] + sizes["python"]
     marks["calls"] = {name: page.evaluate(RECOMPUTE, [name, CALLS]) for name in widgets}
+    page.wait_for_timeout(SETTLE_MS)
+    marks["calls_at_rest"] = {name: page.evaluate(RECOMPUTE, [name, CALLS]) for name in widgets}
     context.close()
     return marks
 
@@ -202,17 +209,21 @@ def main():
     calls = []
     for name, widgets in pages.items():
         for widget in widgets:
-            samples = [c for run in results[name] for c in run["calls"][widget]]
-            ok = all(c["ok"] for c in samples)
-            inside = [c["ms"] for c in samples]
-            trip = [c["roundTrip"] for c in samples]
-            calls.append([widget, str(len(samples)) + ("" if ok else " (error!)"),
-                          f"{pct(inside, 0.5):.1f}", f"{pct(inside, 0.95):.1f}",
-                          f"{pct(trip, 0.5):.1f}", f"{pct(trip, 0.95):.1f}"])
+            row, ok = [widget], True
+            for key in ("calls", "calls_at_rest"):
+                samples = [c for run in results[name] for c in run[key][widget]]
+                ok = ok and all(c["ok"] for c in samples)
+                inside = [c["ms"] for c in samples]
+                trip = [c["roundTrip"] for c in samples]
+                row += [f"{pct(inside, 0.5):.1f}", f"{pct(inside, 0.95):.1f}", f"{pct(trip, 0.95):.1f}"]
+            row.insert(1, str(len(samples)) + ("" if ok else " (error!)"))
+            calls.append(row)
             verdicts.append((widget, None, (pct(inside, 0.95), pct(trip, 0.95))))
     print()
-    print(f"One recomputation of the default preset, in the page's Pyodide worker ({CALLS} calls per load, ms)")
-    print(table(["widget", "calls", "in Python p50", "in Python p95", "round trip p50", "round trip p95"], calls))
+    print(f"One recomputation of the default preset, in the page's Pyodide worker ({CALLS} calls per load at "
+          f"interactive, {CALLS} more {SETTLE_MS} ms later; ms)")
+    print(table(["widget", "calls", "at interactive: in Python p50", "p95", "round trip p95",
+                 "at rest: in Python p50", "p95", "round trip p95"], calls))
 
     print()
     print("Goals")
@@ -223,7 +234,7 @@ def main():
                   f"{value:.0f} ms (goal < {GOAL_PRERENDER_MS}): {'met' if value < GOAL_PRERENDER_MS else 'NOT met'}")
         else:
             inside, trip = value
-            print(f"  {name}: recomputation p95 {inside:.1f} ms in Python, {trip:.1f} ms round trip "
+            print(f"  {name}: recomputation at rest p95 {inside:.1f} ms in Python, {trip:.1f} ms round trip "
                   f"(goal < {GOAL_RECOMPUTE_P95_MS}): {'met' if trip < GOAL_RECOMPUTE_P95_MS else 'NOT met'}")
 
 

@@ -166,10 +166,17 @@ def test_downloadable_zip_holds_the_whole_site_and_opens(make_page, tmp_path):
     on_site = {p.relative_to(SITE).as_posix() for p in SITE.rglob("*") if p.is_file()} - {ZIP}
     assert in_zip == on_site
     assert "index.html" in readme and "python3 -m http.server" in readme
-    # Every page links to it.
+    # Every page links to it; inside the zip, where it cannot be, to the README instead.
     for name in pages():
         assert f'href="{ZIP}"' in (SITE / f"{name}.html").read_text(), name
+        copy = (tmp_path / ZIP_FOLDER / f"{name}.html").read_text()
+        assert ZIP not in copy and 'href="README.txt">Reading offline: see README.txt</a>' in copy, name
     read_from_disk(make_page(), tmp_path / ZIP_FOLDER)
+    page = make_page()
+    page.goto((tmp_path / ZIP_FOLDER / "index.html").as_uri())
+    page.get_by_role("link", name="Reading offline: see README.txt").click()
+    page.wait_for_url("**/README.txt")
+    assert "python3 -m http.server" in page.locator("body").inner_text()
 
 
 # ---------------------------------------------------------------- served, network cut
