@@ -361,7 +361,7 @@ def _link_widgets(output, page):
     # in order (runtime first, so widgets can register), *before* Material's bundle:
     # each widget draws its pre-rendered picture the moment its script runs, and the
     # browser can paint it, and Python can start, without waiting for the bundle and
-    # Material's start-up work on DOMContentLoaded (~200 ms on a laptop core).
+    # Material's start-up work on DOMContentLoaded (150-250 ms on our 2-core machines).
     head += [f'<link rel="preload" as="script" href="{up}{assets[f][0]}">' for f in scripts]
     body = [f'<script src="{up}{assets[f][0]}"></script>' for f in scripts]
     assert output.count(MATERIAL_CONFIG) == 1, "Material's config script moved: see _link_widgets"
