@@ -78,9 +78,7 @@ def run(name: str, payload: Any, *, from_text: bool = False) -> dict:
         raise ConfigError("actions", "expected a list of actions")
     if actions and not sim.takes_actions:
         raise ConfigError("actions", f"{name} takes no actions")
-    if sim.runs_reader_code:
-        return sim.run(config, actions)
-    with _cycle_collector_paused():
+    with contextlib.nullcontext() if sim.runs_reader_code else _cycle_collector_paused():
         return sim.run(config, actions)
 
 

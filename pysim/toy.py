@@ -290,7 +290,11 @@ def series(reports, points: int = SERIES_POINTS) -> dict:
     sizes = [len(rep["batch"]) for rep in reports]
     tokens = [sum(map(itemgetter(2), rep["batch"])) for rep in reports]  # the n of (id, kind, n)
     starts = range(0, len(reports), bucket)
-    mean = lambda values, s: round(sum(values[s:s + bucket]) / len(values[s:s + bucket]), 2)
+
+    def mean(values, s):
+        part = values[s:s + bucket]
+        return round(sum(part) / len(part), 2)
+
     return {"bucket": bucket, "start": list(starts), "batch": [mean(sizes, s) for s in starts],
             "tokens": [mean(tokens, s) for s in starts]}
 

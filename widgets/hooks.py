@@ -446,7 +446,7 @@ def _with_csp(output: str) -> str:
         return _insert_csp(output, CSP.format(hashes=" 'unsafe-inline'"))
     scripts = _inline_scripts(output)
     if _state["assets"][IFRAME_WORKER][0] in output:  # the offline plugin's shim is on the page
-        config = re.search(r'<script id="__config" type="application/json">(.*?)</script>', output, re.S)
+        config = re.search(re.escape(MATERIAL_CONFIG) + r"(.*?)</script>", output, re.S)
         search = config and json.loads(config.group(1)).get("search")
         if search:
             scripts.append(_iframe_worker_script(search))

@@ -339,16 +339,16 @@
     return [bar, note];
   }
 
-  // Whether a box is within NEAR_PX of the screen, or will be once the browser has
-  // scrolled to the link's #target (it does that late, after the page has loaded; a
+  // Where the top of the screen will be, relative to where it is now, once the browser
+  // has scrolled to the link's #target (it does that late, after the page has loaded; a
   // reader who followed a link to a widget should not wait for that scroll).
-  function nearScreen(box) {
-    let target = null;
+  function screenTop() {
     try {
-      target = location.hash.length > 1 && document.getElementById(decodeURIComponent(location.hash.slice(1)));
-    } catch (err) { /* a malformed link: judge by the screen as it is */ }
-    const top = target ? box.top - target.getBoundingClientRect().top : box.top;
-    return top + box.height > -NEAR_PX && top < window.innerHeight + NEAR_PX;
+      const target = location.hash.length > 1 && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+      return target ? target.getBoundingClientRect().top : 0;
+    } catch (err) {
+      return 0; // a malformed link: judge by the screen as it is
+    }
   }
 
   function mountAll() {
@@ -390,7 +390,11 @@
     // A widget already near the screen: spawn the worker now, and boot Python right
     // after the next frame, so the text and pictures are painted before any Pyodide
     // byte is asked for.
-    const near = [...widgets].some((w) => nearScreen(w.getBoundingClientRect()));
+    const top = screenTop();
+    const near = [...widgets].some((w) => {
+      const r = w.getBoundingClientRect();
+      return r.bottom - top > -NEAR_PX && r.top - top < window.innerHeight + NEAR_PX;
+    });
     if (near) {
       runtime.prepare();
       requestAnimationFrame(() => setTimeout(touched, 0));

@@ -6,7 +6,10 @@ Bad input must come back as an answer naming the field, never as an exception
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import json
+import subprocess
 import sys
 
 import pytest
@@ -149,10 +152,6 @@ def test_cli_refuses_actions(capsys):
 def test_simulations_run_without_the_cycle_collector_and_restore_it(monkeypatch):
     """The bridge pauses gc around a simulation (its p95 in Pyodide) and always puts it
     back, also when the run fails; the exercise, which runs a reader's code, keeps it on."""
-    import gc
-
-    import dataclasses
-
     import pysim.race
 
     seen = {}
@@ -181,12 +180,10 @@ def test_simulations_run_without_the_cycle_collector_and_restore_it(monkeypatch)
 @pytest.mark.skipif(sys.platform == "emscripten", reason="needs a fresh interpreter (subprocess)")
 def test_a_call_imports_only_its_own_simulation():
     """A page's first answer must not wait for every simulation module to compile."""
-    import subprocess
-
-    code = ("import sys; from pysim import bridge; bridge.call('toy', '{}'); "
-            "print(sorted(m for m in sys.modules if m.startswith('pysim.')))")
+    code = ("import json, sys; from pysim import bridge; bridge.call('toy', '{}'); "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pysim.'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    loaded = eval(out)
+    loaded = json.loads(out)
     assert "pysim.toy" in loaded
     assert not {"pysim.race", "pysim.kvcache", "pysim.budget", "pysim.engine", "pysim.exercise",
                 "pysim.batch_size"} & set(loaded), loaded
