@@ -10,6 +10,7 @@
   const settings = settingsEl ? JSON.parse(settingsEl.textContent) : null;
   const BOOT_TIMEOUT_MS = 90000;
   const NEAR_PX = 600; // Python starts when a widget comes this close to the screen
+  const FIRST_PAINT_WAIT_MS = 2000; // the longest Python waits for the first paint report
 
   function absolute(url) {
     return new URL(url, document.baseURI).href;
@@ -371,6 +372,31 @@
     }
   }
 
+  // Call `then` once the first contentful paint has been reported. Widgets can mount
+  // before it (their scripts run while the page is still parsing), and the paint that
+  // follows a frame is reported a little later than the frame itself. A browser that
+  // does not report paints, or a page that is never shown, waits FIRST_PAINT_WAIT_MS.
+  function afterFirstPaint(then) {
+    const painted = () => performance.getEntriesByName("first-contentful-paint").length > 0;
+    const observable = window.PerformanceObserver &&
+      (PerformanceObserver.supportedEntryTypes || []).includes("paint");
+    if (!observable || painted()) {
+      then();
+      return;
+    }
+    let done = false;
+    const go = () => {
+      if (done) return;
+      done = true;
+      observer.disconnect();
+      clearTimeout(timer);
+      then();
+    };
+    const observer = new PerformanceObserver(() => { if (painted()) go(); });
+    observer.observe({ type: "paint", buffered: true });
+    const timer = setTimeout(go, FIRST_PAINT_WAIT_MS);
+  }
+
   // Start Python when a widget comes near the screen, or as soon as the reader
   // touches one (pointer or keyboard focus), whichever is first. Once per page.
   let armed = false;
@@ -387,9 +413,9 @@
       w.addEventListener("pointerdown", touched, { once: true });
       w.addEventListener("focusin", touched, { once: true });
     }
-    // A widget already near the screen: spawn the worker now, and boot Python right
-    // after the next frame, so the text and pictures are painted before any Pyodide
-    // byte is asked for.
+    // A widget already near the screen: spawn the worker now, and boot Python once the
+    // browser has reported its first paint and drawn one more frame with the widgets,
+    // so the text and pictures are on screen before any Pyodide byte is asked for.
     const top = screenTop();
     const near = [...widgets].some((w) => {
       const r = w.getBoundingClientRect();
@@ -397,7 +423,7 @@
     });
     if (near) {
       runtime.prepare();
-      requestAnimationFrame(() => setTimeout(touched, 0));
+      afterFirstPaint(() => requestAnimationFrame(() => setTimeout(touched, 0)));
       return;
     }
     if (!("IntersectionObserver" in window)) {
