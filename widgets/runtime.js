@@ -397,9 +397,19 @@
     const timer = setTimeout(go, FIRST_PAINT_WAIT_MS);
   }
 
+  // Run `then` in a task of its own, ahead of ordinary tasks where the browser lets us
+  // say so: after a frame, a setTimeout would queue behind the page's other start-up
+  // work (Material's bundle, ~100 ms), and Python would start that much later.
+  function soon(then) {
+    if (window.scheduler && typeof scheduler.postTask === "function") {
+      scheduler.postTask(then, { priority: "user-blocking" }).catch(() => {});
+    } else setTimeout(then, 0);
+  }
+
   // Start Python when a widget comes near the screen, or as soon as the reader
   // touches one (pointer or keyboard focus), whichever is first. Once per page.
   let armed = false;
+  let bootSoon = false; // a widget is near the screen: Python starts after the first paint
   function armStart() {
     const widgets = document.querySelectorAll(".pysim-widget[data-mounted]");
     if (armed || !widgets.length) return;
@@ -422,8 +432,9 @@
       return r.bottom - top > -NEAR_PX && r.top - top < window.innerHeight + NEAR_PX;
     });
     if (near) {
+      bootSoon = true;
       runtime.prepare();
-      afterFirstPaint(() => requestAnimationFrame(() => setTimeout(touched, 0)));
+      afterFirstPaint(() => requestAnimationFrame(() => soon(touched)));
       return;
     }
     if (!("IntersectionObserver" in window)) {
@@ -438,6 +449,98 @@
     }, { rootMargin: `${NEAR_PX}px 0px` });
     widgets.forEach((w) => observer.observe(w));
   }
+
+  // ------------------------------------------------------------- search waits for Python
+  //
+  // Material starts its search worker as soon as its bundle runs: the worker receives
+  // the whole search index and builds it, a few hundred ms of CPU. On a page with a
+  // widget that lands exactly while Pyodide's WebAssembly compiles, and a reader's
+  // machine may have two cores. So on these pages Material gets a stand-in worker that
+  // keeps its messages, and the real one starts when Python is up (or cannot start), or
+  // the moment the reader reaches for the search box; on a page opened far from its
+  // widgets (Python waits for a scroll), once the page has loaded. Search answers exactly
+  // as before, only its index is built later. (From file:// Python never runs: nothing
+  // is deferred.)
+  const SEARCH_WAIT_MS = 10000; // the longest search waits, whatever Python does
+
+  function deferSearchWorker() {
+    const RealWorker = window.Worker;
+    const waiting = new Set();
+    let released = false; // once true, every search worker runs, now and later
+    const startAll = () => {
+      released = true;
+      for (const w of [...waiting]) w.begin();
+    };
+
+    function isSearch(url) {
+      const config = document.getElementById("__config"); // Material's, read when it asks
+      try {
+        const search = config && JSON.parse(config.textContent).search;
+        return !!search && absolute(search) === absolute(String(url));
+      } catch (err) {
+        return false;
+      }
+    }
+
+    // Just enough of a Worker for Material: postMessage, terminate and its events.
+    class DeferredWorker extends EventTarget {
+      constructor(args) {
+        super();
+        this.args = args;
+        this.queue = [];
+        this.worker = null;
+        this.ended = false;
+        this.onmessage = this.onerror = this.onmessageerror = null;
+        if (released) this.begin();
+        else waiting.add(this);
+      }
+
+      begin() {
+        waiting.delete(this);
+        if (this.worker || this.ended) return;
+        const worker = this.worker = Reflect.construct(RealWorker, this.args);
+        worker.addEventListener("message", (e) => this.relay(new MessageEvent("message", { data: e.data })));
+        worker.addEventListener("messageerror", () => this.relay(new MessageEvent("messageerror")));
+        worker.addEventListener("error", (e) => {
+          e.preventDefault(); // reported through this stand-in instead
+          this.relay(new ErrorEvent("error", { message: e.message, filename: e.filename, lineno: e.lineno }));
+        });
+        for (const [message, transfer] of this.queue) worker.postMessage(message, transfer);
+        this.queue = [];
+      }
+
+      relay(event) {
+        this.dispatchEvent(event);
+        const handler = this["on" + event.type];
+        if (typeof handler === "function") handler.call(this, event);
+      }
+
+      postMessage(message, transfer = []) {
+        if (this.worker) this.worker.postMessage(message, transfer);
+        else if (!this.ended) this.queue.push([message, transfer]);
+      }
+
+      terminate() {
+        this.ended = true;
+        waiting.delete(this);
+        if (this.worker) this.worker.terminate();
+      }
+    }
+
+    window.Worker = new Proxy(RealWorker, {
+      construct(target, args, newTarget) {
+        return isSearch(args[0]) ? new DeferredWorker(args) : Reflect.construct(target, args, newTarget);
+      },
+    });
+
+    runtime.subscribe((state) => { if (state !== "idle" && state !== "loading") startAll(); });
+    window.addEventListener("load", () => { if (runtime.state === "idle" && !bootSoon) startAll(); });
+    document.addEventListener("focusin", (e) => { if (e.target.closest && e.target.closest(".md-search")) startAll(); });
+    document.addEventListener("change", (e) => { if (e.target.id === "__search") startAll(); });
+    setTimeout(startAll, SEARCH_WAIT_MS);
+  }
+
+  if (settings && runtime.servedOverHttp && window.Worker && window.Proxy) deferSearchWorker();
 
   window.PySim = { runtime, register, h, fmt, readHash, writeHash, numberControl, reducedMotion,
     sizeCanvas, stripePattern };

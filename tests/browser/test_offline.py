@@ -40,7 +40,8 @@ window.__probe = { workers: [], boots: [], statuses: [] };
 const RealWorker = window.Worker;
 window.Worker = class extends RealWorker {
   constructor(url, options) {
-    __probe.workers.push({url: String(url), name: (options && options.name) || ""});
+    __probe.workers.push({url: String(url), name: (options && options.name) || "",
+                          python: window.PySim ? PySim.runtime.state : ""});
     super(url, options);
   }
   postMessage(message, ...rest) {
@@ -220,6 +221,37 @@ def test_widget_page_text_and_pictures_before_python(make_page, site_url, watch,
     assert {"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip"} <= set(fetched)
 
 
+def search_workers(page) -> list[dict]:
+    return [w for w in page.evaluate("__probe.workers") if "/workers/search." in w["url"]]
+
+
+def test_search_index_is_built_after_python_on_a_widget_page(make_page, site_url):
+    """Material's search worker (it builds the index: CPU that Pyodide's start needs on a
+    small machine) starts only once Python is ready; search then works as usual."""
+    name, widgets = next(iter(WIDGET_PAGES.items()))
+    page = make_page()
+    page.add_init_script(PROBE)
+    page.goto(page_url(site_url, name, f"#widget-{widgets[0]}"))
+    page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
+    page.wait_for_function("() => __probe.workers.some(w => w.url.includes('/workers/search.'))")
+    [worker] = search_workers(page)
+    assert worker["python"] == "ready", worker
+    assert search(page, "preemption") > 0
+
+
+def test_search_answers_at_once_while_python_loads(make_page, site_url):
+    """A reader who reaches for search before Python is ready does not wait for it."""
+    name, widgets = next(iter(WIDGET_PAGES.items()))
+    page = make_page()
+    page.add_init_script(PROBE)
+    page.goto(page_url(site_url, name, f"#widget-{widgets[0]}"))
+    assert search(page, "preemption") > 0
+    [worker] = search_workers(page)
+    assert worker["python"] in ("idle", "loading"), worker
+    page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
+    assert len(search_workers(page)) == 1
+
+
 def test_python_waits_until_a_widget_is_near_or_touched(make_page, site_url, watch):
     """Far from any widget, nothing of Python loads; touching a control starts it."""
     far = None
@@ -239,6 +271,8 @@ def test_python_waits_until_a_widget_is_near_or_touched(make_page, site_url, wat
     page.wait_for_timeout(1500)
     assert page.evaluate("document.querySelector('.pysim-widget').dataset.runtime") == "idle"
     assert not [u for u in watch.requests if is_pyodide(u)]
+    # With Python not started, nothing holds Material's search back: its worker is up.
+    assert [u for u in watch.requests if "/workers/search." in u]
     # Keyboard focus reaching the widget counts as touching it (without scrolling here).
     page.evaluate("document.querySelector('.pysim-widget .pysim-body').dispatchEvent(new FocusEvent('focusin', {bubbles: true}))")
     page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime !== 'idle'")
