@@ -7,8 +7,8 @@
 // then terminates the worker and starts a fresh Python (runtime.js, Runtime.crashed),
 // so an endless loop costs the reader a few seconds, not the page.
 //
-// The editor is Ace (npm ace-builds, shipped with the site; hooks.py loads it before this
-// file). Without it the widget falls back to a plain text area.
+// The editor is Ace (npm ace-builds, shipped with the site), loaded after the page's
+// start (hooks.py, VENDOR_LATER); until then, or without it, a plain text area.
 (function () {
   "use strict";
   const { h, fmt } = window.PySim;
@@ -37,13 +37,28 @@
     try { window.localStorage.removeItem(STORE); } catch (err) { /* fine */ }
   }
 
-  // The editor: Ace when it loaded, a text area otherwise. Both expose get/set.
-  function makeEditor(host, code, onChange) {
-    if (window.ace && typeof window.ace.edit === "function") {
+  // The editor. The code first sits in a plain text area, so the page and Python start
+  // without Ace's half a megabyte of script; Ace takes its place once Python is up, or
+  // the moment the reader touches the text area, keeping the text, the caret and the
+  // focus. If Ace cannot load, the text area stays: it edits as well, without colours.
+  function makeEditor(root, code, onChange) {
+    const area = h("textarea", { class: "exercise-fallback", spellcheck: "false", rows: 32,
+      "aria-label": "Python code of your toy scheduler" });
+    area.value = code;
+    area.addEventListener("input", () => onChange(area.value));
+    let current = { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; } };
+    let upgrading = null;
+
+    function withAce() {
+      if (!(window.ace && typeof window.ace.edit === "function") || !area.isConnected) return;
+      const focused = document.activeElement === area;
+      const caret = area.selectionStart;
+      const host = h("div", { class: "exercise-editor", id: "exercise-editor-" + uid() });
+      area.replaceWith(host);
       const editor = window.ace.edit(host, {
         mode: "ace/mode/python",
         theme: dark() ? THEMES.dark : THEMES.light,
-        value: code,
+        value: area.value,
         useWorker: false,
         tabSize: 4,
         useSoftTabs: true,
@@ -57,21 +72,35 @@
       });
       editor.session.setUndoManager(new window.ace.UndoManager());
       editor.clearSelection();
+      if (focused) {
+        editor.focus();
+        editor.moveCursorToPosition(editor.session.doc.indexToPosition(caret, 0));
+      }
       editor.session.on("change", () => onChange(editor.getValue()));
       new MutationObserver(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light))
         .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
-      return {
+      current = {
         kind: "ace",
         get: () => editor.getValue(),
         set: (text) => { editor.setValue(text, -1); editor.clearSelection(); },
       };
+      root.dataset.editor = "ace";
     }
-    const area = h("textarea", { class: "exercise-fallback", spellcheck: "false", rows: 24,
-      "aria-label": "Python code of your toy scheduler" });
-    area.value = code;
-    area.addEventListener("input", () => onChange(area.value));
-    host.replaceWith(area);
-    return { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; } };
+
+    function upgrade() {
+      if (!upgrading) upgrading = window.PySim.loadLater(NAME).then(withAce, () => {});
+      return upgrading;
+    }
+    area.addEventListener("focus", upgrade, { once: true });
+    area.addEventListener("pointerdown", upgrade, { once: true });
+    root.dataset.editor = "textarea";
+    return {
+      element: area,
+      upgrade,
+      get kind() { return current.kind; },
+      get: () => current.get(),
+      set: (text) => current.set(text),
+    };
   }
 
   function mount(body, { prerendered, runtime, root }) {
@@ -86,22 +115,21 @@
     const resetBtn = h("button", { type: "button", class: "md-button", onclick: reset }, "Back to the starter code");
     const note = h("span", { class: "exercise-note" },
       `Run and Check execute your code in this page's Python worker; after ${limit} s it is stopped.`);
-    const host = h("div", { class: "exercise-editor", id: "exercise-editor-" + uid() });
     const help = h("p", { class: "exercise-help" },
       "In the editor, Tab indents. From the keyboard: Tab to the editor, Enter to start typing, Escape to leave it.");
     const verdict = h("p", { class: "exercise-verdict", role: "status", "aria-live": "polite" });
     const details = h("div", { class: "exercise-details" });
 
-    body.append(
-      h("div", { class: "pysim-toolbar" }, runBtn, checkBtn, resetBtn, note),
-      host, help, verdict, details);
-
-    const editor = makeEditor(host, loadSaved() || starter, (code) => {
+    const editor = makeEditor(root, loadSaved() || starter, (code) => {
       clearTimeout(saveTimer);
       saveTimer = setTimeout(() => (code === starter ? forget() : save(code)), 400);
     });
     root.pysimEditor = editor; // for the browser tests (and the curious)
-    root.dataset.editor = editor.kind;
+    body.append(
+      h("div", { class: "pysim-toolbar" }, runBtn, checkBtn, resetBtn, note),
+      editor.element, help, verdict, details);
+    // Python is up (or will not come): nothing competes with Ace any more.
+    runtime.subscribe((state) => { if (state !== "idle" && state !== "loading") editor.upgrade(); });
 
     // When Python is ready, ask it for the starter view: it must equal the pre-rendered
     // one (the same pysim, the same toy.py), or the editor would start from stale code.

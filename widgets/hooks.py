@@ -57,8 +57,13 @@ SHARED_STYLES = ("widgets.css",)
 # package.json) and loaded before the widget's own script.
 VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
+}
+# Libraries a widget can draw its picture without, loaded by the widget itself later
+# (PySim.loadLater(NAME), in this order) so they do not compete with Python's start.
+VENDOR_LATER = {
     # Exercise 5's editor: Ace (a classic script exposing `ace`), with its Python mode
-    # and a light and a dark theme loaded up front, so Ace never fetches a module itself.
+    # and a light and a dark theme, so Ace never fetches a module itself. Until it
+    # comes, the code sits in a plain text area.
     "exercise": ("ace-builds/src-min-noconflict/ace.js",
                  "ace-builds/src-min-noconflict/mode-python.js",
                  "ace-builds/src-min-noconflict/theme-chrome.js",
@@ -205,7 +210,7 @@ def on_pre_build(config, **kwargs):
     for path in sorted([*WIDGETS_DIR.glob("*.js"), *WIDGETS_DIR.glob("*.css")]):
         data = path.read_bytes()
         assets[path.name] = ("assets/widgets/" + _hashed_name(path.name, data), data)
-    for files in VENDOR.values():
+    for files in [*VENDOR.values(), *VENDOR_LATER.values()]:
         for rel in files:
             data = (ROOT / "node_modules" / rel).read_bytes()
             assets[rel] = ("assets/vendor/" + _hashed_name(Path(rel).name, data), data)
@@ -347,6 +352,7 @@ def _link_widgets(output, page):
                   _state["wheel"].name: _state["wheel"].stat().st_size},
     }
     names = sorted(set(widgets))
+    runtime["later"] = {n: [up + assets[rel][0] for rel in VENDOR_LATER[n]] for n in names if n in VENDOR_LATER}
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets)]

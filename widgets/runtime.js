@@ -450,6 +450,26 @@
     widgets.forEach((w) => observer.observe(w));
   }
 
+  // ------------------------------------------------------------- libraries for later
+  //
+  // A library a widget can draw its picture without (hooks.py, VENDOR_LATER: the
+  // exercise's code editor) is not on the page at first: the widget asks for it when it
+  // needs it. Its files load in parallel and run in order; the promise settles once.
+  const later = {};
+  function loadLater(name) {
+    if (!later[name]) {
+      const urls = (settings && settings.later && settings.later[name]) || [];
+      later[name] = Promise.all(urls.map((url) => new Promise((resolve, reject) => {
+        const script = h("script", { src: absolute(url) });
+        script.async = false; // run in the order given, each as soon as the ones before it
+        script.onload = resolve;
+        script.onerror = () => reject(new Error("could not load " + url));
+        document.head.append(script);
+      })));
+    }
+    return later[name];
+  }
+
   // ------------------------------------------------------------- search waits for Python
   //
   // Material starts its search worker as soon as its bundle runs: the worker receives
@@ -543,7 +563,7 @@
   if (settings && runtime.servedOverHttp && window.Worker && window.Proxy) deferSearchWorker();
 
   window.PySim = { runtime, register, h, fmt, readHash, writeHash, numberControl, reducedMotion,
-    sizeCanvas, stripePattern };
+    sizeCanvas, stripePattern, loadLater };
   // Widgets normally mount as their scripts register. DOMContentLoaded (or "load", for
   // a script added late) catches the rest, and arms Python for whatever did mount, even
   // if one widget's script failed to load. Both steps are idempotent.

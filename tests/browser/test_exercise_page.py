@@ -40,17 +40,42 @@ def press(page, name):
     return page.locator(f"{ROOT} .exercise-verdict").inner_text()
 
 
-def test_editor_holds_the_toy_and_python_agrees(page, site_url):
+def test_editor_holds_the_toy_and_python_agrees(make_page, site_url, watch):
+    """The code is readable and editable at once in a text area; Ace, which would compete
+    with Python's start, is fetched only once Python is ready, and then takes over."""
+    page = make_page()
     page.goto(page_url(site_url, PAGE))
     root = page.locator(ROOT)
-    assert root.get_attribute("data-editor") == "ace"
+    assert root.get_attribute("data-editor") == "textarea"
+    assert page.locator(f"{ROOT} textarea").input_value() == exercise.starter_code()
+    page.wait_for_timeout(500)
+    assert not [u for u in watch.requests if "/vendor/ace." in u]
+    wait_for_python(page)
+    until(page, f"document.querySelector(\"{ROOT}\").dataset.editor === 'ace'")
     assert page.evaluate(f"document.querySelector(\"{ROOT}\").pysimEditor.get()") == exercise.starter_code()
+    assert page.locator(f"{ROOT} textarea.exercise-fallback").count() == 0
     # Python highlighting and line numbers are Ace's.
     assert page.locator(f"{ROOT} .ace_gutter-cell").count() > 5
     assert page.locator(f"{ROOT} .ace_keyword").count() > 0
-    wait_for_python(page)
     until(page, f"['same', 'updated', 'failed'].includes(document.querySelector(\"{ROOT}\").dataset.live)")
     assert root.get_attribute("data-live") == "same"
+
+
+def test_touching_the_text_area_brings_ace_keeping_text_caret_and_focus(make_page, site_url, watch):
+    page = make_page()
+    page.goto(page_url(site_url, PAGE))
+    area = page.locator(f"{ROOT} textarea")
+    area.evaluate("a => { a.value = a.value.replace('TOKEN_BUDGET = 1024', 'TOKEN_BUDGET = 2048'); }")
+    area.dispatch_event("input")
+    caret = area.evaluate("a => a.value.indexOf('TOKEN_BUDGET = 2048') + 'TOKEN_BUDGET = '.length")
+    area.evaluate("(a, at) => a.setSelectionRange(at, at)", caret)
+    area.focus()  # the reader clicks or tabs into it, long before Python is ready
+    until(page, f"document.querySelector(\"{ROOT}\").dataset.editor === 'ace'", timeout=20)
+    assert page.evaluate(f"document.querySelector(\"{ROOT}\").dataset.runtime") != "ready"
+    page.keyboard.type("9")  # lands where the caret was, in Ace, which has the focus
+    code = page.evaluate(f"document.querySelector(\"{ROOT}\").pysimEditor.get()")
+    assert "TOKEN_BUDGET = 92048" in code
+    assert code.replace("TOKEN_BUDGET = 92048", "TOKEN_BUDGET = 1024") == exercise.starter_code()
 
 
 def test_correct_solution_passes_and_wrong_one_names_the_step(page, site_url):
