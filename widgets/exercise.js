@@ -128,8 +128,8 @@
     body.append(
       h("div", { class: "pysim-toolbar" }, runBtn, checkBtn, resetBtn, note),
       editor.element, help, verdict, details);
-    // Python is up (or will not come): nothing competes with Ace any more.
-    runtime.subscribe((state) => { if (state !== "idle" && state !== "loading") editor.upgrade(); });
+    // Ace comes once Python has given its first answer (below), or will not start.
+    runtime.subscribe((state) => { if (state === "failed" || state === "unavailable") editor.upgrade(); });
 
     // When Python is ready, ask it for the starter view: it must equal the pre-rendered
     // one (the same pysim, the same toy.py), or the editor would start from stale code.
@@ -137,6 +137,7 @@
       if (state !== "ready" || root.dataset.live) return;
       root.dataset.live = "pending";
       const answer = await runtime.call(NAME, { config: {} }).catch(() => null);
+      editor.upgrade(); // nothing competes with Ace any more
       if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
       const same = JSON.stringify(answer.result) === JSON.stringify(start);
       if (!same) console.error("pysim: the pre-rendered exercise differs from what Pyodide computed");

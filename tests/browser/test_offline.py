@@ -41,7 +41,8 @@ const RealWorker = window.Worker;
 window.Worker = class extends RealWorker {
   constructor(url, options) {
     __probe.workers.push({url: String(url), name: (options && options.name) || "",
-                          python: window.PySim ? PySim.runtime.state : ""});
+                          python: window.PySim ? PySim.runtime.state : "",
+                          live: [...document.querySelectorAll('.pysim-widget')].every(w => w.dataset.live)});
     super(url, options);
   }
   postMessage(message, ...rest) {
@@ -227,7 +228,8 @@ def search_workers(page) -> list[dict]:
 
 def test_search_index_is_built_after_python_on_a_widget_page(make_page, site_url):
     """Material's search worker (it builds the index: CPU that Pyodide's start needs on a
-    small machine) starts only once Python is ready; search then works as usual."""
+    small machine) starts only once Python is ready and every widget has its first
+    answer; search then works as usual."""
     name, widgets = next(iter(WIDGET_PAGES.items()))
     page = make_page()
     page.add_init_script(PROBE)
@@ -235,7 +237,7 @@ def test_search_index_is_built_after_python_on_a_widget_page(make_page, site_url
     page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
     page.wait_for_function("() => __probe.workers.some(w => w.url.includes('/workers/search.'))")
     [worker] = search_workers(page)
-    assert worker["python"] == "ready", worker
+    assert worker["python"] == "ready" and worker["live"], worker
     assert search(page, "preemption") > 0
 
 
