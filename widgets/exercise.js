@@ -128,12 +128,11 @@
     body.append(
       h("div", { class: "pysim-toolbar" }, runBtn, checkBtn, resetBtn, note),
       editor.element, help, verdict, details);
-    // Ace comes once Python has given its first answer (below), or will not start.
-    runtime.subscribe((state) => { if (state === "failed" || state === "unavailable") editor.upgrade(); });
-
     // When Python is ready, ask it for the starter view: it must equal the pre-rendered
     // one (the same pysim, the same toy.py), or the editor would start from stale code.
+    // Ace comes after that first answer, or at once if Python will not start.
     runtime.subscribe(async (state) => {
+      if (state === "failed" || state === "unavailable") editor.upgrade();
       if (state !== "ready" || root.dataset.live) return;
       root.dataset.live = "pending";
       const answer = await runtime.call(NAME, { config: {} }).catch(() => null);

@@ -477,11 +477,10 @@
   // widget that lands exactly while Pyodide's WebAssembly compiles, and a reader's
   // machine may have two cores. So on these pages Material gets a stand-in worker that
   // keeps its messages, and the real one starts when Python is up and has answered the
-  // widgets' first calls (or cannot start), or
-  // the moment the reader reaches for the search box; on a page opened far from its
-  // widgets (Python waits for a scroll), once the page has loaded. Search answers exactly
-  // as before, only its index is built later. (From file:// Python never runs: nothing
-  // is deferred.)
+  // widgets' first calls (or cannot start), or the moment the reader reaches for the
+  // search box; on a page opened far from its widgets (Python waits for a scroll), once
+  // the page has loaded. Search answers exactly as before, only its index is built
+  // later. (From file:// Python never runs: nothing is deferred.)
   const SEARCH_WAIT_MS = 10000; // the longest search waits, whatever Python does
 
   function deferSearchWorker() {
@@ -503,7 +502,8 @@
       }
     }
 
-    // Just enough of a Worker for Material: postMessage, terminate and its events.
+    // Just enough of a Worker for Material, which listens with addEventListener:
+    // postMessage, terminate, and its "message" and "error" events.
     class DeferredWorker extends EventTarget {
       constructor(args) {
         super();
@@ -511,7 +511,6 @@
         this.queue = [];
         this.worker = null;
         this.ended = false;
-        this.onmessage = this.onerror = this.onmessageerror = null;
         if (released) this.begin();
         else waiting.add(this);
       }
@@ -520,20 +519,13 @@
         waiting.delete(this);
         if (this.worker || this.ended) return;
         const worker = this.worker = Reflect.construct(RealWorker, this.args);
-        worker.addEventListener("message", (e) => this.relay(new MessageEvent("message", { data: e.data })));
-        worker.addEventListener("messageerror", () => this.relay(new MessageEvent("messageerror")));
+        worker.addEventListener("message", (e) => this.dispatchEvent(new MessageEvent("message", { data: e.data })));
         worker.addEventListener("error", (e) => {
           e.preventDefault(); // reported through this stand-in instead
-          this.relay(new ErrorEvent("error", { message: e.message, filename: e.filename, lineno: e.lineno }));
+          this.dispatchEvent(new ErrorEvent("error", { message: e.message, filename: e.filename, lineno: e.lineno }));
         });
         for (const [message, transfer] of this.queue) worker.postMessage(message, transfer);
         this.queue = [];
-      }
-
-      relay(event) {
-        this.dispatchEvent(event);
-        const handler = this["on" + event.type];
-        if (typeof handler === "function") handler.call(this, event);
       }
 
       postMessage(message, transfer = []) {

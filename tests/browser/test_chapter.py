@@ -4,7 +4,6 @@ where the text quotes them."""
 
 from __future__ import annotations
 
-
 import pytest
 from conftest import ROOT, page_url
 
