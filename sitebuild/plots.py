@@ -1,9 +1,10 @@
 """Static plots for the chapter's pages, drawn at build time from pysim's numbers.
 
-A page line `{{ plot.NAME }}` (on its own) is replaced by the hook with `NAME()` from this
-file: an inline SVG string. Every number plotted comes from `pysim.figures`, the same
-functions that fill the `{{ group.key }}` placeholders, so a plot cannot disagree with
-the sentence beside it.
+A page line `{{ plot.NAME }}` (on its own) is replaced at build time (sitebuild/figures.py)
+with `NAME()` from this file: an inline SVG string. Every number plotted comes from
+`pysim.figures`, the same functions that fill the `{{ group.key }}` placeholders, so a
+plot cannot disagree with the sentence beside it. This is build-time code: it is not in
+the wheel, and no page runs it.
 
 The drawing is deliberately plain: axes with ticks, lines, a few labels written straight
 onto the chart instead of a legend. Text and axes use `currentColor`, so they follow

@@ -1,0 +1,103 @@
+"""Our front-end files under content-hashed names, and what one page links of them.
+
+A file's name changes whenever its bytes do (`runtime.<hash>.js`), so a host can cache
+every file under assets/widgets/ and assets/vendor/ for a year and a reader never runs
+stale code (README, "Deploying"). Only pages that hold a widget link any of them: a page
+without one loads none of our scripts.
+
+A widget named NAME brings widgets/NAME.js (and widgets/NAME.css if there is one), so
+the simulation module, the bridge name and the widget file share one word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import NODE_MODULES, ROOT, Files
+
+WIDGETS_DIR = ROOT / "widgets"
+RUNTIME = "runtime.js"           # every widget page: the one Pyodide worker's client
+WORKER = "worker.js"             # started by runtime.js, never linked from a page
+SHARED_STYLES = ("widgets.css",)
+# Libraries from npm (pinned in package.json) a widget needs before its own script runs.
+VENDOR = {
+    "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
+}
+# Libraries a widget can draw its picture without: the widget loads them itself later
+# (PySim.loadLater(NAME), in this order) so they do not compete with Python's start.
+VENDOR_LATER = {
+    # Exercise 5's editor: Ace (a classic script exposing `ace`), with its Python mode
+    # and a light and a dark theme, so Ace never fetches a module itself. Until it
+    # comes, the code sits in a plain text area.
+    "exercise": ("ace-builds/src-min-noconflict/ace.js",
+                 "ace-builds/src-min-noconflict/mode-python.js",
+                 "ace-builds/src-min-noconflict/theme-chrome.js",
+                 "ace-builds/src-min-noconflict/theme-tomorrow_night.js"),
+}
+
+
+@dataclass(frozen=True)
+class Asset:
+    path: str    # in the site, e.g. assets/widgets/runtime.caecde224a.js
+    data: bytes
+
+
+def hashed_name(filename: str, data: bytes) -> str:
+    """`runtime.js` -> `runtime.<first 10 hex digits of its sha256>.js`."""
+    stem, _, ext = filename.rpartition(".")
+    return f"{stem}.{hashlib.sha256(data).hexdigest()[:10]}.{ext}"
+
+
+def hashed(folder: str, source: Path, name: str | None = None) -> Asset:
+    data = source.read_bytes()
+    return Asset(f"{folder}/{hashed_name(name or source.name, data)}", data)
+
+
+def collect(widgets_dir: Path = WIDGETS_DIR, node_modules: Path = NODE_MODULES) -> dict[str, Asset]:
+    """Every widget script and style (by file name) and every vendored file (by its
+    path under node_modules), hashed."""
+    found = {path.name: hashed("assets/widgets", path)
+             for path in sorted([*widgets_dir.glob("*.js"), *widgets_dir.glob("*.css")])}
+    for files in [*VENDOR.values(), *VENDOR_LATER.values()]:
+        for rel in files:
+            found[rel] = hashed("assets/vendor", node_modules / rel)
+    return found
+
+
+def files(assets: dict[str, Asset]) -> Files:
+    return {a.path: a.data for a in assets.values()}
+
+
+@dataclass(frozen=True)
+class PageAssets:
+    """What overrides/main.html writes into a widget page (URLs relative to the page)."""
+    styles: list[str]     # stylesheets, in <head>
+    runtime: str          # the JSON settings of runtime.js, in a data block in <head>
+    scripts: list[str]    # preloaded in <head>, run in order at the end of <body>
+
+
+def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up: str = "") -> PageAssets:
+    """The files a page holding `widgets` loads. `runtime` holds the worker's settings
+    (paths in the site); `up` leads from the page back to the site's root."""
+    names = sorted(set(widgets))
+    vendor = [rel for n in names for rel in VENDOR.get(n, ())]
+    styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
+              *(f"{n}.css" for n in names if f"{n}.css" in assets)]
+    scripts = [*(v for v in vendor if v.endswith(".js")), RUNTIME, *(f"{n}.js" for n in names)]
+    settings = {
+        "pyodide": up + runtime["pyodide"],
+        "lock": up + runtime["lock"],
+        "worker": up + assets[WORKER].path,
+        "package": "pysim",
+        "sizes": runtime["sizes"],
+        "later": {n: [up + assets[rel].path for rel in VENDOR_LATER[n]] for n in names if n in VENDOR_LATER},
+    }
+    return PageAssets(
+        styles=[up + assets[f].path for f in styles],
+        # "</" cannot appear inside a script element; JSON allows the escaped form.
+        runtime=json.dumps(settings).replace("</", "<\\/"),
+        scripts=[up + assets[f].path for f in scripts],
+    )

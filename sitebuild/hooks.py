@@ -1,0 +1,162 @@
+"""The MkDocs hook (named in mkdocs.yml): MkDocs's events, adapted to sitebuild's steps.
+
+Nothing here computes or edits anything itself. At each build (and each rebuild under
+`mkdocs serve`) the events call, in this order:
+
+    on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's
+    on_pre_build       wheel, assets: the wheel, its lock file's name, the hashed assets
+    on_page_markdown   figures: {{ group.key }} numbers and {{ plot.NAME }} pictures
+    on_page_content    katex, prerender: math rendered, widgets filled with their models;
+                       what the page must load goes to page.meta for overrides/main.html
+    on_post_page       csp: the finished page's policy (404.html: on_post_template)
+    on_post_build      every file written; the lock file; offline_zip: the zip
+
+What a build needs lives in one `Build` object; on_pre_build refreshes it from the
+working tree at every (re)build.
+The offline plugin's shim and the zip are made only when mkdocs.yml enables Material's
+`offline` plugin, so a second, hosted build of the same sources can leave both out.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority
+
+ROOT = Path(__file__).resolve().parent.parent
+if sys.path[:1] != [str(ROOT)]:
+    sys.path.insert(0, str(ROOT))  # this tree's sitebuild, not an installed one
+
+from sitebuild import (BuildError, assets, csp, figures, iframe_worker, katex,  # noqa: E402
+                       offline_zip, prerender, pyodide_runtime, wheel, write_files)
+import sitebuild.plots  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.pysim")
+
+
+@dataclass
+class Build:
+    command: str = "build"         # mkdocs's command: build, serve or gh-deploy
+    offline: bool = False          # Material's offline plugin is on: ship its shim and the zip
+    bridge: object = None          # pysim.bridge, imported fresh from the working tree
+    figure: object = None          # pysim.figures.figure
+    plots: object = None           # sitebuild.plots, drawn with that pysim
+    fields: dict = field(default_factory=dict)
+    assets: dict = field(default_factory=dict)
+    shim: assets.Asset | None = None
+    wheel: Path | None = None
+    runtime: dict = field(default_factory=dict)  # the worker's settings, paths in the site
+
+
+build = Build()
+
+
+def reported(event):
+    """A build step's error stops the build with its message, as MkDocs reports a plugin's."""
+    @functools.wraps(event)
+    def run(*args, **kwargs):
+        try:
+            return event(*args, **kwargs)
+        except BuildError as err:
+            raise PluginError(f"pysim build: {err}") from err
+    return run
+
+
+def on_startup(command, dirty=False, **kwargs):
+    build.command = command
+
+
+def on_config(config, **kwargs):
+    """Whichever of the offline plugin and this hook runs first, no unpkg URL is left."""
+    build.offline = "material/offline" in config.plugins or "offline" in config.plugins
+    if build.offline:
+        build.shim = iframe_worker.shim()
+        config.extra["polyfills"] = iframe_worker.without_unpkg(config.extra.get("polyfills", []), build.shim.path)
+        config.extra["pysim_download"] = offline_zip.PATH
+    return config
+
+
+@reported
+def on_pre_build(config, **kwargs):
+    pyodide_runtime.check()
+    build.bridge = prerender.fresh_import("pysim.bridge")
+    build.figure = importlib.import_module("pysim.figures").figure
+    build.plots = importlib.reload(sitebuild.plots)  # it imported the pysim just dropped
+    build.fields = prerender.describe(build.bridge.call)
+    build.assets = assets.collect()
+    build.wheel = wheel.build_wheel(Path(tempfile.mkdtemp(prefix="pysim-wheel-")))
+    pyodide_dir = pyodide_runtime.site_dir()
+    build.runtime = {"pyodide": pyodide_dir, "lock": pyodide_dir + wheel.lock_name(build.wheel),
+                     "sizes": {**pyodide_runtime.download_sizes(), build.wheel.name: build.wheel.stat().st_size}}
+    log.info("pysim wheel %s", build.wheel.name)
+
+
+@reported
+def on_page_markdown(markdown, page, config, files, **kwargs):
+    return figures.expand(markdown, build.figure, build.plots, page.file.src_path)
+
+
+@reported
+def on_page_content(html, page, config, files, **kwargs):
+    where = page.file.src_path
+    html, has_math = katex.render_math(html, where)
+    scripts = {name[:-3] for name in build.assets if name.endswith(".js") and "/" not in name}
+    html, widgets = prerender.prerender(html, build.bridge.call, build.fields, scripts, where)
+    up = "../" * page.url.count("/")  # from this page back to the site's root
+    page.meta["pysim_katex"] = up + katex.stylesheet() if has_math else None
+    page.meta["pysim_assets"] = assets.page_assets(widgets, build.assets, build.runtime, up) if widgets else None
+    return html
+
+
+def _with_policy(html: str) -> str:
+    if build.command == "serve":
+        # `mkdocs serve` appends a live-reload script whose text changes with every
+        # request, so no hash can allow it: locally, inline scripts are allowed instead.
+        return csp.with_policy(html, allow_inline=True)
+    extra = []
+    search = build.shim and build.shim.path in html and iframe_worker.search_worker_url(html)
+    if search:
+        extra.append(iframe_worker.iframe_script(iframe_worker.SHIM, search))
+    return csp.with_policy(html, extra)
+
+
+# After other plugins' on_post_page, so the policy hashes the page's final scripts.
+@event_priority(-100)
+@reported
+def on_post_page(output, page, config, **kwargs):
+    return _with_policy(output)
+
+
+@reported
+def on_post_template(output_content, template_name, config, **kwargs):
+    """Static templates (404.html) get the same policy as the pages."""
+    return _with_policy(output_content) if template_name.endswith(".html") else output_content
+
+
+# After every other plugin (the offline plugin writes search/search_index.js at
+# priority -100), so the zip holds the finished site.
+@event_priority(-200)
+@reported
+def on_post_build(config, **kwargs):
+    site = Path(config.site_dir)
+    pyodide_dir = pyodide_runtime.site_dir()
+    lock = wheel.lock_file(build.wheel, pyodide_runtime.NPM_DIR / "pyodide-lock.json")
+    write_files(site, {
+        **pyodide_runtime.runtime_files(),
+        **katex.katex_files(),
+        **assets.files(build.assets),
+        **({build.shim.path: build.shim.data} if build.shim else {}),
+        pyodide_dir + build.wheel.name: build.wheel,
+        build.runtime["lock"]: lock.encode("utf-8"),
+    })
+    if build.offline:
+        zipped = offline_zip.site_zip(site)
+        write_files(site, {offline_zip.PATH: zipped})
+        log.info("offline zip %s (%.1f MB)", offline_zip.PATH, len(zipped) / 1e6)

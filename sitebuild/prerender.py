@@ -1,0 +1,77 @@
+"""Each widget's default view model, computed by pysim in CPython and written into its page.
+
+A page holds `<div class="pysim-widget" data-widget="NAME"></div>` (optionally with a
+`data-config='{...}'` attribute); this step fills it with a JSON data block holding the
+config, the view model `pysim.bridge.call(NAME, ...)` returns for it, and the fields
+`describe` lists for NAME. The widget draws that model the moment its script runs, so a
+reader sees real numbers before Python has started, and still sees them where Python
+cannot start (a page opened from disk). Pyodide later computes the same model (pysim is
+deterministic) and a browser test checks that the two are equal.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from . import ROOT, BuildError
+
+WIDGET_DIV = re.compile(
+    r'<div class="pysim-widget" data-widget="(?P<name>[a-z_]+)"(?P<attrs>[^>]*)>\s*</div>'
+)
+CONFIG_ATTR = re.compile(r"data-config='(?P<json>[^']*)'")
+NOSCRIPT = ('<p class="pysim-noscript">This interactive simulation needs JavaScript; '
+            "its numbers are also in the text.</p>")
+
+
+def fresh_import(name: str, source: Path = ROOT) -> ModuleType:
+    """Import `name` (e.g. "pysim.bridge") from the working tree, dropping any copy of
+    pysim a previous build imported, so `mkdocs serve` always uses the code on disk."""
+    sys.path.insert(0, str(source))
+    try:
+        for loaded in [m for m in sys.modules if m == "pysim" or m.startswith("pysim.")]:
+            del sys.modules[loaded]
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(source))
+
+
+def describe(call: Callable[[str, str], str]) -> dict:
+    """Every simulation's fields with their ranges, by simulation name."""
+    return json.loads(call("describe", ""))["result"]
+
+
+def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, widgets: set[str],
+              where: str = "a page") -> tuple[str, list[str]]:
+    """The page with every widget placeholder filled, and the widgets' names in order.
+
+    `call` is `pysim.bridge.call`; `fields` is what `describe` returned; `widgets` holds
+    the names that have a script (widgets/NAME.js).
+    """
+    found = []
+
+    def fill(match: re.Match) -> str:
+        name = match.group("name")
+        if name not in widgets:
+            raise BuildError(f"{where} uses widget {name!r} but widgets/{name}.js does not exist")
+        cfg_match = CONFIG_ATTR.search(match.group("attrs"))
+        cfg = json.loads(html.unescape(cfg_match.group("json"))) if cfg_match else {}
+        answer = json.loads(call(name, json.dumps({"config": cfg})))
+        if not answer["ok"]:
+            raise BuildError(f"widget {name!r} on {where}: {answer['error']}")
+        found.append(name)
+        model = json.dumps({"config": cfg, "view": answer["result"], "fields": fields[name]["fields"]},
+                           separators=(",", ":"))
+        # "</" cannot appear inside a script element; JSON allows the escaped form.
+        model = model.replace("</", "<\\/")
+        return (f'<div class="pysim-widget" data-widget="{name}" id="widget-{name}"{match.group("attrs")}>'
+                f'<script type="application/json" class="pysim-prerender">{model}</script>'
+                f"{NOSCRIPT}</div>")
+
+    return WIDGET_DIV.sub(fill, page_html), found

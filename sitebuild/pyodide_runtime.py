@@ -1,0 +1,42 @@
+"""The Pyodide runtime, served by the site itself from the pinned npm package.
+
+The worker loads Pyodide from `assets/pyodide/<version>/` with `indexURL` and
+`packageBaseUrl` pointing there (widgets/worker.js), so it never falls back to a CDN.
+The folder is named by the version (package.json pins it exactly), so a host may cache
+it for a year.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import NODE_MODULES, BuildError, Files
+
+NPM_DIR = NODE_MODULES / "pyodide"
+# What a browser needs; the rest of the npm package is for Node and for type checkers.
+FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+
+
+def check(npm_dir: Path = NPM_DIR) -> None:
+    if not (npm_dir / "package.json").exists():
+        raise BuildError(f"{npm_dir} is missing; run `npm ci` (or `make site`).")
+
+
+def version(npm_dir: Path = NPM_DIR) -> str:
+    return json.loads((npm_dir / "package.json").read_text())["version"]
+
+
+def site_dir(npm_dir: Path = NPM_DIR) -> str:
+    """Where the runtime lives in the site, e.g. `assets/pyodide/314.0.7/`."""
+    return f"assets/pyodide/{version(npm_dir)}/"
+
+
+def runtime_files(npm_dir: Path = NPM_DIR) -> Files:
+    """The runtime's files, by their path in the site."""
+    return {site_dir(npm_dir) + name: npm_dir / name for name in FILES}
+
+
+def download_sizes(npm_dir: Path = NPM_DIR) -> dict[str, int]:
+    """Bytes of each file the worker downloads, for its progress line ("3.1 of 13.4 MB")."""
+    return {name: (npm_dir / name).stat().st_size for name in FILES}
