@@ -71,16 +71,18 @@ site: setup
 wheel: $(VENV)/.installed
 	$(PY) -m build --wheel --no-isolation --outdir dist .
 
+# (MkDocs watches docs/ and the theme's overrides/ itself.)
 serve: setup
-	$(VENV)/bin/mkdocs serve --strict -a $(HOST):$(PORT) --watch pysim --watch widgets
+	$(VENV)/bin/mkdocs serve --strict -a $(HOST):$(PORT) --watch pysim --watch widgets --watch sitebuild
 
 # ------------------------------------------------------------------ tests
 
 test: site $(WHEELS_FOR_PYODIDE)/.installed chromium
 	$(MAKE) --no-print-directory test-unit test-pyodide test-browser
 
+# pysim's tests, and the build steps' (sitebuild/: plain CPython, no MkDocs, no browser).
 test-unit: $(VENV)/.installed
-	$(VENV)/bin/pytest -p no:cacheprovider tests/unit
+	$(VENV)/bin/pytest -p no:cacheprovider tests/unit tests/build
 
 # The same unit tests inside Pyodide, against the exact wheel the site ships.
 test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed

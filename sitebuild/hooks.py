@@ -33,6 +33,9 @@ from mkdocs.plugins import event_priority
 ROOT = Path(__file__).resolve().parent.parent
 if sys.path[:1] != [str(ROOT)]:
     sys.path.insert(0, str(ROOT))  # this tree's sitebuild, not an installed one
+# `mkdocs serve` runs this file again at every rebuild: take the steps from disk too.
+for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebuild.")]:
+    del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, figures, iframe_worker, katex,  # noqa: E402
                        offline_zip, prerender, pyodide_runtime, wheel, write_files)

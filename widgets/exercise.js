@@ -8,7 +8,7 @@
 // so an endless loop costs the reader a few seconds, not the page.
 //
 // The editor is Ace (npm ace-builds, shipped with the site), loaded after the page's
-// start (hooks.py, VENDOR_LATER); until then, or without it, a plain text area.
+// start (sitebuild/assets.py, VENDOR_LATER); until then, or without it, a plain text area.
 (function () {
   "use strict";
   const { h, fmt } = window.PySim;

@@ -452,7 +452,7 @@
 
   // ------------------------------------------------------------- libraries for later
   //
-  // A library a widget can draw its picture without (hooks.py, VENDOR_LATER: the
+  // A library a widget can draw its picture without (sitebuild/assets.py, VENDOR_LATER: the
   // exercise's code editor) is not on the page at first: the widget asks for it when it
   // needs it. Its files load in parallel and run in order; the promise settles once.
   const later = {};

@@ -4,7 +4,7 @@ lets a page run only the site's own files.
 1. A crafted link (script tags, HTML, event handlers, huge values, wrong types, unknown
    keys) on every widget page is refused with a visible message, and nothing of it
    becomes markup or code: no new element, no on* attribute, no dialog, no script run.
-2. Every page carries the policy (widgets/hooks.py): first in <head>, scripts only from
+2. Every page carries the policy (sitebuild/csp.py): first in <head>, scripts only from
    the site plus the sha256 of each of Material's own inline scripts, WebAssembly for
    Pyodide, nothing from another host. The widgets run under it (Pyodide included, and
    from file://), and a script injected into the page is blocked.

@@ -364,40 +364,6 @@ def test_load_test():
     assert figure("bench.arrivals_s") == 50
 
 
-def _plots_module():
-    """widgets/plots.py, when the source tree is here (not inside Pyodide's wheel)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "widgets" / "plots.py"
-    if not path.exists():
-        pytest.skip("widgets/plots.py is not shipped with the wheel")
-    spec = importlib.util.spec_from_file_location("plots_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.mark.parametrize("name", ["throughput", "occupancy"])
-def test_plots_are_labelled_svg_without_blank_lines(name):
-    import xml.etree.ElementTree as ET
-
-    svg = getattr(_plots_module(), name)()
-    # A blank line would end Markdown's raw HTML block in the middle of the SVG.
-    assert "\n\n" not in svg and "{{" not in svg
-    root = ET.fromstring(svg)
-    ns = "{http://www.w3.org/2000/svg}"
-    assert root.tag == ns + "svg" and root.get("role") == "img"
-    assert root.find(ns + "title").text and root.find(ns + "desc").text
-    assert "currentColor" in svg
-
-
-def test_plot_ticks():
-    plots = _plots_module()
-    assert plots.nice_ticks(0, 5500, 6) == [0, 1000, 2000, 3000, 4000, 5000]
-    assert plots.nice_ticks(0, 64, 4) == [0, 20, 40, 60]
-
-
 def test_kv_walkthrough_matches_a_hand_trace():
     # Default pool: 24 blocks of 4 tokens; A and B start with the same 8-token system
     # prompt = 2 full blocks. A (11 tokens) takes blocks 0,1,2; B (10 tokens) hits 0 and 1

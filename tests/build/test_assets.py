@@ -1,0 +1,68 @@
+"""Content-hashed names, and the tags a widget page gets, from hand-made inputs."""
+
+import json
+
+from sitebuild import assets
+from sitebuild.assets import Asset
+
+# sha256("") = e3b0c442 98fc1c14 ... and sha256("abc") = ba7816bf 8f01cfea ... (the test
+# vectors of FIPS 180-2); a name keeps the first 10 hex digits.
+EMPTY, ABC = "e3b0c44298", "ba7816bf8f"
+
+
+def test_a_name_carries_the_first_ten_digits_of_the_content_hash():
+    assert assets.hashed_name("runtime.js", b"") == f"runtime.{EMPTY}.js"
+    assert assets.hashed_name("uPlot.min.css", b"abc") == f"uPlot.min.{ABC}.css"
+
+
+def test_collect_hashes_widgets_and_vendored_files(tmp_path):
+    widgets, npm = tmp_path / "widgets", tmp_path / "node_modules"
+    widgets.mkdir()
+    (widgets / "runtime.js").write_bytes(b"abc")
+    (widgets / "widgets.css").write_bytes(b"")
+    (widgets / "notes.txt").write_bytes(b"not shipped")
+    for rel in [r for files in [*assets.VENDOR.values(), *assets.VENDOR_LATER.values()] for r in files]:
+        (npm / rel).parent.mkdir(parents=True, exist_ok=True)
+        (npm / rel).write_bytes(b"")
+    found = assets.collect(widgets, npm)
+    assert found["runtime.js"] == Asset(f"assets/widgets/runtime.{ABC}.js", b"abc")
+    assert found["widgets.css"].path == f"assets/widgets/widgets.{EMPTY}.css"
+    assert found["uplot/dist/uPlot.iife.min.js"].path == f"assets/vendor/uPlot.iife.min.{EMPTY}.js"
+    assert "notes.txt" not in found
+    # 2 widget files + 2 uPlot files + 4 of Ace.
+    assert len(found) == 8
+    assert assets.files(found)[f"assets/widgets/runtime.{ABC}.js"] == b"abc"
+
+
+def fake_assets():
+    names = ["runtime.js", "worker.js", "widgets.css", "race.js", "batch_size.js", "batch_size.css",
+             "exercise.js", *assets.VENDOR["batch_size"], *assets.VENDOR_LATER["exercise"]]
+    return {n: Asset(f"assets/x/{n.rsplit('/', 1)[-1]}", b"") for n in names}
+
+
+RUNTIME = {"pyodide": "assets/pyodide/1.2.3/", "lock": "assets/pyodide/1.2.3/lock.json", "sizes": {"a.whl": 5}}
+
+
+def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
+    page = assets.page_assets(["race", "batch_size", "race"], fake_assets(), RUNTIME, up="../")
+    # Widgets sorted by name; uPlot (batch_size's library) before everything it needs.
+    assert page.scripts == ["../assets/x/uPlot.iife.min.js", "../assets/x/runtime.js",
+                            "../assets/x/batch_size.js", "../assets/x/race.js"]
+    assert page.styles == ["../assets/x/uPlot.min.css", "../assets/x/widgets.css", "../assets/x/batch_size.css"]
+    settings = json.loads(page.runtime)
+    assert settings == {"pyodide": "../assets/pyodide/1.2.3/", "lock": "../assets/pyodide/1.2.3/lock.json",
+                        "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
+                        "later": {}}
+
+
+def test_libraries_for_later_are_listed_not_linked():
+    page = assets.page_assets(["exercise"], fake_assets(), RUNTIME)
+    assert page.scripts == ["assets/x/runtime.js", "assets/x/exercise.js"]
+    assert json.loads(page.runtime)["later"] == {"exercise": [
+        "assets/x/ace.js", "assets/x/mode-python.js", "assets/x/theme-chrome.js", "assets/x/theme-tomorrow_night.js"]}
+
+
+def test_the_settings_cannot_close_their_script_element():
+    page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "sizes": {"</script>.whl": 1}})
+    assert "</" not in page.runtime
+    assert json.loads(page.runtime)["sizes"] == {"</script>.whl": 1}

@@ -1,0 +1,66 @@
+"""Widget placeholders filled with a view model, against a stand-in for pysim.bridge.call."""
+
+import json
+
+import pytest
+
+from sitebuild import BuildError, prerender
+
+FIELDS = {"race": {"fields": [{"name": "seed"}]}, "toy": {"fields": []}}
+
+
+def call(name, payload):
+    """A bridge that echoes its config, and refuses seed 0 as pysim's would."""
+    config = json.loads(payload)["config"]
+    if config.get("seed") == 0:
+        return json.dumps({"ok": False, "error": {"field": "seed", "message": "seed must be 1..1000"}})
+    return json.dumps({"ok": True, "result": {"name": name, "echo": config, "note": "a </script> inside"}})
+
+
+def model_of(html):
+    start = html.index('class="pysim-prerender">') + len('class="pysim-prerender">')
+    return json.loads(html[start:html.index("</script>", start)].replace("<\\/", "</"))
+
+
+def test_a_placeholder_gets_its_model_its_fields_and_a_noscript_line():
+    page = '<p>a</p><div class="pysim-widget" data-widget="race"></div><p>b</p>'
+    out, found = prerender.prerender(page, call, FIELDS, {"race"})
+    assert found == ["race"]
+    assert out.startswith('<p>a</p><div class="pysim-widget" data-widget="race" id="widget-race">'
+                          '<script type="application/json" class="pysim-prerender">')
+    assert out.endswith(prerender.NOSCRIPT + "</div><p>b</p>")
+    assert model_of(out) == {"config": {}, "view": {"name": "race", "echo": {}, "note": "a </script> inside"},
+                             "fields": [{"name": "seed"}]}
+    # The one "</" in the model is escaped, so the data block ends where it should.
+    assert out.count("</script>") == 1
+
+
+def test_the_config_attribute_is_read_after_html_unescaping():
+    page = ('<div class="pysim-widget" data-widget="race" data-config=\'{"seed": 7, "x": "&lt;b&gt;"}\'>\n</div>'
+            '<div class="pysim-widget" data-widget="toy"></div>')
+    out, found = prerender.prerender(page, call, FIELDS, {"race", "toy"})
+    assert found == ["race", "toy"]
+    assert model_of(out)["view"]["echo"] == {"seed": 7, "x": "<b>"}
+    assert 'id="widget-race" data-config=\'{"seed": 7, "x": "&lt;b&gt;"}\'>' in out  # attributes kept
+
+
+def test_a_widget_without_a_script_is_an_error():
+    with pytest.raises(BuildError, match=r"docs/p\.md uses widget 'race' but widgets/race\.js does not exist"):
+        prerender.prerender('<div class="pysim-widget" data-widget="race"></div>', call, FIELDS, set(), "docs/p.md")
+
+
+def test_a_config_pysim_refuses_is_an_error():
+    page = '<div class="pysim-widget" data-widget="race" data-config=\'{"seed": 0}\'></div>'
+    with pytest.raises(BuildError, match="seed must be 1..1000"):
+        prerender.prerender(page, call, FIELDS, {"race"})
+
+
+def test_a_page_without_widgets_is_unchanged():
+    assert prerender.prerender("<p>text</p>", call, FIELDS, {"race"}) == ("<p>text</p>", [])
+
+
+def test_describe_lists_the_fields_of_every_simulation_the_bridge_knows():
+    from pysim import bridge  # not fresh_import: that would drop the pysim other tests hold
+
+    fields = prerender.describe(bridge.call)
+    assert fields and all(isinstance(f["fields"], list) for f in fields.values())
