@@ -178,12 +178,12 @@ def throughput() -> str:
     body.append(_text(ax.x(40), ax.y(figures.throughput_tok_s(t0, beta, 40)) - 26,
                       "B slides down toward 1", anchor="end", size=11))
 
-    desc = (f"Throughput B/(t0 + beta B) with t0 = {t0:g} ms and beta = {beta:g} ms rises from "
-            f"{y1:,.0f} tokens/s at B = 1 to {y64:,.0f} at B = {b_max} and flattens toward the "
-            f"roofline 1/beta = {roof:,.0f} tokens/s. A dotted line marks B = {b_max}, where the KV "
-            f"cache is full: continuous batching keeps the batch there, while a static batch "
-            f"slides down the curve toward B = 1 as its members finish.")
-    return _svg("throughput", "Decode throughput against batch size", desc, body)
+    return _svg("throughput", "Decode throughput against batch size", body=body, desc=(
+        f"Throughput B/(t0 + beta B) with t0 = {t0:g} ms and beta = {beta:g} ms rises from "
+        f"{y1:,.0f} tokens/s at B = 1 to {y64:,.0f} at B = {b_max} and flattens toward the "
+        f"roofline 1/beta = {roof:,.0f} tokens/s. A dotted line marks B = {b_max}, where the KV "
+        f"cache is full: continuous batching keeps the batch there, while a static batch "
+        f"slides down the curve toward B = 1 as its members finish."))
 
 
 def _steps_to_points(ax: Axes, busy: list[int], durations_ms: list[float]) -> list[str]:
