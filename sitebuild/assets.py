@@ -19,8 +19,9 @@ from pathlib import Path
 from . import NODE_MODULES, ROOT, Files
 
 WIDGETS_DIR = ROOT / "widgets"
-RUNTIME = "runtime.js"           # every widget page: the one Pyodide worker's client
-WORKER = "worker.js"             # started by runtime.js, never linked from a page
+# Every widget page runs these, in this order, before the widgets' own scripts.
+SHARED_SCRIPTS = ("runtime.js",)  # the one Pyodide worker's client
+WORKER = "worker.js"              # started by runtime.js, never linked from a page
 SHARED_STYLES = ("widgets.css",)
 # Libraries from npm (pinned in package.json) a widget needs before its own script runs.
 VENDOR = {
@@ -86,7 +87,7 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets)]
-    scripts = [*(v for v in vendor if v.endswith(".js")), RUNTIME, *(f"{n}.js" for n in names)]
+    scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS, *(f"{n}.js" for n in names)]
     settings = {
         "pyodide": up + runtime["pyodide"],
         "lock": up + runtime["lock"],
