@@ -78,7 +78,7 @@ def on_startup(command, dirty=False, **kwargs):
 
 def on_config(config, **kwargs):
     """Whichever of the offline plugin and this hook runs first, no unpkg URL is left."""
-    build.offline = "material/offline" in config.plugins or "offline" in config.plugins
+    build.offline = "material/offline" in config.plugins
     if build.offline:
         build.shim = iframe_worker.shim()
         config.extra["polyfills"] = iframe_worker.without_unpkg(config.extra.get("polyfills", []), build.shim.path)
