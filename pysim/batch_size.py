@@ -1,4 +1,4 @@
-"""Choosing the batch size: the --max-num-seqs trade-off (widgets.md section 4).
+"""Choosing the batch size: the --max-num-seqs trade-off (page docs/batch-size.md).
 
 Each decode step of a batch of B running requests reads every weight once, plus the
 KV cache of every request, and does 2 FLOPs per parameter per request. So:
@@ -27,13 +27,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .bridge import Simulation
+from .registry import Simulation
 from .catalog import GB, GPU, GPUS, MODELS, Model
-from .config import ConfigError, bounded, choice, flag
+from .config import ConfigError, bounded, choice, flag, to_mapping
 
 # --gpu-memory-utilization 0.9, as a fraction kept exact: memory x 9 // 10.
 MEMORY_UTILIZATION = (9, 10)
-# Activations, CUDA graphs and the runtime itself (widgets.md: 4 GB).
+# Activations, CUDA graphs and the runtime itself (a round 4 GB).
 RESERVE_BYTES = 4 * GB
 # The curve stops here however large the limits are (the speed limit can reach ~90,000
 # at 1 token/s); points are log-spaced, so this is about 35 points at most.
@@ -202,9 +202,7 @@ def run(config: BatchSizeConfig, actions: list) -> dict:
         assert recommended >= 1 and roof.meets(recommended, target)
 
     view = {
-        "config": {"gpu": config.gpu, "model": config.model,
-                   "context_tokens": config.context_tokens, "target_tok_s": target,
-                   "kv_fp8": config.kv_fp8, "weights_fp8": config.weights_fp8},
+        "config": to_mapping(config),
         "note": NOTE,
         "gpu": gpu.record(),
         "model": model.record(),
@@ -397,5 +395,36 @@ def text(view: dict) -> str:
     return "\n".join(lines)
 
 
+def figures() -> dict:
+    """The numbers page 6 quotes ({{ batch_size.KEY }}): the calculator's defaults, its
+    FP8 KV cache and the coding-agent preset."""
+    base = run(BatchSizeConfig(), [])
+    fp8 = run(BatchSizeConfig(kv_fp8=True), [])
+    coding = run(BatchSizeConfig(context_tokens=base["presets"]["coding_agent"]["context_tokens"]), [])
+    return {
+        "gpu": base["gpu"]["label"], "model": base["model"]["label"],
+        "context": base["config"]["context_tokens"], "target": base["config"]["target_tok_s"],
+        "kv_bytes_per_token": base["kv_bytes_per_token"],
+        "kv_kib_per_token": base["kv_bytes_per_token"] / 1024,
+        "layers": base["model"]["layers"], "kv_heads": base["model"]["kv_heads"],
+        "head_dim": base["model"]["head_dim"],
+        "weights_gb": base["weight_bytes"] / 1e9,
+        "usable_gb": base["usable_bytes"] / 1e9,
+        "pool_gb": base["kv_pool_bytes"] / 1e9,
+        "pool_tokens": base["kv_pool_tokens"],
+        "max_batch_memory": base["max_batch_memory"],
+        "max_batch_speed": base["max_batch_speed"],
+        "recommended": base["recommended_max_num_seqs"],
+        "per_user_at_rec": base["per_user_tok_s"],
+        "total_at_rec": base["total_tok_s"],
+        "single_user": base["single_user_tok_s"],
+        "fp8_pool_tokens": fp8["kv_pool_tokens"],
+        "fp8_max_batch_memory": fp8["max_batch_memory"],
+        "coding_context": coding["config"]["context_tokens"],
+        "coding_max_batch_memory": coding["max_batch_memory"],
+        "coding_recommended": coding["recommended_max_num_seqs"],
+    }
+
+
 SIMULATION = Simulation(name="batch_size", config_cls=BatchSizeConfig, run=run, text=text,
-                        takes_actions=False)
+                        figures=figures)

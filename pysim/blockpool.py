@@ -1,8 +1,9 @@
 """The paged KV-cache memory: one pool of fixed-size blocks, shared by every simulation.
 
-Follows vLLM V1 (0.33) `BlockPool`, `FreeKVCacheBlockQueue` and `KVCacheManager`
-(vllm-v1-semantics.md sections A-E), with one teaching simplification from
-widgets.md section 2: there is no null block, so all `num_gpu_blocks` blocks are usable.
+Follows vLLM V1 (0.33) `BlockPool` and `FreeKVCacheBlockQueue` (vllm/v1/core/block_pool.py,
+vllm/v1/core/kv_cache_utils.py) and `KVCacheManager` (vllm/v1/core/kv_cache_manager.py),
+with one teaching simplification: there is no null block, so all `num_gpu_blocks` blocks
+are usable.
 
 The vocabulary:
 - A *block* holds `block_size` token slots; a request's *block table* lists the
@@ -14,23 +15,25 @@ The vocabulary:
   A freed block keeps its hash (it can still be hit) until it is handed out again.
 - The free queue is in eviction order: blocks are handed out from the head. Freed
   blocks that carry a hash go to the tail (evicted last); freed blocks without one go
-  to the head (reused first), as vLLM 0.33 does (E4).
+  to the head (reused first), as vLLM 0.33's `BlockPool.free_blocks` does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
+
+from .utils import cdiv
 
 BlockHash = bytes  # a sha256 digest covering the whole prefix up to and including a block
 
-# The parent of a sequence's first block: a fixed value, like vLLM's NONE_HASH (B3).
+# The parent of a sequence's first block: a fixed value, like vLLM's `NONE_HASH`.
 ROOT_HASH: BlockHash = hashlib.sha256(b"pysim-root-hash").digest()
 
 
 def hash_block(parent: BlockHash | None, token_ids: Sequence[int]) -> BlockHash:
-    """Hash one block from its parent's hash and its own token ids (B2).
+    """Hash one block from its parent's hash and its own token ids (vLLM: `hash_block_tokens`).
 
     The encoding is fixed-width (8 signed bytes per token id after a 32-byte
     parent), so the same input gives the same digest on every Python.
@@ -39,14 +42,23 @@ def hash_block(parent: BlockHash | None, token_ids: Sequence[int]) -> BlockHash:
     return hashlib.sha256((parent or ROOT_HASH) + data).digest()
 
 
-def hash_full_blocks(token_ids: Sequence[int], block_size: int,
-                     parent: BlockHash | None = None) -> list[BlockHash]:
-    """The chained hashes of every full block of `token_ids` (a partial tail has none)."""
-    hashes = []
-    for start in range(0, len(token_ids) - block_size + 1, block_size):
-        parent = hash_block(parent, token_ids[start:start + block_size])
-        hashes.append(parent)
-    return hashes
+def hash_full_blocks(token_ids: Sequence[int], block_size: int, known: Sequence[BlockHash] = (),
+                     start: int = 0, stop: int | None = None) -> Iterator[BlockHash]:
+    """The chained hashes of full blocks start..stop-1 of `token_ids`, in order.
+
+    `stop` defaults to every full block (a partial tail has no hash). Block i's hash is
+    `known[i]` when the caller already has it (vLLM keeps them on the request:
+    `Request.block_hashes`), else
+    hash_block(block i-1's hash, block i's tokens). A generator, so a lookup that stops
+    at its first cache miss hashes no further.
+    """
+    if stop is None:
+        stop = len(token_ids) // block_size
+    parent = known[start - 1] if start else None
+    for i in range(start, stop):
+        parent = known[i] if i < len(known) else \
+            hash_block(parent, token_ids[i * block_size:(i + 1) * block_size])
+        yield parent
 
 
 class BlockPool:
@@ -60,21 +72,23 @@ class BlockPool:
         self._ref = [0] * num_gpu_blocks
         self._hash: list[BlockHash | None] = [None] * num_gpu_blocks
         # hash -> {block id: None}: a dict keeps insertion order, so the first block
-        # registered under a hash that is still present is the first key (C3).
+        # registered under a hash that is still present is the first key (as vLLM's
+        # `BlockPool.get_cached_block`).
         self._cached: dict[BlockHash, dict[int, None]] = {}
         # The free queue: a circular doubly-linked list over arrays indexed by block id,
-        # with a sentinel at index num_gpu_blocks, so unlinking any block is O(1) (E1).
+        # with a sentinel at index num_gpu_blocks, so unlinking any block is O(1).
         s = num_gpu_blocks
         self._next = list(range(1, num_gpu_blocks + 1)) + [0]
         self._prev = [s] + list(range(num_gpu_blocks))
-        self._num_free = num_gpu_blocks  # all blocks, in ascending id order (A1)
+        self._num_free = num_gpu_blocks  # all blocks, in ascending id order (vLLM: `BlockPool.__init__`)
         self.num_evictions = 0  # cached hashes dropped because their block was handed out
         self.num_allocations = 0  # blocks handed out by get_new_blocks
 
     # --- reading -------------------------------------------------------------
     @property
     def num_free_blocks(self) -> int:
-        """Length of the free queue, free-but-cached blocks included (A4)."""
+        """Length of the free queue, free-but-cached blocks included (vLLM:
+        `BlockPool.get_num_free_blocks`)."""
         return self._num_free
 
     def ref_count(self, block_id: int) -> int:
@@ -84,7 +98,7 @@ class BlockPool:
         return self._hash[block_id]
 
     def get_cached_block(self, h: BlockHash) -> int | None:
-        """A block holding the content of hash `h`, or None (first inserted, C3)."""
+        """A block holding the content of hash `h`, or None (the first inserted, as vLLM `BlockPool.get_cached_block`)."""
         blocks = self._cached.get(h)
         return next(iter(blocks)) if blocks else None
 
@@ -110,14 +124,15 @@ class BlockPool:
 
     # --- changing --------------------------------------------------------------
     def touch(self, block_ids: Iterable[int]) -> None:
-        """Cache hits: one more table holds each block; a free one leaves the queue (E1)."""
+        """Cache hits: one more table holds each block; a free one leaves the queue (vLLM:
+        `BlockPool.touch`)."""
         for b in block_ids:
             if self._ref[b] == 0:
                 self._unlink(b)
             self._ref[b] += 1
 
     def get_new_blocks(self, n: int) -> list[int]:
-        """Hand out `n` blocks from the head of the free queue (D4.2).
+        """Hand out `n` blocks from the head of the free queue (vLLM: `BlockPool.get_new_blocks`).
 
         A handed-out block that still had a hash loses it: its cached content is
         evicted, and it can no longer be hit.
@@ -145,14 +160,15 @@ class BlockPool:
         self.num_evictions += 1
 
     def cache_full_block(self, block_id: int, h: BlockHash) -> None:
-        """Register a full, in-use block under hash `h`. No de-duplication (E3)."""
+        """Register a full, in-use block under hash `h`. No de-duplication (vLLM:
+        `BlockPool.cache_full_blocks`)."""
         assert self.enable_prefix_caching and self._ref[block_id] > 0
-        assert self._hash[block_id] is None, "a block never changes its hash while in use (E2)"
+        assert self._hash[block_id] is None, "a block never changes its hash while in use"
         self._hash[block_id] = h
         self._cached.setdefault(h, {})[block_id] = None
 
     def free_blocks(self, ordered_block_ids: Iterable[int]) -> None:
-        """Drop one reference from each block; place those reaching 0 in the queue (E4).
+        """Drop one reference from each block; place those reaching 0 in the queue (vLLM: `BlockPool.free_blocks`).
 
         Callers pass a request's block table reversed (last block first). Hashed
         blocks go to the tail in that order, so a request's last block is evicted
@@ -197,8 +213,6 @@ class BlockPool:
         assert self.enable_prefix_caching or not self._cached
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class KVCacheManager:
@@ -227,33 +241,30 @@ class KVCacheManager:
 
     def lookup(self, token_ids: Sequence[int],
                block_hashes: Sequence[BlockHash] = ()) -> tuple[list[int], int]:
-        """Longest cached run of leading full blocks: (block ids, hit tokens). Pure (C1).
+        """Longest cached run of leading full blocks: (block ids, hit tokens). Pure, as vLLM's
+        `KVCacheManager.get_computed_blocks`.
 
         The hit is capped at len-1 tokens, rounded down to whole blocks, so the last
-        token is always computed (C2): a fully cached block-aligned prompt computes
+        token is always computed: a fully cached block-aligned prompt computes
         its whole last block again. `block_hashes`, if given, are the sequence's
-        chained full-block hashes already known (vLLM keeps them on the request, B1);
+        chained full-block hashes already known (vLLM's `Request.block_hashes`);
         blocks beyond them are hashed here.
         """
         pool = self.pool
         if not pool.enable_prefix_caching:
             return [], 0
-        bs, cached, known = pool.block_size, pool._cached, len(block_hashes)
+        bs, cached = pool.block_size, pool._cached
         hits: list[int] = []
-        parent = None
-        for i in range(max(0, len(token_ids) - 1) // bs):
-            if i < known:
-                parent = block_hashes[i]
-            else:
-                parent = hash_block(parent, token_ids[i * bs:(i + 1) * bs])
-            blocks = cached.get(parent)
+        for h in hash_full_blocks(token_ids, bs, block_hashes, stop=max(0, len(token_ids) - 1) // bs):
+            blocks = cached.get(h)
             if not blocks:
                 break  # chained: every later block misses too
-            hits.append(next(iter(blocks)))  # the first inserted (C3)
+            hits.append(next(iter(blocks)))  # the first inserted (vLLM: `BlockPool.get_cached_block`)
         return hits, len(hits) * bs
 
     def blocks_needed(self, req_id, num_tokens_total: int, hit_blocks: Sequence[int] = ()) -> int:
-        """Free blocks an allocation would consume (D1): new ones plus evictable hits."""
+        """Free blocks an allocation would consume: new ones plus evictable hits (vLLM:
+        `KVCacheManager.allocate_slots`)."""
         held = len(self._tables.get(req_id, ())) + len(hit_blocks)
         new = max(0, cdiv(num_tokens_total, self.pool.block_size) - held)
         ref = self.pool._ref
@@ -262,11 +273,12 @@ class KVCacheManager:
     def allocate_slots(self, req_id, token_ids: Sequence[int], num_tokens_total: int,
                        hit_blocks: Sequence[int] = (),
                        block_hashes: Sequence[BlockHash] = ()) -> bool:
-        """Make the table cover `num_tokens_total` slots; False, changing nothing, if short (D4).
+        """Make the table cover `num_tokens_total` slots; False, changing nothing, if short
+        (vLLM: `KVCacheManager.allocate_slots`).
 
         `token_ids` are the request's known tokens; every block full within
         min(num_tokens_total, len(token_ids)) of them is hashed and cached now, at
-        schedule time (D5), generated tokens included (B1). Hashes already known
+        schedule time (vLLM: `BlockPool.cache_full_blocks`), generated tokens included. Hashes already known
         can be passed in `block_hashes` (as for `lookup`).
         """
         pool = self.pool
@@ -285,18 +297,18 @@ class KVCacheManager:
             table.extend(pool.get_new_blocks(new))
         if pool.enable_prefix_caching:
             num_tokens = min(num_tokens_total, len(token_ids))
-            hashes, bs = self._hashes[req_id], pool.block_size
-            for i in range(len(hashes), num_tokens // bs):
-                if i < len(block_hashes):
-                    h = block_hashes[i]
-                else:
-                    h = hash_block(hashes[-1] if hashes else None, token_ids[i * bs:(i + 1) * bs])
-                hashes.append(h)
+            hashes = self._hashes[req_id]
+            known = block_hashes if len(block_hashes) > len(hashes) else hashes
+            new = list(hash_full_blocks(token_ids, pool.block_size, known, len(hashes),
+                                        num_tokens // pool.block_size))
+            for i, h in enumerate(new, len(hashes)):
                 pool.cache_full_block(table[i], h)
+            hashes += new
         return True
 
     def free(self, req_id) -> None:
-        """Release the request's blocks, last block first (E4), and forget its table."""
+        """Release the request's blocks, last block first, and forget its table (vLLM:
+        `BlockPool.free_blocks`)."""
         table = self._tables.pop(req_id, [])
         self._hashes.pop(req_id, None)
         self.pool.free_blocks(reversed(table))

@@ -14,52 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import json
-import re
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from .config import ConfigError, describe, from_mapping
+from .config import ConfigError, check_json_depth, describe, from_mapping
+from .registry import simulation, simulations
 
-# A payload larger than this, or nested deeper, is refused before parsing: no allowed
-# input needs it (the deepest, paged_kv_cache's requests, is 4 levels).
+# A payload larger than this is refused before parsing: no allowed input needs it.
+# (Nesting is limited too: pysim.config.MAX_JSON_DEPTH.)
 MAX_PAYLOAD_CHARS = 200_000
-MAX_DEPTH = 32
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """A simulation as the bridge and the command line see it."""
-
-    name: str
-    config_cls: type
-    run: Callable[[Any, list], dict]  # (config, actions) -> view model
-    text: Callable[[dict], str] | None = None  # a readable summary for the CLI
-    takes_actions: bool = False
-    runs_reader_code: bool = False  # the exercise: arbitrary code, so the collector stays on
-
-
-# Each simulation is defined by the pysim module of the same name, as SIMULATION.
-NAMES = ("naive_batching", "paged_kv_cache", "chunked_prefill", "batch_size", "toy_scheduler", "exercises")
-
-
-def simulation(name: str) -> Simulation:
-    """The simulation called `name`, importing its module on first use and no other.
-
-    A page needs one or two simulations. Pyodide compiles every module from source when
-    it is first imported, and all six together took ~80 ms there: time a reader would
-    wait before the first answer. A module that fails to import breaks only its own
-    calls (they answer "internal error"), never the others'.
-    """
-    if name not in NAMES:
-        raise ConfigError("name", f"unknown simulation {name[:40]!r}; known: {', '.join(sorted(NAMES))}")
-    return importlib.import_module(f"pysim.{name}").SIMULATION
-
-
-def simulations() -> dict[str, Simulation]:
-    """Every simulation by name (imports them all: for the CLI, `describe` and tests)."""
-    return {name: simulation(name) for name in NAMES}
 
 
 def run(name: str, payload: Any, *, from_text: bool = False) -> dict:
@@ -112,7 +75,7 @@ def call(name: str, json_text: str) -> str:
         if name == "describe":
             result = _describe_all()
         else:
-            check_depth(json_text)
+            check_json_depth(json_text)
             try:
                 payload = json.loads(json_text, parse_constant=_refuse_constant)
             except (ValueError, RecursionError) as exc:
@@ -125,31 +88,6 @@ def call(name: str, json_text: str) -> str:
         # report it as data and keep the page alive
         error = {"field": "", "message": f"internal error: {type(exc).__name__}: {str(exc)[:200]}"}
     return json.dumps({"ok": False, "error": error})
-
-
-def check_depth(json_text: str, field: str = "") -> None:
-    """Refuse JSON nested deeper than MAX_DEPTH before parsing it (ConfigError on `field`).
-
-    The JSON parser recurses once per level; in Pyodide a few thousand levels overflow
-    the WebAssembly stack, which kills the interpreter instead of raising RecursionError.
-    Brackets inside strings do not count, so strings are dropped first.
-    """
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", json_text))
-    depth = deepest = 0
-    for c in brackets:
-        if c in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > MAX_DEPTH:
-                    raise ConfigError(field, f"{'payload' if not field else 'JSON'} is nested "
-                                             f"more than {MAX_DEPTH} levels deep; at most {MAX_DEPTH}")
-        else:
-            depth -= 1
-
-
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # a JSON string, escapes included
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 def _refuse_constant(token: str):

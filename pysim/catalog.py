@@ -1,10 +1,10 @@
-"""The hardware and model catalog behind the batch-size calculator (widgets.md section 4).
+"""The hardware and model catalog behind the batch-size calculator (docs/batch-size.md).
 
 Every figure below comes from a published source named in the entry's `source`
 string and in the comment above it. Two rules keep the numbers comparable:
 
 - GPU memory and bandwidth are decimal (1 GB = 1e9 bytes, 1 TB/s = 1e12 B/s), as
-  vendors print them and as widgets.md fixes.
+  vendors print them.
 - `peak_flops` is the *dense* 16-bit (BF16/FP16) tensor figure. Datasheets also print a
   number twice as large "with sparsity"; that needs 2:4-sparse weights, which ordinary
   checkpoints do not have, so it is never used here.
@@ -76,7 +76,7 @@ class Model:
 
 _GPU_LIST = (
     # NVIDIA H100 Tensor Core GPU datasheet, "H100 SXM" column: 80 GB HBM3, 3.35 TB/s,
-    # BF16/FP16 tensor 1,979 TFLOPS *with sparsity*, so 989 dense (widgets.md's figure).
+    # BF16/FP16 tensor 1,979 TFLOPS *with sparsity*, so 989 dense.
     GPU("H100", "H100 SXM", 80 * GB, 3_350 * GB, 989 * TFLOPS,
         "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, BF16 989 TFLOPS dense "
         "(1,979 with sparsity)"),
@@ -86,7 +86,7 @@ _GPU_LIST = (
         "NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 4.8 TB/s, BF16 989 TFLOPS dense "
         "(1,979 with sparsity)"),
     # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16/FP16 tensor 362.05 TFLOPS dense
-    # (733 with sparsity); widgets.md rounds it to 362, which we keep.
+    # (733 with sparsity); the chapter rounds it to 362, which we keep.
     GPU("L40S", "L40S", 48 * GB, 864 * GB, 362 * TFLOPS,
         "NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16 362 TFLOPS dense "
         "(733 with sparsity)"),
@@ -106,7 +106,7 @@ _MODEL_LIST = (
     # meta-llama/Llama-3.1-8B config.json: num_hidden_layers 32, num_attention_heads 32,
     # num_key_value_heads 8, hidden_size 4096 (so head dim 4096 / 32 = 128),
     # max_position_embeddings 131072. Parameter count 8.03B (model page).
-    # KV per token in 16-bit: 2 x 32 x 8 x 128 x 2 = 131,072 bytes (widgets.md: 128 KiB).
+    # KV per token in 16-bit: 2 x 32 x 8 x 128 x 2 = 131,072 bytes (128 KiB).
     Model("llama-3.1-8b", "Llama 3.1 8B", 8_030_000_000, 32, 8, 128, 131_072,
           "meta-llama/Llama-3.1-8B config.json: 32 layers, 8 KV heads, head dim 4096/32 = 128, "
           "max_position_embeddings 131072; 8.03B parameters (model page)"),

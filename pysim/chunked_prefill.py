@@ -1,7 +1,7 @@
 """Simulation 3, the token budget and chunked prefill (--max-num-batched-tokens).
 
-Follows widgets.md section 3; the scheduling itself is pysim.engine (vLLM V1's sync
-scheduler, vllm-v1-semantics.md section F), so every rule there holds here: each step,
+The page is docs/chunked-prefill.md; the scheduling itself is pysim.engine (vLLM V1's
+sync `Scheduler`, vllm/v1/core/sched/scheduler.py), so every rule there holds here: each step,
 running requests first in admission order (decodes take 1 token, a prompt in progress
 takes a chunk), then the head of the waiting queue while it fits; a prompt whose last
 chunk runs in a step gets its first token in that step.
@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .blockpool import cdiv
-from .bridge import Simulation
-from .config import ConfigError, bounded, choice, flag
+from .registry import Simulation
+from .utils import cdiv, nearest_rank
+from .config import ConfigError, bounded, choice, flag, to_mapping
 from .engine import Engine, EngineConfig, run_timed
 from .prng import SplitMix64
 
@@ -184,15 +184,6 @@ def _token_ids(spec: Spec, index: int) -> list[int]:
     return shared + list(range(own, own + spec.num_prompt_tokens - spec.shared_prefix))
 
 
-def nearest_rank(values: list, q: float):
-    """The ceil(q x n)-th smallest value (1-based), or None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    k = max(1, -(-int(q * 1000) * len(ordered) // 1000))
-    return ordered[k - 1]
-
-
 def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_seqs: int = 128,
              base_ms: float = 5.0, per_decode_ms: float = 0.02,
              per_prefill_token_ms: float = 0.035, num_gpu_blocks: int = 4096,
@@ -276,14 +267,7 @@ def run(config: ChunkedPrefillConfig, actions: list) -> dict:
                     num_gpu_blocks=config.num_gpu_blocks, enable_prefix_caching=config.enable_prefix_caching,
                     enable_chunked_prefill=config.enable_chunked_prefill, policy=config.policy)
     return {
-        "config": {
-            "scenario": config.scenario, "max_num_batched_tokens": config.max_num_batched_tokens,
-            "max_num_seqs": config.max_num_seqs, "base_ms": config.base_ms,
-            "per_decode_ms": config.per_decode_ms,
-            "per_prefill_token_ms": config.per_prefill_token_ms,
-            "num_gpu_blocks": config.num_gpu_blocks, "enable_prefix_caching": config.enable_prefix_caching,
-            "enable_chunked_prefill": config.enable_chunked_prefill, "policy": config.policy,
-        },
+        "config": to_mapping(config),
         "scenario": {"id": config.scenario, "label": label, "description": description},
         "model": {
             "base_ms": config.base_ms,
@@ -327,5 +311,36 @@ def text(view: dict) -> str:
     return "\n".join(lines)
 
 
+def figures() -> dict:
+    """The numbers page 5 quotes ({{ chunked_prefill.KEY }}): the "Long document" scenario
+    at the four budget presets, plus the step-time model's pieces."""
+    base = run(ChunkedPrefillConfig(), [])
+    model, reqs = base["model"], base["requests"]
+    streams = [r for r in reqs if r["streaming_at_start"]]
+    doc = next(r for r in reqs if not r["streaming_at_start"])
+    decode_step = model["base_ms"] + model["per_decode_ms"] * len(streams)
+    out = {
+        "base_ms": model["base_ms"], "per_decode_ms": model["per_decode_ms"],
+        "per_prefill_token_ms": model["per_prefill_token_ms"],
+        "streams": len(streams), "doc_tokens": doc["num_prompt_tokens"], "doc_arrival_ms": doc["arrival_ms"],
+        "decode_step_ms": decode_step,
+        # The whole document prefilled in one step beside the streams' decodes.
+        "whole_step_ms": decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"],
+        "whole_over_decode": (decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"]) / decode_step,
+    }
+    for budget in base["max_num_batched_tokens_presets"]:
+        view = run(ChunkedPrefillConfig(max_num_batched_tokens=budget), [])
+        summary = view["summary"]
+        out[f"ttft_{budget}"] = summary["ttft_ms"][doc["id"]]
+        out[f"itl_max_{budget}"] = summary["itl_max_ms"]
+        out[f"itl_p50_{budget}"] = summary["itl_p50_ms"]
+        out[f"total_{budget}"] = summary["total_ms"]
+        # Steps that carried a piece of the document's prompt.
+        out[f"chunks_{budget}"] = sum(
+            any(part[0] == doc["id"] and part[1] == "prefill" for part in step["parts"])
+            for step in view["steps"])
+    return out
+
+
 SIMULATION = Simulation(name="chunked_prefill", config_cls=ChunkedPrefillConfig, run=run, text=text,
-                        takes_actions=False)
+                        figures=figures)

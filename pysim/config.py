@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any, Mapping
 
 
@@ -191,3 +192,33 @@ def describe(cls) -> list[dict]:
         out.append({"name": f.name, "default": default, **meta,
                     "options": list(meta.get("options", ()))})
     return out
+
+
+# JSON nested deeper than this is refused before parsing: no allowed input needs it (the
+# deepest, paged_kv_cache's requests, is 4 levels).
+MAX_JSON_DEPTH = 32
+
+
+def check_json_depth(json_text: str, field: str = "") -> None:
+    """Refuse JSON nested deeper than MAX_JSON_DEPTH before parsing it (ConfigError on `field`).
+
+    The JSON parser recurses once per level; in Pyodide a few thousand levels overflow
+    the WebAssembly stack, which kills the interpreter instead of raising RecursionError.
+    Brackets inside strings do not count, so strings are dropped first.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", json_text))
+    depth = deepest = 0
+    for c in brackets:
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    raise ConfigError(field, f"{'payload' if not field else 'JSON'} is nested "
+                                             f"more than {MAX_JSON_DEPTH} levels deep; at most {MAX_JSON_DEPTH}")
+        else:
+            depth -= 1
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # a JSON string, escapes included
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")

@@ -1,7 +1,7 @@
 """The scheduler engine: one step of vLLM V1's synchronous `Scheduler`, over the shared pool.
 
-This is the one place in pysim where the scheduling rules live (vllm-v1-semantics.md
-section F, vLLM 0.33 `Scheduler.schedule` + `update_from_output`; widgets.md section 3).
+This is the one place in pysim where the scheduling rules live: vLLM 0.33's
+`Scheduler.schedule` and `Scheduler.update_from_output` (vllm/v1/core/sched/scheduler.py).
 The budget simulation runs on it, the chapter's workloads run on it, and the toy
 scheduler is compared against it step by step.
 
@@ -10,22 +10,23 @@ tokens sampled so far) and `num_computed` (tokens whose KV is in the cache); eac
 hands every request some tokens so that `num_computed` catches up with `num_tokens`,
 all of them under one token budget (`max_num_batched_tokens`):
 
-1. RUNNING requests first, in the order they were admitted (F1). A decoding request
+1. RUNNING requests first, in the order they were admitted. A decoding request
    needs 1 token (the one it sampled last step); a request part-way through its prompt
    needs the rest of it, cut to what is left of the budget (a *chunk*). If its KV needs
-   a new block while the pool is empty, the most recently admitted request is preempted (FCFS: the
-   tail of `running`; PRIORITY: the largest (priority, arrival)), and allocation is
-   retried, until it succeeds or the request has preempted itself (F2).
-2. WAITING requests next, only if nobody was preempted this step (F3), and only the
+   a new block while the pool is empty, another request is preempted (the waiting
+   queue's policy picks it, pysim.request_queue: FCFS the tail of `running`, PRIORITY
+   the largest (priority, arrival)), and allocation is retried, until it succeeds or the request has preempted itself.
+2. WAITING requests next, only if nobody was preempted this step, and only the
    head of the queue: admitted while `len(running) < max_num_seqs`, budget is left and
-   the pool can hold the request's whole current sequence (I5). When the head cannot be
+   the pool can hold the request's whole current sequence. When the head cannot be
    admitted, admission stops for this step: head-of-line blocking.
-3. After scheduling (F4, F5), every request whose computed tokens reached `num_tokens`
+3. After scheduling (vLLM: `Scheduler._update_after_schedule`, `update_from_output`),
+   every request whose computed tokens reached `num_tokens`
    samples one token: a decode, or the last chunk of a prompt, which gives the
    request its first token in that very step. A request that has all its tokens
    finishes and frees its blocks in the same step; they are usable from the next step.
 
-Sync, not async (G3): we mirror the synchronous `Scheduler`, where step k's sampled
+Sync, not async: we mirror the synchronous `Scheduler`, where step k's sampled
 tokens, finishes and freed blocks are all visible to step k+1's schedule. (vLLM 0.33's
 default `AsyncScheduler` sees them one schedule later.)
 
@@ -35,7 +36,7 @@ the tokens it generated. When re-admitted it prefills prompt + generated tokens 
 (prefix caching, if on, may cover part of that), then carries on decoding.
 
 Token accounting: a request with prompt P and answer length M is finished once it has
-sampled M tokens. Its last sampled token is never fed back (F5), so across all steps it
+sampled M tokens. Its last sampled token is never fed back, so across all steps it
 is served exactly P + M - 1 tokens, plus, for each preemption, the tokens it had
 computed when it was preempted, minus the tokens prefix-cache hits let it skip.
 
@@ -50,11 +51,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from .blockpool import BlockPool, KVCacheManager, cdiv
+from .blockpool import BlockPool, KVCacheManager
+from .request_queue import create_request_queue
+from .utils import cdiv
 
 # Request states. WAITING covers new and preempted requests (vLLM: WAITING, PREEMPTED).
 PENDING, WAITING, RUNNING, FINISHED = "pending", "waiting", "running", "finished"
@@ -69,7 +71,7 @@ class EngineConfig:
 
     max_num_batched_tokens: int = 2048  # the per-step token budget
     max_num_seqs: int = 128  # most requests RUNNING at once
-    num_gpu_blocks: int = 4096  # KV pool size (all usable: no null block, widgets.md)
+    num_gpu_blocks: int = 4096  # KV pool size (all usable: no null block in this model)
     block_size: int = 16
     enable_prefix_caching: bool = False  # prefix caching
     enable_chunked_prefill: bool = True
@@ -149,9 +151,6 @@ class StepResult:
     def num_tokens(self) -> int:
         return self.decode_tokens + self.prefill_tokens
 
-    def as_dict(self) -> dict:
-        return {name: getattr(self, name) for name in self.__slots__}
-
     def __repr__(self):
         return f"StepResult({self.index}, parts={self.parts}, preempted={self.preempted})"
 
@@ -169,9 +168,8 @@ class Engine:
         self.kv = KVCacheManager(self.pool)
         self.requests: dict = {}  # every request ever added, by id
         self.running: list[Request] = []  # admission order
-        self.waiting = deque() if config.policy == "fcfs" else []  # deque or heap
+        self.waiting = create_request_queue(config.policy)  # knows FCFS vs PRIORITY
         self._pending: list = []  # heap of (arrival, seq, request) not yet arrived
-        self._priority = config.policy == "priority"
         self.num_steps = 0
         self.num_unfinished = 0
         self.num_preemptions = 0
@@ -251,8 +249,6 @@ class Engine:
 
     def waiting_ids(self) -> list:
         """Waiting requests in the order they would be admitted."""
-        if self._priority:
-            return [entry[-1].id for entry in sorted(self.waiting)]
         return [r.id for r in self.waiting]
 
     def snapshot(self) -> dict:
@@ -268,7 +264,7 @@ class Engine:
     def check_invariants(self) -> None:
         """Assert the engine's and the pool's state are consistent (tests; O(all requests))."""
         cfg = self.config
-        waiting = [e[-1] if self._priority else e for e in self.waiting]
+        waiting = list(self.waiting)
         running_ids = {id(r) for r in self.running}
         assert len(running_ids) == len(self.running) <= cfg.max_num_seqs
         assert not running_ids & {id(r) for r in waiting}, "a request both waiting and running"
@@ -292,16 +288,16 @@ class Engine:
 
     # --- one step ----------------------------------------------------------------
     def step(self, now=math.inf) -> StepResult:
-        """Admit arrivals up to `now`, schedule one batch, apply its outputs (F0-F5)."""
+        """Admit arrivals up to `now`, schedule one batch, apply its outputs (vLLM:
+        `EngineCore.step`)."""
         cfg = self.config
         result = StepResult(self.num_steps)
         self._arrive(now, result)
         budget = cfg.max_num_batched_tokens
         running = self.running
         batch: list[Request] = []
-        append = batch.append
 
-        # 1. RUNNING, in admission order (F1, F2).
+        # 1. RUNNING, in admission order (vLLM: `Scheduler.schedule`).
         i = 0
         while i < len(running) and budget > 0:
             r = running[i]
@@ -313,20 +309,20 @@ class Engine:
                 if self.kv.allocate_slots(r.id, r.token_ids, c + n):
                     self._set_limit(r)
                 else:
+                    # Preempts newer requests until r fits, or r itself; then `i` is
+                    # the next request to look at.
                     i, budget = self._preempt_for(r, n, i, budget, batch, result)
-                    if i < 0:
-                        break  # FCFS: it preempted itself; nobody after it runs
                     continue
             r.sched_n = n
-            append(r)
+            batch.append(r)
             budget -= n
             i += 1
 
-        # 2. WAITING head, only in a step without preemption (F3).
+        # 2. WAITING head, only in a step without preemption (vLLM: `Scheduler.schedule`).
         if not result.preempted:
             budget = self._admit(budget, batch, result)
 
-        # 3. Outputs: advance computed tokens, sample, finish (F4, F5).
+        # 3. Outputs: advance computed tokens, sample, finish (vLLM: `update_from_output`).
         self._apply(batch, result)
         assert budget >= 0
         self.num_steps += 1
@@ -340,36 +336,31 @@ class Engine:
         while pending and pending[0][0] <= now:
             _, seq, r = heapq.heappop(pending)
             r.status = WAITING
-            if self._priority:
-                heapq.heappush(self.waiting, (r.priority, r.arrival, seq, r))
-            else:
-                self.waiting.append(r)
+            self.waiting.add_request(r)
             result.arrived.append(r.id)
 
     def _preempt_for(self, r: Request, n: int, i: int, budget: int, batch, result):
-        """Free blocks for running request `r` by preempting newer ones, then schedule it (F2).
+        """Free blocks for running request `r` by preempting others, then schedule it.
 
-        Returns the new (index, budget). Index -1 means: stop the running loop.
+        Returns the new (index, budget): where the running loop goes on.
         """
         running = self.running
         while True:
-            if self._priority:
-                victim = max(running, key=_priority_key)
-                k = running.index(victim)
-                del running[k]
-                if k < i:
-                    i -= 1
-                if victim.sched_n and victim in batch:
-                    # Already scheduled this step: give its tokens back.
-                    batch.remove(victim)
-                    budget += victim.sched_n
-            else:
-                victim = running.pop()  # the most recently admitted
+            victim = self.waiting.preemption_victim(running)
+            k = running.index(victim)
+            del running[k]
+            if k < i:
+                i -= 1
+            if victim.sched_n and victim in batch:
+                # Already scheduled this step (PRIORITY can pick an older request): give
+                # its tokens back.
+                batch.remove(victim)
+                budget += victim.sched_n
             self._preempt(victim, result)
             if victim is r:
-                # Nothing left to free for it. FCFS stops the loop; PRIORITY moves on to
-                # the next running request (vLLM 0.33), which `i` now points at.
-                return (i if self._priority else -1), budget
+                # Nothing left to free for it; the loop moves on to the request `i` now
+                # points at (vLLM 0.33). Under FCFS r was the newest, so none is left.
+                return i, budget
             if self.kv.allocate_slots(r.id, r.token_ids, r.num_computed + n):
                 break
         self._set_limit(r)
@@ -387,18 +378,15 @@ class Engine:
         r.sched_n = 0
         r.num_preemptions += 1
         self.num_preemptions += 1
-        if self._priority:
-            heapq.heappush(self.waiting, (r.priority, r.arrival, r.seq, r))
-        else:
-            self.waiting.appendleft(r)
+        self.waiting.prepend_request(r)
         result.preempted.append(r.id)
 
     def _admit(self, budget: int, batch, result: StepResult) -> int:
-        """Admit waiting requests from the head while they fit (F3, I5). Returns the budget."""
+        """Admit waiting requests from the head while they fit (vLLM: `Scheduler.schedule`). Returns the budget."""
         cfg = self.config
         waiting, running, kv = self.waiting, self.running, self.kv
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
-            r = waiting[0][-1] if self._priority else waiting[0]
+            r = waiting.peek_request()
             hits, hit = kv.lookup(r.token_ids) if cfg.enable_prefix_caching else ((), 0)
             n = r.num_tokens - hit  # cache hits cost no budget
             if n > budget:
@@ -410,10 +398,7 @@ class Engine:
                 break  # head-of-line blocking: nobody behind it is tried
             ok = kv.allocate_slots(r.id, r.token_ids, hit + n, hits)
             assert ok
-            if self._priority:
-                heapq.heappop(waiting)
-            else:
-                waiting.popleft()
+            waiting.pop_request()
             r.status = RUNNING
             r.num_computed = hit
             r.cached_tokens += hit
@@ -430,45 +415,34 @@ class Engine:
         bs = self.config.block_size
         slots = len(self.kv.block_table(r.id)) * bs
         if self.config.enable_prefix_caching:
-            # Ask again when the next block becomes full, so it is cached on schedule (D5).
+            # Ask again when the next block becomes full, so it is cached on schedule (vLLM: `BlockPool.cache_full_blocks`).
             slots = min(slots, (self.kv.num_cached_blocks(r.id) + 1) * bs - 1)
         r.limit = slots
 
     def _apply(self, batch, result: StepResult) -> None:
-        parts = result.parts
-        add_part = parts.append
-        sampled = result.sampled
-        index = result.index
-        decode_tokens = prefill_tokens = 0
-        finished = False
+        """The forward pass ran: advance each scheduled request; those that caught up sample."""
         # Entries from `first_admitted` on were admitted from the waiting queue this step.
         first_admitted = len(batch) - len(result.admitted)
+        finished = False
         for k, r in enumerate(batch):
-            n = r.sched_n
-            r.sched_n = 0
-            c = r.num_computed
-            t = r.num_tokens
+            n, r.sched_n = r.sched_n, 0
             # A decode: a running request computes just the token it sampled last.
             # Anything else is prefill: a prompt chunk, or (after a preemption)
             # recomputing prompt + answer, which an admission always is.
-            if n == 1 and t - c == 1 and r.num_output and k < first_admitted:
-                add_part((r.id, DECODE, 1))
-                decode_tokens += 1
+            if n == 1 and r.num_tokens - r.num_computed == 1 and r.num_output and k < first_admitted:
+                result.parts.append((r.id, DECODE, 1))
+                result.decode_tokens += 1
             else:
-                add_part((r.id, PREFILL, n))
-                prefill_tokens += n
+                result.parts.append((r.id, PREFILL, n))
+                result.prefill_tokens += n
             r.served_tokens += n
-            c += n
-            r.num_computed = c
-            if c == t:  # caught up: the model samples a token for it
-                sampled.append(r.id)
-                if self._sample(r, index):
-                    finished = True
-        result.decode_tokens = decode_tokens
-        result.prefill_tokens = prefill_tokens
+            r.num_computed += n
+            if r.num_computed == r.num_tokens:  # caught up: the model samples a token for it
+                result.sampled.append(r.id)
+                finished |= self._sample(r, result.index)
         if finished:
             self.running = [r for r in self.running if r.status == RUNNING]
-            result.finished = [i for i in sampled if self.requests[i].status == FINISHED]
+            result.finished = [i for i in result.sampled if self.requests[i].status == FINISHED]
 
     def _sample(self, r: Request, index: int) -> bool:
         """Append one sampled token; finish the request if it has them all. True if finished."""
@@ -482,16 +456,9 @@ class Engine:
             return False
         r.status = FINISHED
         r.finish_step = index
-        self.kv.free(r.id)  # same step (F5): the blocks are free for the next schedule
+        self.kv.free(r.id)  # same step (vLLM: `Scheduler.update_from_output`): the blocks are free for the next schedule
         self.num_unfinished -= 1
         return True
-
-
-def _priority_key(r: Request):
-    """PRIORITY order: smaller goes first and the largest is preempted first. Ties
-    between equal priorities go by arrival, then by add order (vLLM's arrival
-    timestamps never tie)."""
-    return (r.priority, r.arrival, r.seq)
 
 
 def run_timed(engine: Engine, step_time: Callable[[StepResult], float], *, start=0,
@@ -500,7 +467,7 @@ def run_timed(engine: Engine, step_time: Callable[[StepResult], float], *, start
 
     Time is whatever unit `step_time` and the arrivals use. A step admits the requests
     that arrived at or before its start; one arriving while a step runs waits for the
-    next (widgets.md 3, rule 4). When nothing is running or waiting, time jumps to the
+    next (as a real server, which batches only what it has when a step starts). When nothing is running or waiting, time jumps to the
     next arrival.
     """
     now = start

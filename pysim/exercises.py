@@ -1,8 +1,8 @@
 """Exercise 5 (chunked prefill in the toy scheduler): run a reader's code and check it.
 
-The Exercises page holds an editor pre-filled with the toy scheduler (pysim/toy_scheduler.py, up
-to its bridge section). Its buttons call this module through the bridge, in the page's
-Python worker, never on the page's own thread:
+The Exercises page holds an editor pre-filled with the toy scheduler
+(pysim/toy_scheduler.py). Its buttons call this module through the bridge, in the
+page's Python worker, never on the page's own thread:
 
 - "run" executes the reader's file in a fresh module, then drives its `ToyScheduler`
   (with its `Request` and `ToyConfig`) over the driver's workload with a 256-token
@@ -19,6 +19,7 @@ reader's code is stopped by the page: its call times out and the worker is resta
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 import sys
 import traceback
@@ -28,13 +29,13 @@ from pathlib import Path
 
 from . import toy_scheduler, toy_chunked
 from .config import ConfigError, choice, data
+from .registry import Simulation
 
 FILENAME = "<your code>"
 MODULE_NAME = "your_toy"
 MAX_CODE_CHARS = 50_000
 MAX_OUTPUT_CHARS = 10_000
 TIME_LIMIT_S = 5  # enforced by the page (runtime.call's timeout), stated in the view
-BRIDGE_SECTION = "# The bridge's view of the toy"
 MARKER = re.compile(r"^[ \t]*# --8<-- \[(start|end):[a-z_]+\][ \t]*\n", re.M)
 
 # Run: the driver's workload where whole prompts no longer fit one iteration.
@@ -86,11 +87,9 @@ CHECKS = (
 # ---------------------------------------------------------------- the reader's code
 
 def starter_code() -> str:
-    """pysim/toy_scheduler.py up to its bridge section, without the page's snippet markers."""
-    source = Path(toy_scheduler.__file__).read_text(encoding="utf-8")
-    head = source[:source.index(BRIDGE_SECTION)]
-    head = head[:head.rindex("\n#")].rstrip() + "\n"  # without the section's rule line
-    return MARKER.sub("", head)
+    """pysim/toy_scheduler.py (the teaching scheduler, nothing else) without the page's
+    snippet markers."""
+    return MARKER.sub("", Path(toy_scheduler.__file__).read_text(encoding="utf-8"))
 
 
 def solution_code() -> str:
@@ -98,11 +97,14 @@ def solution_code() -> str:
 
     (The tests paste it into the page; the page's worked solution explains the same code.)
     """
-    source = Path(toy_chunked.__file__).read_text(encoding="utf-8")
-    start = source.index("@dataclass(eq=False)\nclass ChunkedRequest")
-    body = MARKER.sub("", source[start:source.index("\ndef simulate(")])
+    parts = [inspect.getsource(obj) for obj in SOLUTION_PARTS]
+    body = MARKER.sub("", "\n\n".join(parts))
     return (starter_code() + "\n\n# Exercise 5, solved: chunked prefill.\n" + body
-            + "\nRequest, ToyScheduler = ChunkedRequest, ChunkedScheduler\n")
+            + "\n\nRequest, ToyScheduler = ChunkedRequest, ChunkedScheduler\n")
+
+
+# What the solution adds to the starter code, read from pysim.toy_chunked by name.
+SOLUTION_PARTS = (toy_chunked.ChunkedRequest, toy_chunked.decoding, toy_chunked.ChunkedScheduler)
 
 
 class ReaderError(Exception):
@@ -331,10 +333,5 @@ def text(view: dict) -> str:
     return "\n".join(lines)
 
 
-def _simulation():
-    from .bridge import Simulation
-    return Simulation(name="exercises", config_cls=ExercisesConfig, run=run, text=text,
-                      runs_reader_code=True)
-
-
-SIMULATION = _simulation()
+SIMULATION = Simulation(name="exercises", config_cls=ExercisesConfig, run=run, text=text,
+                        runs_reader_code=True)

@@ -1,23 +1,31 @@
 """The numbers the chapter's prose states, computed here so the text cannot drift.
 
-A page writes `{{ name }}` or `{{ name:format }}` (a Python format spec, e.g.
+A page writes `{{ group.key }}` or `{{ group.key:format }}` (a Python format spec, e.g.
 `{{ little.w_s:.1f }}`) and the build hook replaces it with `figure(name)` formatted.
 An unknown name stops the build. tests/unit/test_figures.py checks every figure against
 a hand computation.
 
-The models are the chapter's own simple ones (chapter brief, pages 2 and 9):
+A simulation's own numbers live with it: `{{ naive_batching.static_steps }}` is
+`pysim.naive_batching.figures()["static_steps"]`, found through the registry (a
+Simulation's `figures`). This module holds the rest, the chapter's simple formula models:
 - decode step time t(B) = t0 + beta * B, so throughput B / t(B) approaches 1 / beta;
 - Little's law L = lambda * W;
-- paged KV blocks of a fixed size, cdiv(tokens, block_size) blocks per sequence.
+- paged KV blocks of a fixed size, cdiv(tokens, block_size) blocks per sequence;
+and the worked examples built from them (the exercises, page 7's priority arithmetic,
+page 8's pool sizes).
 """
 
 from __future__ import annotations
 
+import math
+
+from .chunked_prefill import StepTime
+from .chunked_prefill import ChunkedPrefillConfig as _StepTimeDefaults
 from .prng import SplitMix64
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+from .registry import simulations
+from .toy_scheduler import OUTPUTS as OUTPUT_MIX
+from .toy_scheduler import PROMPTS as PROMPT_MIX
+from .utils import cdiv
 
 
 # ------------------------------------------------------------------ throughput model
@@ -70,7 +78,7 @@ def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, max_tokens=5
         "queue_growth_per_min": 60 * (rate_per_s - delivered / max_tokens),
         # Identical replicas needed to serve the offered load (each delivering `delivered`).
         # (rounded to 9 places first, so 5.000000001 from float error still means 5)
-        "replicas": int(-(-round(rate_per_s * max_tokens / delivered, 9) // 1)),
+        "replicas": math.ceil(round(rate_per_s * max_tokens / delivered, 9)),
         # Even with unlimited KV memory one device tops out at 1 / beta.
         "offered_over_roofline": rate_per_s * max_tokens / roofline_tok_s(beta_ms),
     }
@@ -149,46 +157,11 @@ def head_of_line(batch=64, t0_ms=20.0, beta_ms=0.2, window_ms=20.0) -> dict:
     }
 
 
-def race_figures(small_pool=100) -> dict:
-    """The scheduler race (simulation 1) at its defaults and with a small pool."""
-    from .naive_batching import NaiveBatchingConfig, admit_limit, run
-
-    default = run(NaiveBatchingConfig(), [])
-    small = run(NaiveBatchingConfig(num_gpu_blocks=small_pool), [])
-    c = default["config"]
-    d, sm = default["schedulers"], small["schedulers"]
-    longest = c["prompt_blocks_max"] + c["answer_blocks_max"]
-    return {
-        "requests": c["requests"], "num_gpu_blocks": c["num_gpu_blocks"], "max_num_seqs": c["max_num_seqs"],
-        "prompt_min": c["prompt_blocks_min"], "prompt_max": c["prompt_blocks_max"],
-        "answer_min": c["answer_blocks_min"], "answer_max": c["answer_blocks_max"],
-        "longest": longest,
-        "admit_limit": admit_limit(c["num_gpu_blocks"]),
-        "reserved_concurrent": d["static"]["max_concurrent"],
-        "static_steps": d["static"]["steps_to_finish"],
-        "reserved_steps": d["continuous_reserved"]["steps_to_finish"],
-        "paged_steps": d["continuous_paged"]["steps_to_finish"],
-        "static_over_paged": d["static"]["steps_to_finish"] / d["continuous_paged"]["steps_to_finish"],
-        "static_mean_running": d["static"]["mean_running"],
-        "paged_mean_running": d["continuous_paged"]["mean_running"],
-        "paged_preemptions": d["continuous_paged"]["preemptions"],
-        "small_pool": small_pool,
-        "small_reserved_concurrent": sm["continuous_reserved"]["max_concurrent"],
-        # The most requests the paged scheduler actually ran in one step (from its frames).
-        "small_paged_peak": max(sum(1 for slot in frame if slot and slot[4] in ("new", "run"))
-                                for frame in sm["continuous_paged"]["frames"]),
-        "small_paged_mean_running": sm["continuous_paged"]["mean_running"],
-        "small_reserved_mean_running": sm["continuous_reserved"]["mean_running"],
-        "small_paged_preemptions": sm["continuous_paged"]["preemptions"],
-    }
-
-
 # ------------------------------------------------------------------ static vs continuous
 
 
-# The heavy-tailed output mix of the chapter's toy driver: most answers are short, two
-# in five are long.
-OUTPUT_MIX = (8, 16, 32, 256, 256)
+# OUTPUT_MIX, imported above, is the toy driver's heavy-tailed answer mix: most answers
+# are short, two in five are long.
 
 
 def output_lengths(requests: int, seed: int) -> list[int]:
@@ -400,8 +373,8 @@ def exercise4(block_size=16, num_gpu_blocks=6, prompts=(40, 44)) -> dict:
 
 # ------------------------------------------------------------------ page 3: paged KV cache
 
-# The toy driver's prompt lengths (chapter brief, page 4); answers come from OUTPUT_MIX.
-PROMPT_MIX = (20, 40, 80, 600)
+# PROMPT_MIX, imported above, is the toy driver's prompt lengths (page 4); answers come
+# from OUTPUT_MIX.
 
 
 def paged_vs_contiguous(block_size=16, pool_tokens=65_536) -> dict:
@@ -465,33 +438,33 @@ def hit_cap(block_size=16, num_prompt_tokens=48) -> dict:
     }
 
 
-# The illustrative step-time model of the chunked-prefill simulation (widgets.md 3).
-STEP_BASE_MS, STEP_DECODE_MS, STEP_PREFILL_MS = 5.0, 0.02, 0.035
+# The step-time model of the chunked-prefill simulation (page 5), at its defaults.
+STEP_BASE_MS = _StepTimeDefaults.base_ms
+STEP_DECODE_MS = _StepTimeDefaults.per_decode_ms
+STEP_PREFILL_MS = _StepTimeDefaults.per_prefill_token_ms
 
 
 def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
                   max_num_seqs: int, block_size=16, budget=2048) -> dict:
     """One run of the chapter's engine (vLLM V1 rules, FCFS, recompute preemption):
-    `requests` identical requests all waiting at time 0. Times use the step-time model
-    above; KV usage is vLLM's gauge (1 - free / pool), averaged over time."""
+    `requests` identical requests all waiting at time 0. Times use page 5's step-time
+    model; KV usage is vLLM's gauge (1 - free / pool), averaged over time."""
     from .engine import Engine, EngineConfig, run_timed
 
     engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
                                  num_gpu_blocks=num_gpu_blocks, block_size=block_size))
     for i in range(requests):
         engine.add_request(i, prompt, answer)
-
-    def step_ms(r):
-        return STEP_BASE_MS + STEP_DECODE_MS * r.decode_tokens + STEP_PREFILL_MS * r.prefill_tokens
+    step_us = StepTime(STEP_BASE_MS, STEP_DECODE_MS, STEP_PREFILL_MS)
 
     steps = computed = sampled = 0
-    end_ms = usage_ms = 0.0
-    for result, start, duration in run_timed(engine, step_ms):
+    end_us = usage_us = 0
+    for result, start, duration in run_timed(engine, step_us):
         steps += 1
         computed += result.num_tokens
         sampled += len(result.sampled)
-        usage_ms += (1 - result.num_free_blocks / num_gpu_blocks) * duration
-        end_ms = start + duration
+        usage_us += (1 - result.num_free_blocks / num_gpu_blocks) * duration
+        end_us = start + duration
     done = engine.requests.values()
     recomputed = sum(r.recomputed_tokens for r in done)
     return {
@@ -501,10 +474,10 @@ def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
         "never_preempted": sum(r.num_preemptions == 0 for r in done),
         "computed_tokens": computed, "recomputed_tokens": recomputed,
         "recomputed_pct": 100 * recomputed / computed,
-        "max_tokens": sampled,
-        "seconds": end_ms / 1000,
-        "tok_s": sampled / (end_ms / 1000),
-        "kv_usage_pct": 100 * usage_ms / end_ms,
+        "sampled_tokens": sampled,
+        "seconds": end_us / 1e6,
+        "tok_s": sampled / (end_us / 1e6),
+        "kv_usage_pct": 100 * usage_us / end_us,
     }
 
 
@@ -625,137 +598,9 @@ def load_test(rate_per_s=20, prompts=1000, input_len=1024, output_len=256) -> di
 # ------------------------------------------------------------------ lookup
 
 
-def toy_figures() -> dict:
-    """The toy scheduler's driver results per policy (page 4), e.g. toy_scheduler.fcfs_mean_ttft;
-    tests/unit/test_toy_scheduler.py recomputes the FCFS row with the engine."""
-    from .toy_scheduler import figures
-
-    return figures()
-
-
-def kv_walkthrough() -> dict:
-    """The numbers page 3's "Try this" quotes, from the paged_kv_cache simulation's defaults."""
-    from .paged_kv_cache import PagedKVCacheConfig, run
-
-    on, off = PagedKVCacheConfig(), PagedKVCacheConfig(enable_prefix_caching=False)
-    shared = run(on, ["admit", "admit"])
-    b_on = shared["requests"][1]
-    a_on = shared["requests"][0]
-    common = [blk for blk in b_on["block_table"] if blk in a_on["block_table"]]
-    copies = run(off, ["admit", "admit"])
-    b_off = copies["requests"][1]
-
-    # Caching off: alternate Admit next (while it is enabled) and Generate, until the
-    # first preemption (the walk-through of step 3).
-    actions: list[str] = []
-    gens = 0
-    while True:
-        view = run(off, actions)
-        if view["counters"]["preemptions"]:
-            break
-        if actions and actions[-1] != "gen":
-            actions.append("gen")
-            gens += 1
-        elif view["next_actions"]["can_admit"] and view["next_actions"]["head_fits"]:
-            actions.append("admit")
-        else:
-            actions.append("gen")
-            gens += 1
-        assert gens < 100, "the default pool never runs out"
-    victim = next(r for r in view["requests"] if r["preemptions"])
-    line = next(l for l in view["log"] if l.startswith("out of blocks"))
-    requester = line.split(": ", 1)[1].split(" needs", 1)[0]
-
-    finished_on = run(on, ["run"])["counters"]
-    finished_off = run(off, ["run"])["counters"]
+def _formula_groups() -> dict:
+    """The chapter's own figure groups (the simulations' come from the registry)."""
     return {
-        "block_size": on.block_size,
-        "shared_blocks": len(common),
-        "shared_ref": max(blk["ref_count"] for blk in shared["blocks"] if blk["id"] in common),
-        "skipped_tokens": b_on["skipped_by_cache"],
-        "b_new_blocks": len(b_on["block_table"]) - len(common),
-        "b_own_blocks": len(b_off["block_table"]),
-        "extra_blocks": len(b_off["block_table"]) - (len(b_on["block_table"]) - len(common)),
-        "preempt_gen_step": gens,
-        "preempt_requester": requester,
-        "preempt_victim": victim["name"],
-        "victim_kept_tokens": len(victim["generated"]),
-        "run_blocks_saved": finished_on["blocks_saved_by_caching"],
-        "run_prefill_on": finished_on["prefill_tokens"],
-        "run_prefill_off": finished_off["prefill_tokens"],
-    }
-
-
-def chunked_prefill() -> dict:
-    """Page 5's numbers: the "Long document" scenario of the budget simulation at the
-    four budget presets, plus the step-time model's pieces."""
-    from .chunked_prefill import ChunkedPrefillConfig, run
-
-    base = run(ChunkedPrefillConfig(), [])
-    model, reqs = base["model"], base["requests"]
-    streams = [r for r in reqs if r["streaming_at_start"]]
-    doc = next(r for r in reqs if not r["streaming_at_start"])
-    decode_step = model["base_ms"] + model["per_decode_ms"] * len(streams)
-    out = {
-        "base_ms": model["base_ms"], "per_decode_ms": model["per_decode_ms"],
-        "per_prefill_token_ms": model["per_prefill_token_ms"],
-        "streams": len(streams), "doc_tokens": doc["num_prompt_tokens"], "doc_arrival_ms": doc["arrival_ms"],
-        "decode_step_ms": decode_step,
-        # The whole document prefilled in one step beside the streams' decodes.
-        "whole_step_ms": decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"],
-        "whole_over_decode": (decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"]) / decode_step,
-    }
-    for budget in base["max_num_batched_tokens_presets"]:
-        view = run(ChunkedPrefillConfig(max_num_batched_tokens=budget), [])
-        summary = view["summary"]
-        out[f"ttft_{budget}"] = summary["ttft_ms"][doc["id"]]
-        out[f"itl_max_{budget}"] = summary["itl_max_ms"]
-        out[f"itl_p50_{budget}"] = summary["itl_p50_ms"]
-        out[f"total_{budget}"] = summary["total_ms"]
-        # Steps that carried a piece of the document's prompt.
-        out[f"chunks_{budget}"] = sum(
-            any(part[0] == doc["id"] and part[1] == "prefill" for part in step["parts"])
-            for step in view["steps"])
-    return out
-
-
-def batch_size_page() -> dict:
-    """Page 6's numbers, from the batch-size calculator's defaults and its FP8 toggles."""
-    from .batch_size import BatchSizeConfig, run
-
-    base = run(BatchSizeConfig(), [])
-    fp8 = run(BatchSizeConfig(kv_fp8=True), [])
-    coding = run(BatchSizeConfig(context_tokens=base["presets"]["coding_agent"]["context_tokens"]), [])
-    return {
-        "gpu": base["gpu"]["label"], "model": base["model"]["label"],
-        "context": base["config"]["context_tokens"], "target": base["config"]["target_tok_s"],
-        "kv_bytes_per_token": base["kv_bytes_per_token"],
-        "kv_kib_per_token": base["kv_bytes_per_token"] / 1024,
-        "layers": base["model"]["layers"], "kv_heads": base["model"]["kv_heads"],
-        "head_dim": base["model"]["head_dim"],
-        "weights_gb": base["weight_bytes"] / 1e9,
-        "usable_gb": base["usable_bytes"] / 1e9,
-        "pool_gb": base["kv_pool_bytes"] / 1e9,
-        "pool_tokens": base["kv_pool_tokens"],
-        "max_batch_memory": base["max_batch_memory"],
-        "max_batch_speed": base["max_batch_speed"],
-        "recommended": base["recommended_max_num_seqs"],
-        "per_user_at_rec": base["per_user_tok_s"],
-        "total_at_rec": base["total_tok_s"],
-        "single_user": base["single_user_tok_s"],
-        "fp8_pool_tokens": fp8["kv_pool_tokens"],
-        "fp8_max_batch_memory": fp8["max_batch_memory"],
-        "coding_context": coding["config"]["context_tokens"],
-        "coding_max_batch_memory": coding["max_batch_memory"],
-        "coding_recommended": coding["recommended_max_num_seqs"],
-    }
-
-
-def _all() -> dict:
-    return {
-        "paged_kv_cache": kv_walkthrough(),
-        "chunked_prefill": chunked_prefill(),
-        "batch_size": batch_size_page(),
         "little": littles_law(),
         "multiplier": static_vs_continuous(),
         "ex2": exercise2(),
@@ -764,7 +609,6 @@ def _all() -> dict:
         "decode": decode_step(),
         "padding": padding(),
         "hol": head_of_line(),
-        "naive_batching": race_figures(),
         "paged": paged_vs_contiguous(),
         "prefix": prefix_sharing(),
         "hitcap": hit_cap(),
@@ -774,8 +618,16 @@ def _all() -> dict:
         "overlap": cpu_overlap(),
         "llamacpp": llamacpp_slots(),
         "bench": load_test(),
-        "toy_scheduler": toy_figures(),
     }
+
+
+def _all() -> dict:
+    groups = _formula_groups()
+    for name, sim in simulations().items():
+        if sim.figures is not None:
+            assert name not in groups, f"figure group {name} defined twice"
+            groups[name] = sim.figures()
+    return groups
 
 
 _CACHE: dict | None = None

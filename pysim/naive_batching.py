@@ -1,7 +1,7 @@
 """Simulation 1, the scheduler race: static vs continuous (reserved) vs continuous + paged.
 
-Follows section 1 of shared/spec/widgets.md exactly. Where that section is silent
-it follows vLLM V1's FCFS scheduler (shared/spec/vllm-v1-semantics.md, F2/F3/I6):
+The rules below are the page's (docs/naive-batching.md). Where they are silent it
+follows vLLM V1's FCFS scheduler (`Scheduler.schedule` in vllm/v1/core/sched/scheduler.py):
 the preemption victim is the tail of the running list (the most recently admitted
 request, possibly the requester itself), a preempted request goes to the *front*
 of the waiting queue and re-enters at the *tail* of the running list, and a head
@@ -101,7 +101,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from .blockpool import BlockPool, KVCacheManager
-from .bridge import Simulation
+from .registry import Simulation
+from .utils import cdiv, nearest_rank
 from .config import ConfigError, bounded, choice, to_mapping
 from .prng import SplitMix64
 
@@ -163,7 +164,7 @@ def min_pool(longest: int) -> int:
     With a smaller pool a paged request preempted late in its answer could need more
     than floor(0.9 * pool) blocks to come back, and would wait forever.
     """
-    return -(-longest * 10 // 9)
+    return cdiv(longest * 10, 9)
 
 
 def workload(config: NaiveBatchingConfig) -> list[tuple[int, int]]:
@@ -319,7 +320,6 @@ class _Scheduler:
         assert all(r.finish is not None for r in self.requests)
         assert steps == max(r.finish for r in self.requests) + 1
         assert sum(self.writers) == sum(r.answer for r in self.requests)
-        rank = -(-9 * n // 10)  # nearest rank: ceil(0.9 * n), counted from 1
 
         def mean(per_step):
             return round(sum(per_step) / steps, 3)
@@ -328,7 +328,7 @@ class _Scheduler:
             "steps_to_finish": steps,
             "preemptions": self.preemptions,
             "mean_wait_steps": round(sum(waits) / n, 3),
-            "p90_wait_steps": waits[rank - 1],
+            "p90_wait_steps": nearest_rank(waits, 0.9),
             "mean_running": mean(self.writers),
             "mean_kv": {"prompt": mean([k[0] for k in self.kv]),
                         "answer": mean([k[1] for k in self.kv]),
@@ -489,4 +489,38 @@ def text(view: dict) -> str:
     return "\n".join(lines)
 
 
-SIMULATION = Simulation(name="naive_batching", config_cls=NaiveBatchingConfig, run=run, text=text, takes_actions=False)
+def figures(small_pool=100) -> dict:
+    """The numbers page 1 quotes ({{ naive_batching.KEY }}): the race at its defaults and
+    with a small pool."""
+    default = run(NaiveBatchingConfig(), [])
+    small = run(NaiveBatchingConfig(num_gpu_blocks=small_pool), [])
+    c = default["config"]
+    d, sm = default["schedulers"], small["schedulers"]
+    longest = c["prompt_blocks_max"] + c["answer_blocks_max"]
+    return {
+        "requests": c["requests"], "num_gpu_blocks": c["num_gpu_blocks"], "max_num_seqs": c["max_num_seqs"],
+        "prompt_min": c["prompt_blocks_min"], "prompt_max": c["prompt_blocks_max"],
+        "answer_min": c["answer_blocks_min"], "answer_max": c["answer_blocks_max"],
+        "longest": longest,
+        "admit_limit": admit_limit(c["num_gpu_blocks"]),
+        "reserved_concurrent": d["static"]["max_concurrent"],
+        "static_steps": d["static"]["steps_to_finish"],
+        "reserved_steps": d["continuous_reserved"]["steps_to_finish"],
+        "paged_steps": d["continuous_paged"]["steps_to_finish"],
+        "static_over_paged": d["static"]["steps_to_finish"] / d["continuous_paged"]["steps_to_finish"],
+        "static_mean_running": d["static"]["mean_running"],
+        "paged_mean_running": d["continuous_paged"]["mean_running"],
+        "paged_preemptions": d["continuous_paged"]["preemptions"],
+        "small_pool": small_pool,
+        "small_reserved_concurrent": sm["continuous_reserved"]["max_concurrent"],
+        # The most requests the paged scheduler actually ran in one step (from its frames).
+        "small_paged_peak": max(sum(1 for slot in frame if slot and slot[4] in ("new", "run"))
+                                for frame in sm["continuous_paged"]["frames"]),
+        "small_paged_mean_running": sm["continuous_paged"]["mean_running"],
+        "small_reserved_mean_running": sm["continuous_reserved"]["mean_running"],
+        "small_paged_preemptions": sm["continuous_paged"]["preemptions"],
+    }
+
+
+SIMULATION = Simulation(name="naive_batching", config_cls=NaiveBatchingConfig, run=run, text=text,
+                        figures=figures)

@@ -1,22 +1,24 @@
 """Simulation 2: the KV-cache block manager with prefix caching, one action at a time.
 
-Rules: widgets.md section 2; where it is silent, vLLM V1 (vllm-v1-semantics.md), via
-the shared `pysim.blockpool`. The state is a replay of (config, actions).
+Rules: the chapter's page docs/paged-kv-cache.md; where it is silent, vLLM V1, via the
+shared `pysim.blockpool`. The state is a replay of (config, actions).
 
 Actions (the widget's buttons):
 - ``admit`` admits the head of the waiting queue (a preempted request waits at the
   front); ``admit:NAME`` admits that waiting request. Admission is prefill: the
-  prefix-cache lookup (capped so the last token is computed, C2), then blocks for the
-  request's whole current sequence must fit (D3), counting free cached hits as used
-  (D1). If they do not fit, nothing changes and the log says why.
+  prefix-cache lookup (capped so the last token is computed, as vLLM
+  `KVCacheManager.get_computed_blocks`), then blocks for the
+  request's whole current sequence must fit, counting free cached hits as used (vLLM:
+  `KVCacheManager.allocate_slots`). If they do not fit, nothing changes and the log says why.
 - ``gen`` is one decode step: every running request, oldest first, produces one token.
   Simplification: the token and its KV slot appear together (in vLLM the KV of a
   sampled token is written one step later), so every token shown sits in a block.
   A request needing a new block when none is free preempts the newest running request,
-  possibly itself (F2, recompute): its blocks are freed as on finish, it goes to the
+  possibly itself (recompute, as vLLM `Scheduler.schedule`): its blocks are freed as on finish, it goes to the
   front of the waiting queue, keeps its generated tokens, and produces nothing this
   step. Requests that reached their answer length finish at the end of the step and
-  free their blocks (F5), so freed blocks serve the next action.
+  free their blocks (vLLM: `Scheduler.update_from_output`), so freed blocks serve the
+  next action.
 - ``run`` repeats "admit the head if it fits, else gen" until every request finished.
 
 Token words become ids through sha256 (equal words, equal ids); request X's k-th
@@ -60,9 +62,10 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from .blockpool import BlockPool, KVCacheManager, cdiv, hash_block
-from .bridge import Simulation, check_depth
-from .config import ConfigError, bounded, data, flag
+from .blockpool import BlockPool, KVCacheManager, hash_full_blocks
+from .config import ConfigError, bounded, check_json_depth, data, flag
+from .registry import Simulation
+from .utils import cdiv
 
 MAX_ACTIONS = 2000
 MAX_REQUESTS = 64  # the widget shows 5; 64 keeps the slowest allowed run near 0.15 s (bench_bounds)
@@ -94,7 +97,7 @@ def check_requests(value) -> list[dict]:
         return ConfigError("requests", message)
 
     if isinstance(value, str):
-        check_depth(value, "requests")  # deep nesting would overflow Pyodide's stack
+        check_json_depth(value, "requests")  # deep nesting would overflow Pyodide's stack
         try:
             value = json.loads(value)
         except ValueError:
@@ -178,6 +181,7 @@ class _Sim:
         self.waiting = deque(self.requests)
         self.running: list[_Request] = []
         self.log: list[str] = []
+        self.preempted: list[tuple[str, str]] = []  # (requester, victim) names, in order
         self.steps = 0
         self.c = dict(blocks_saved_by_caching=0, prefill_tokens_skipped=0, preemptions=0,
                       did_not_fit=0, prefill_tokens=0, tokens_generated=0)
@@ -189,12 +193,10 @@ class _Sim:
 
     # --- admission -------------------------------------------------------------
     def hashes(self, r: _Request) -> list[bytes]:
-        """r's full-block hashes, extended by the blocks filled since the last call (B1)."""
+        """r's full-block hashes, extended by the blocks filled since the last call (as
+        vLLM's `Request.block_hashes`)."""
         if self.pool.enable_prefix_caching:
-            hs, bs = r.hashes, self.pool.block_size
-            while len(hs) < len(r.ids) // bs:
-                i = len(hs)
-                hs.append(hash_block(hs[-1] if hs else None, r.ids[i * bs:(i + 1) * bs]))
+            r.hashes += list(hash_full_blocks(r.ids, self.pool.block_size, r.hashes, len(r.hashes)))
         return r.hashes
 
     def fit(self, r: _Request):
@@ -270,7 +272,7 @@ class _Sim:
                 if victim is r:
                     break
             if r.status != "running":
-                break  # FCFS: a request preempting itself is the last one (F2)
+                break  # FCFS: a request preempting itself is the last one
             produced.append(r.name)
             if len(self.kv.block_table(r.name)) > held:
                 new_blocks.append(f"{r.name} takes block {self.kv.block_table(r.name)[-1]}")
@@ -290,13 +292,14 @@ class _Sim:
                      f"{_plural(n, 'block')}")
 
     def preempt(self, victim: _Request, requester: _Request) -> str:
-        """Recompute preemption (F2); returns the log line."""
+        """Recompute preemption (vLLM: `Scheduler.schedule`); returns the log line."""
         n = len(self.kv.block_table(victim.name))
         self.kv.free(victim.name)
         victim.status = "preempted"
         victim.preemptions += 1
         self.c["preemptions"] += 1
         self.waiting.appendleft(victim)
+        self.preempted.append((requester.name, victim.name))
         who = "itself" if victim is requester else victim.name
         return (f"out of blocks: {requester.name} needs a block, preempt {who} (newest "
                 f"running), freeing {_plural(n, 'block')}; {victim.name} waits at the front "
@@ -491,5 +494,55 @@ def text(v: dict) -> str:
     return "\n".join(lines)
 
 
+def figures() -> dict:
+    """The numbers page 3's "Try this" quotes ({{ paged_kv_cache.KEY }}), from the defaults."""
+    on, off = PagedKVCacheConfig(), PagedKVCacheConfig(enable_prefix_caching=False)
+    shared = run(on, ["admit", "admit"])
+    b_on = shared["requests"][1]
+    a_on = shared["requests"][0]
+    common = [blk for blk in b_on["block_table"] if blk in a_on["block_table"]]
+    copies = run(off, ["admit", "admit"])
+    b_off = copies["requests"][1]
+
+    # Caching off: alternate Admit next (while it is enabled) and Generate, until the
+    # first preemption (the walk-through of step 3).
+    actions: list[str] = []
+    gens = 0
+    while True:
+        view = run(off, actions)
+        if view["counters"]["preemptions"]:
+            break
+        if actions and actions[-1] != "gen":
+            actions.append("gen")
+            gens += 1
+        elif view["next_actions"]["can_admit"] and view["next_actions"]["head_fits"]:
+            actions.append("admit")
+        else:
+            actions.append("gen")
+            gens += 1
+        assert gens < 100, "the default pool never runs out"
+    requester, victim_name = simulate(off, actions).preempted[0]
+    victim = next(r for r in view["requests"] if r["name"] == victim_name)
+
+    finished_on = run(on, ["run"])["counters"]
+    finished_off = run(off, ["run"])["counters"]
+    return {
+        "block_size": on.block_size,
+        "shared_blocks": len(common),
+        "shared_ref": max(blk["ref_count"] for blk in shared["blocks"] if blk["id"] in common),
+        "skipped_tokens": b_on["skipped_by_cache"],
+        "b_new_blocks": len(b_on["block_table"]) - len(common),
+        "b_own_blocks": len(b_off["block_table"]),
+        "extra_blocks": len(b_off["block_table"]) - (len(b_on["block_table"]) - len(common)),
+        "preempt_gen_step": gens,
+        "preempt_requester": requester,
+        "preempt_victim": victim_name,
+        "victim_kept_tokens": len(victim["generated"]),
+        "run_blocks_saved": finished_on["blocks_saved_by_caching"],
+        "run_prefill_on": finished_on["prefill_tokens"],
+        "run_prefill_off": finished_off["prefill_tokens"],
+    }
+
+
 SIMULATION = Simulation(name="paged_kv_cache", config_cls=PagedKVCacheConfig, run=run, text=text,
-                        takes_actions=True)
+                        takes_actions=True, figures=figures)

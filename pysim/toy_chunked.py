@@ -54,17 +54,10 @@ class ChunkedScheduler(ToyScheduler):
             if not decoding(r):
                 i += 1  # part-way through its prompt: served in pass 2
                 continue
-            while blocks_for(r.tokens, cfg.block_size) > r.blocks:
-                if self.free_blocks > 0:
-                    self.free_blocks -= 1
-                    r.blocks += 1
-                    continue
-                victim = self.preempt_for(r)
-                preempted.append(victim.id)
-                if any(v is victim for v, _, _ in batch):
-                    batch = [entry for entry in batch if entry[0] is not victim]
-                    budget += 1
-                i = self.running.index(r)
+            served = len(batch)
+            batch = self.grow(r, batch, preempted)
+            budget += served - len(batch)  # a victim served already gives its token back
+            i = self.running.index(r)  # preemptions may have moved it
             batch.append((r, "decode", 1))
             budget -= 1
             i += 1

@@ -21,6 +21,8 @@ vLLM, lets the newest running request preempt itself; the toy never picks the re
 
 The file runs on its own (the exercise editor runs a copy of it): the scheduler uses only
 the standard library, the config's ranges and the seeded random numbers come from pysim.
+What the page's widget draws from it (the summary per policy and the batch-size series)
+is in pysim/toy_scheduler_view.py.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 from pysim.config import ConfigError, bounded, choice
 from pysim.prng import SplitMix64
+from pysim.utils import cdiv
 
 # --8<-- [start:constants]
 BLOCK_SIZE = 16      # tokens per KV-cache block
@@ -97,7 +100,7 @@ class Request:
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
-    return -(-tokens // block_size)  # ceiling division
+    return cdiv(tokens, block_size)  # whole blocks: a part-full block counts
 # --8<-- [end:request]
 
 
@@ -148,16 +151,7 @@ class ToyScheduler:
         for r in list(self.running):  # a copy: a preemption removes requests from it
             if r.state != RUNNING:
                 continue  # preempted a moment ago, to make room for an older request
-            while r.tokens > r.blocks * cfg.block_size:  # it has outgrown its blocks
-                if self.free_blocks > 0:
-                    self.free_blocks -= 1
-                    r.blocks += 1
-                    continue
-                victim = self.preempt_for(r)
-                preempted.append(victim.id)
-                if any(v is victim for v, _, _ in batch):
-                    # It stood before r and was served already: take its token back.
-                    batch = [entry for entry in batch if entry[0] is not victim]
+            batch = self.grow(r, batch, preempted)
             batch.append((r, "decode", 1))
         budget -= len(batch)  # one token per decode
         assert budget >= 0, "max_num_batched_tokens >= LONGEST > max_num_seqs: every decode fits"
@@ -175,6 +169,20 @@ class ToyScheduler:
             batch.append((r, "prefill", r.tokens))
             budget -= r.tokens
         return batch, preempted
+
+    def grow(self, r: Request, batch: list, preempted: list) -> list:
+        """Give `r` one more block for each its sequence has outgrown, preempting others
+        while the pool is empty. Returns the batch without any victim it already held."""
+        while r.tokens > r.blocks * self.config.block_size:  # it has outgrown its blocks
+            if self.free_blocks > 0:
+                self.free_blocks -= 1
+                r.blocks += 1
+                continue
+            victim = self.preempt_for(r)
+            preempted.append(victim.id)
+            # If the victim stood before r and was served already, take its token back.
+            batch = [entry for entry in batch if entry[0] is not victim]
+        return batch
     # --8<-- [end:schedule]
 
     # --8<-- [start:preempt]
@@ -277,82 +285,3 @@ def run_driver(config: ToyConfig = ToyConfig()) -> dict:
     """The page's experiment: the driver's workload under `config`, summarised."""
     return summarize(*simulate(workload(config.requests, config.seed), config))
 # --8<-- [end:driver]
-
-
-# ---------------------------------------------------------------------------------
-# The bridge's view of the toy (bridge name "toy_scheduler"): what the page's widget draws.
-
-SERIES_POINTS = 200  # at most this many points in the per-iteration series
-
-
-def _rounded(summary: dict) -> dict:
-    return {k: round(v, 2) if isinstance(v, float) else v for k, v in summary.items()}
-
-
-def series(reports, points: int = SERIES_POINTS) -> dict:
-    """Batch size and tokens per iteration, averaged over buckets of `bucket` iterations."""
-    from operator import itemgetter  # here: the exercise's copy of this file stops above
-
-    bucket = max(1, -(-len(reports) // points))
-    sizes = [len(rep["batch"]) for rep in reports]
-    tokens = [sum(map(itemgetter(2), rep["batch"])) for rep in reports]  # the n of (id, kind, n)
-    starts = range(0, len(reports), bucket)
-
-    def mean(values, s):
-        part = values[s:s + bucket]
-        return round(sum(part) / len(part), 2)
-
-    return {"bucket": bucket, "start": list(starts), "batch": [mean(sizes, s) for s in starts],
-            "tokens": [mean(tokens, s) for s in starts]}
-
-
-def run(config: ToyConfig, actions) -> dict:
-    """The driver under `config`: its summary and the batch-size series, for the widget."""
-    requests, reports = simulate(workload(config.requests, config.seed), config)
-    return {"config": dict(config.__dict__), "results": _rounded(summarize(requests, reports)),
-            "series": series(reports)}
-
-
-def compare_policies(config: ToyConfig) -> dict:
-    """The driver's summary under each policy, the other settings as in `config`."""
-    return {policy: _rounded(run_driver(ToyConfig(**{**config.__dict__, "policy": policy})))
-            for policy in POLICIES}
-
-
-def text(view: dict) -> str:
-    """All three policies on the view's workload (the CLI's table; runs the other two)."""
-    c = view["config"]
-    head = (f"{c['requests']} requests (seed {c['seed']}), block size {c['block_size']}, "
-            f"{c['num_gpu_blocks']} blocks, budget {c['max_num_batched_tokens']}, max seqs {c['max_num_seqs']}")
-    cols = ("policy", "finished", "iterations", "tokens/iter", "mean batch",
-            "mean TTFT", "max TTFT", "urgent TTFT", "preemptions")
-    rows = [cols]
-    for name, s in compare_policies(ToyConfig(**c)).items():
-        mark = " *" if name == c["policy"] else ""
-        rows.append((name + mark, s["finished"], s["iterations"], f"{s['tokens_per_iteration']:.1f}",
-                     f"{s['mean_batch']:.1f}", f"{s['mean_ttft']:.1f}", s["max_ttft"],
-                     f"{s['mean_ttft_urgent']:.1f}", s["preemptions"]))
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(cols))]
-    lines = [head, "TTFT in iterations (urgent: the priority-0 requests); * = the chosen policy"]
-    for row in rows:
-        lines.append("  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)
-                               for i, (v, w) in enumerate(zip(row, widths))))
-    return "\n".join(lines)
-
-
-def figures() -> dict:
-    """The numbers page 4 states: the driver's results per policy, default constants."""
-    out = {f"{policy}_{key}": value for policy, s in compare_policies(ToyConfig()).items()
-           for key, value in s.items()}
-    out["seed"] = ToyConfig().seed
-    out["longest"] = LONGEST
-    out["longest_blocks"] = blocks_for(LONGEST, BLOCK_SIZE)
-    return out
-
-
-def _simulation():
-    from pysim.bridge import Simulation  # here, not at the top: bridge imports this module
-    return Simulation(name="toy_scheduler", config_cls=ToyConfig, run=run, text=text)
-
-
-SIMULATION = _simulation()

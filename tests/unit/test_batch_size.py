@@ -1,4 +1,4 @@
-"""Tests for pysim.batch_size and pysim.catalog (widgets.md section 4, issue 5)."""
+"""Tests for pysim.batch_size and pysim.catalog (issue 5)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def view(**settings_):
 
 # KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes per number,
 # with layers / KV heads / head dim as published in each model's config.json:
-#   Llama 3.1 8B     32 x 8 x 128 -> 2 x 32 x 8 x 128 x 2 = 131,072 (128 KiB, as widgets.md says)
+#   Llama 3.1 8B     32 x 8 x 128 -> 2 x 32 x 8 x 128 x 2 = 131,072 (128 KiB)
 #   Llama 3.1 70B    80 x 8 x 128 -> 2 x 80 x 8 x 128 x 2 = 327,680
 #   Qwen3 8B         36 x 8 x 128 -> 2 x 36 x 8 x 128 x 2 = 147,456
 #   Qwen3 32B        64 x 8 x 128 -> 2 x 64 x 8 x 128 x 2 = 262,144

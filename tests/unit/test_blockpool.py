@@ -1,4 +1,5 @@
-"""The block pool and KV-cache manager: one focused test per rule (vllm-v1-semantics A-E)."""
+"""The block pool and KV-cache manager: one focused test per rule of vLLM's
+BlockPool and KVCacheManager (vllm/v1/core/block_pool.py, kv_cache_manager.py)."""
 
 import hashlib
 import struct
@@ -21,14 +22,14 @@ def test_hash_chain_depends_on_parent_and_is_plain_sha256():
 
 
 def test_hash_full_blocks_skips_the_partial_tail():
-    hs = hash_full_blocks([1, 2, 3, 4, 5], 2)
+    hs = list(hash_full_blocks([1, 2, 3, 4, 5], 2))
     assert hs == [hash_block(None, [1, 2]), hash_block(hash_block(None, [1, 2]), [3, 4])]
-    assert hash_full_blocks([1], 2) == []
+    assert list(hash_full_blocks([1], 2)) == []
 
 
 def test_all_blocks_usable_free_queue_ascending():
     pool = BlockPool(5, 4, True)
-    assert pool.free_queue() == [0, 1, 2, 3, 4]  # no null block (widgets.md)
+    assert pool.free_queue() == [0, 1, 2, 3, 4]  # no null block in this model
     assert pool.num_free_blocks == 5
     assert pool.get_new_blocks(2) == [0, 1]
     assert pool.ref_count(0) == 1 and pool.free_queue() == [2, 3, 4]
@@ -65,7 +66,7 @@ def test_cache_hit_takes_block_out_of_free_queue():
     pool, kv = _pool_with_finished_request()
     hits, tokens = kv.lookup([1, 2, 3, 4, 7])
     assert (hits, tokens) == ([0, 1], 4)
-    assert pool.free_queue() == [2, 3, 4, 5, 1, 0]  # lookup is pure (C1)
+    assert pool.free_queue() == [2, 3, 4, 5, 1, 0]  # lookup is pure (vLLM: `KVCacheManager.get_computed_blocks`)
     assert kv.allocate_slots("B", [1, 2, 3, 4, 7], 5, hits)
     # B = hits 0,1 + one new block from the head (2, unhashed: no eviction).
     assert kv.block_table("B") == [0, 1, 2]
@@ -99,14 +100,14 @@ def test_fully_cached_two_block_prompt_computes_second_block_again():
     assert kv.allocate_slots("A", prompt, 8)
     assert kv.block_table("A") == [0, 1]
     kv.free("A")  # queue: 2..7, then 1, 0 at the tail
-    # Both blocks are cached, but the hit is capped at 8-1 = 7 tokens -> 1 block (C2).
+    # Both blocks are cached, but the hit is capped at 8-1 = 7 tokens -> 1 block (vLLM: `KVCacheManager.get_computed_blocks`).
     hits, tokens = kv.lookup(prompt)
     assert (hits, tokens) == ([0], 4)
-    assert kv.blocks_needed("B", 8, hits) == 2  # 1 new + 1 evictable hit (D1)
+    assert kv.blocks_needed("B", 8, hits) == 2  # 1 new + 1 evictable hit (vLLM: `KVCacheManager.allocate_slots`)
     assert kv.allocate_slots("B", prompt, 8, hits)
     assert kv.block_table("B") == [0, 2]  # second block recomputed into a new block
-    # No de-duplication (E3): blocks 1 and 2 both carry the second block's hash;
-    # a lookup still returns the first inserted (C3).
+    # No de-duplication (vLLM: `BlockPool.cache_full_blocks`): blocks 1 and 2 both carry the second block's hash;
+    # a lookup still returns the first inserted (vLLM: `BlockPool.get_cached_block`).
     h = pool.block_hash(2)
     assert h == pool.block_hash(1) and pool.get_cached_block(h) == 1
     pool.check_invariants(kv.tables().values())
@@ -126,7 +127,7 @@ def test_duplicate_entry_survives_eviction_of_the_first():
 
 
 def test_failed_allocation_changes_nothing_and_counts_evictable_hits():
-    # The D1 example in miniature: a resume needs 1 new block plus 1 free cached hit.
+    # allocate_slots' resume case in miniature: a resume needs 1 new block plus 1 free cached hit.
     pool = BlockPool(4, 2, True)
     kv = KVCacheManager(pool)
     assert kv.allocate_slots("A", [1, 2, 3, 4], 4)  # blocks 0, 1 (both hashed)
@@ -148,10 +149,10 @@ def test_generated_tokens_cached_when_their_block_fills():
     tokens = [1, 2, 3]
     kv.allocate_slots("A", tokens, 3)
     assert kv.num_cached_blocks("A") == 1
-    tokens.append(4)  # a generated token fills block 1: hashed and cached at once (B1, D5)
+    tokens.append(4)  # a generated token fills block 1: hashed and cached at once (vLLM: `Request.block_hashes`, `BlockPool.cache_full_blocks`)
     kv.allocate_slots("A", tokens, 4)
     assert kv.num_cached_blocks("A") == 2
-    assert pool.get_cached_block(hash_full_blocks(tokens, 2)[1]) == kv.block_table("A")[1]
+    assert pool.get_cached_block(list(hash_full_blocks(tokens, 2))[1]) == kv.block_table("A")[1]
 
 
 def test_each_block_hashed_once_and_never_with_caching_off(monkeypatch):
@@ -211,13 +212,13 @@ def test_pool_invariants_hold_under_random_use(ops, caching, num_gpu_blocks, blo
             table = kv.block_table(r)
             assert len(table) == -(-len(seq) // block_size)
             # Every cached block of the request carries the hash of its own prefix.
-            for i, h in enumerate(hash_full_blocks(seq, block_size) if caching else []):
+            for i, h in enumerate(list(hash_full_blocks(seq, block_size)) if caching else []):
                 assert pool.block_hash(table[i]) == h
 
 
 def test_known_hashes_are_used_instead_of_rehashing(monkeypatch):
     tokens = list(range(9))
-    known = hash_full_blocks(tokens, 2)  # 4 full blocks
+    known = list(hash_full_blocks(tokens, 2))  # 4 full blocks
     pool = BlockPool(8, 2, True)
     kv = KVCacheManager(pool)
     kv.allocate_slots("A", tokens, 9)

@@ -22,7 +22,7 @@ import time
 import pytest
 
 from pysim import bridge
-from pysim.config import describe
+from pysim.config import MAX_JSON_DEPTH, describe
 
 SIMS = bridge.simulations()
 NAMES = sorted(SIMS)
@@ -127,7 +127,7 @@ def test_payload_over_the_limit_names_the_limit():
 def test_nesting_is_bounded_before_parsing():
     # Before this bound, 90,000 nested brackets overflowed Pyodide's stack inside the
     # JSON parser: a fatal error that killed the page's Python instead of an answer.
-    limit = bridge.MAX_DEPTH
+    limit = MAX_JSON_DEPTH
     deep = '{"config": {"requests": ' + "[" * (limit - 2) + "]" * (limit - 2) + "}}"
     assert "nested" not in ask("paged_kv_cache", deep)["error"]["message"]  # parsed, then refused
     deeper = '{"config": {"requests": ' + "[" * (limit - 1) + "]" * (limit - 1) + "}}"
@@ -225,7 +225,6 @@ def test_each_upper_bound_alone_is_answered_quickly(name):
             ask(name, json.dumps({"config": {field: meta["hi"]}}))
 
 
-@pytest.mark.skipif("paged_kv_cache" not in SIMS, reason="no paged_kv_cache simulation")
 def test_kvcache_list_bounds_are_refused_with_the_bound():
     from pysim import paged_kv_cache
 
@@ -248,7 +247,6 @@ def test_kvcache_list_bounds_are_refused_with_the_bound():
             "actions", f"at most {limit:,}")
 
 
-@pytest.mark.skipif("exercises" not in SIMS, reason="no exercise simulation")
 def test_exercise_code_bound_and_the_readers_exits():
     from pysim import exercises
 

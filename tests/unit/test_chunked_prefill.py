@@ -13,8 +13,9 @@ from hypothesis import given, settings, strategies as st
 from pysim import bridge
 from pysim.__main__ import main
 from pysim.chunked_prefill import (BUDGET_PRESETS, MODEL_LABEL, SCENARIOS, ChunkedPrefillConfig, Spec,
-                          nearest_rank, run, scenario_requests, simulate)
+                                   run, scenario_requests, simulate)
 from pysim.config import ConfigError, from_mapping
+from pysim.utils import nearest_rank
 
 
 def view_of(**settings_) -> dict:

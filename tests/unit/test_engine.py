@@ -44,7 +44,7 @@ def drain(engine: Engine, now=0):
 ])
 def test_long_prompt_is_cut_into_chunks(budget, chunks):
     # A 4,000-token prompt with a 3-token answer: the step with the last chunk samples
-    # token 1, then two decodes sample tokens 2 and 3 (F6: chunks + (3 - 1) steps).
+    # token 1, then two decodes sample tokens 2 and 3 (vLLM `update_from_output`: chunks + (3 - 1) steps).
     e = Engine(EngineConfig(max_num_batched_tokens=budget))
     e.add_request("a", 4000, 3)
     results = drain(e)
@@ -52,7 +52,7 @@ def test_long_prompt_is_cut_into_chunks(budget, chunks):
     assert [r.sampled for r in results] == [[]] * (len(chunks) - 1) + [["a"]] * 3
     assert e.requests["a"].first_token_step == len(chunks) - 1
     assert results[-1].finished == ["a"]
-    # Served 4,000 + 3 - 1 tokens: the last sampled token is never fed back (F5).
+    # Served 4,000 + 3 - 1 tokens: the last sampled token is never fed back (vLLM: `Scheduler.update_from_output`).
     assert e.requests["a"].served_tokens == 4002
 
 
@@ -129,7 +129,7 @@ def test_chunked_prefill_off_needs_the_whole_prompt_in_the_budget():
 def test_head_of_line_blocking_on_memory():
     # 4 blocks of 4 tokens. R (prompt 8) holds 2 blocks after step 0. Step 1: R needs a
     # 3rd block for its 9th token (1 left free). W1 (prompt 12) heads the queue and
-    # needs 3 blocks for its whole prompt (I5): admission stops, and W2 (prompt 2,
+    # needs 3 blocks for its whole prompt (vLLM: `Scheduler.schedule`): admission stops, and W2 (prompt 2,
     # 1 block, would fit) is never tried.
     e = Engine(EngineConfig(num_gpu_blocks=4, block_size=4))
     e.add_request("R", 8, 4)
@@ -259,7 +259,7 @@ def test_priority_queue_admits_lower_values_first():
 
 def test_prefix_cache_hit_in_the_same_step():
     # Blocks of 4, caching on. A and B share their first 8 token ids of 9. A is
-    # scheduled first and its 2 full blocks are cached at schedule time (D5), so B,
+    # scheduled first and its 2 full blocks are cached at schedule time (vLLM: `BlockPool.cache_full_blocks`), so B,
     # admitted later in the same step, hits both: it prefills only its 9th token.
     e = Engine(EngineConfig(block_size=4, enable_prefix_caching=True))
     e.add_request("A", 9, 2, token_ids=list(range(9)))

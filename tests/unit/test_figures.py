@@ -140,7 +140,7 @@ def test_thrashing_runs_account_for_every_token():
             k = f"{name}_{label}_"
             # Every answer token is sampled once; every request is served prompt +
             # answer - 1 tokens, plus what preemptions threw away.
-            assert t[k + "max_tokens"] == n * answer
+            assert t[k + "sampled_tokens"] == n * answer
             assert t[k + "computed_tokens"] == n * (prompt + answer - 1) + t[k + "recomputed_tokens"]
             assert t[k + "tok_s"] == pytest.approx(n * answer / t[k + "seconds"])
             assert 0 < t[k + "kv_usage_pct"] <= 100

@@ -1,4 +1,4 @@
-"""Tests for pysim.naive_batching (simulation 1, the scheduler race; widgets.md section 1).
+"""Tests for pysim.naive_batching (simulation 1, the scheduler race; docs/naive-batching.md).
 
 The small cases below were traced by hand, step by step, from the spec's rules;
 the traces are written out in the comments and the asserts check the results.
@@ -25,11 +25,8 @@ from pysim.naive_batching import (
     workload,
 )
 
-try:  # the same file runs in Pyodide, which may lack hypothesis
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-except ImportError:  # pragma: no cover
-    given = None
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def summary(result: dict) -> tuple:
@@ -363,7 +360,7 @@ def check_properties(view: dict) -> None:
 
 
 def test_properties_on_a_fixed_sweep():
-    # Runs everywhere (also without hypothesis): small pools and many seeds.
+    # Small pools and many seeds, beside the random configs below.
     for seed in range(12):
         config = NaiveBatchingConfig(requests=20, num_gpu_blocks=min_pool(14) + seed, max_num_seqs=1 + seed % 6,
                             seed=seed, prompt_blocks_min=1, prompt_blocks_max=4,
@@ -371,26 +368,23 @@ def test_properties_on_a_fixed_sweep():
         check_properties(run(config, []))
 
 
-if given is not None:
-    @st.composite
-    def small_configs(draw):
-        pmin = draw(st.integers(1, 4))
-        pmax = draw(st.integers(pmin, 6))
-        amin = draw(st.integers(1, 6))
-        amax = draw(st.integers(amin, 12))
-        pool = draw(st.integers(min_pool(pmax + amax), min_pool(pmax + amax) + 60))
-        return NaiveBatchingConfig(requests=draw(st.integers(1, 25)), num_gpu_blocks=pool,
-                          max_num_seqs=draw(st.integers(1, 10)), seed=draw(st.integers(0, 2**32 - 1)),
-                          prompt_blocks_min=pmin, prompt_blocks_max=pmax,
-                          answer_blocks_min=amin, answer_blocks_max=amax)
+@st.composite
+def small_configs(draw):
+    pmin = draw(st.integers(1, 4))
+    pmax = draw(st.integers(pmin, 6))
+    amin = draw(st.integers(1, 6))
+    amax = draw(st.integers(amin, 12))
+    pool = draw(st.integers(min_pool(pmax + amax), min_pool(pmax + amax) + 60))
+    return NaiveBatchingConfig(requests=draw(st.integers(1, 25)), num_gpu_blocks=pool,
+                      max_num_seqs=draw(st.integers(1, 10)), seed=draw(st.integers(0, 2**32 - 1)),
+                      prompt_blocks_min=pmin, prompt_blocks_max=pmax,
+                      answer_blocks_min=amin, answer_blocks_max=amax)
 
-    @settings(max_examples=80, deadline=None)
-    @given(small_configs())
-    def test_properties_random_small_configs(config):
-        check_properties(run(config, []))
-else:  # pragma: no cover
-    def test_properties_random_small_configs():
-        pytest.skip("hypothesis is not installed here")
+
+@settings(max_examples=80, deadline=None)
+@given(small_configs())
+def test_properties_random_small_configs(config):
+    check_properties(run(config, []))
 
 
 def test_config_fields_are_all_bounded_with_help():

@@ -35,7 +35,8 @@ from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pysim import bridge  # noqa: E402
-from pysim.blockpool import BlockPool, KVCacheManager, cdiv, hash_full_blocks  # noqa: E402
+from pysim.blockpool import BlockPool, KVCacheManager, hash_full_blocks  # noqa: E402
+from pysim.utils import cdiv  # noqa: E402
 from pysim.config import ConfigError, describe, from_mapping  # noqa: E402
 from pysim.engine import DECODE, FINISHED, PREFILL, Engine, EngineConfig  # noqa: E402
 
@@ -126,10 +127,9 @@ def test_every_simulation_answers_in_range_configs_and_is_deterministic(case):
 
 # ===================================================================== race
 
-if "naive_batching" in SIMS:
-    from pysim.naive_batching import SCHEDULERS, min_pool
-    from pysim.naive_batching import run as race_run
-    from pysim.naive_batching import NaiveBatchingConfig
+from pysim.naive_batching import SCHEDULERS, min_pool
+from pysim.naive_batching import run as race_run
+from pysim.naive_batching import NaiveBatchingConfig
 
 
 @st.composite
@@ -154,7 +154,6 @@ def nearest_rank_90(values):
     return ordered[-(-9 * len(ordered) // 10) - 1]
 
 
-@pytest.mark.skipif("naive_batching" not in SIMS, reason="no race simulation")
 @FEW
 @given(race_configs())
 def test_race_tokens_metrics_and_selection(config):
@@ -208,9 +207,8 @@ def test_race_tokens_metrics_and_selection(config):
 
 # ===================================================================== kvcache
 
-if "paged_kv_cache" in SIMS:
-    from pysim import paged_kv_cache
-    from pysim.paged_kv_cache import PagedKVCacheConfig
+from pysim import paged_kv_cache
+from pysim.paged_kv_cache import PagedKVCacheConfig
 
 NAME_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 VOCAB = ["you", "are", "a", "helpful", "bot", ".", "x"]  # small, so prefixes are shared
@@ -305,7 +303,6 @@ def check_kv_view(v: dict, config) -> None:
     assert 0 <= v["last_action_log_start"] <= len(v["log"])
 
 
-@pytest.mark.skipif("paged_kv_cache" not in SIMS, reason="no paged_kv_cache simulation")
 @PROPS
 @given(kv_cases())
 def test_kvcache_view_conserves_blocks_and_tokens_and_run_finishes(case):
@@ -330,9 +327,8 @@ def test_kvcache_view_conserves_blocks_and_tokens_and_run_finishes(case):
 
 # ===================================================================== budget
 
-if "chunked_prefill" in SIMS:
-    from pysim.chunked_prefill import StepTime, ChunkedPrefillConfig
-    from pysim.chunked_prefill import run as budget_run
+from pysim.chunked_prefill import StepTime, ChunkedPrefillConfig
+from pysim.chunked_prefill import run as budget_run
 
 
 @st.composite
@@ -357,7 +353,6 @@ def budget_configs(draw):
         assume(False)
 
 
-@pytest.mark.skipif("chunked_prefill" not in SIMS, reason="no budget simulation")
 @FEW
 @given(budget_configs())
 def test_budget_time_tokens_and_arrivals(config):
@@ -531,7 +526,7 @@ def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, cachi
             hits, hit_tokens = kv.lookup(tokens)
             assert pool_state(pool) == before
             # The hits are the longest cached run of the prompt's own leading blocks.
-            full = hash_full_blocks(tokens, block_size)
+            full = list(hash_full_blocks(tokens, block_size))
             assert [pool.block_hash(b) for b in hits] == full[:len(hits)]
             cap = (len(tokens) - 1) // block_size
             if caching and len(hits) < cap:
@@ -567,11 +562,9 @@ def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, cachi
 
 # ===================================================================== batch size
 
-if "batch_size" in SIMS:
-    from pysim.batch_size import CURVE_CAP
+from pysim.batch_size import CURVE_CAP
 
 
-@pytest.mark.skipif("batch_size" not in SIMS, reason="no batch_size simulation")
 @FEW
 @given(st.data())
 def test_batch_size_full_ranges_answer_and_stay_small(data):
@@ -593,8 +586,7 @@ def test_batch_size_full_ranges_answer_and_stay_small(data):
 
 # ===================================================================== toy and its chunked twin
 
-if "toy_scheduler" in SIMS:
-    from pysim import toy_scheduler, toy_chunked
+from pysim import toy_chunked, toy_scheduler, toy_scheduler_view
 
 
 @st.composite
@@ -613,7 +605,6 @@ def toy_cases(draw):
     return config, draw(st.sampled_from(["toy_scheduler", "chunked"]))
 
 
-@pytest.mark.skipif("toy_scheduler" not in SIMS, reason="no toy simulation")
 @FEW
 @given(toy_cases())
 def test_toy_and_chunked_toy_conserve_blocks_and_tokens(case):
@@ -655,15 +646,14 @@ def test_toy_and_chunked_toy_conserve_blocks_and_tokens(case):
     assert module.simulate(specs, config)[1] == reports  # deterministic
 
 
-@pytest.mark.skipif("toy_scheduler" not in SIMS, reason="no toy simulation")
 def test_toy_view_agrees_with_itself():
     view = call("toy_scheduler", {"config": {"requests": 40, "seed": 5}})["result"]
     # The view carries the chosen policy only; the other two are compare_policies'.
-    assert view["results"] == toy_scheduler.compare_policies(toy_scheduler.ToyConfig(requests=40, seed=5))["fcfs"]
+    assert view["results"] == toy_scheduler_view.compare_policies(toy_scheduler.ToyConfig(requests=40, seed=5))["fcfs"]
     assert view["results"]["finished"] == 40
     series = view["series"]
     assert len(series["start"]) == len(series["batch"]) == len(series["tokens"]) \
-        <= toy_scheduler.SERIES_POINTS
+        <= toy_scheduler_view.SERIES_POINTS
     assert series["start"] == list(range(0, series["bucket"] * len(series["start"]),
                                          series["bucket"]))
 
@@ -700,8 +690,6 @@ DIGESTS = [
 
 @pytest.mark.parametrize("name, payload, expected", DIGESTS)
 def test_view_digest_is_pinned(name, payload, expected):
-    if name not in SIMS:
-        pytest.skip(f"no {name} simulation")
     answer = json.loads(bridge.call(name, payload))
     assert answer["ok"], answer
     got = digest(answer["result"])

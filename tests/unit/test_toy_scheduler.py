@@ -13,7 +13,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pysim import bridge, toy_scheduler
+from pysim import bridge, toy_scheduler, toy_scheduler_view
 from pysim.__main__ import main
 from pysim.engine import Engine, EngineConfig, run_timed
 from pysim.toy_scheduler import Request, ToyConfig, ToyScheduler
@@ -259,7 +259,7 @@ def test_random_small_workloads_keep_the_invariants(policy, block_size, spare, m
 # --------------------------------------------------------------------------- policies
 
 def test_shortest_first_lowers_mean_ttft_and_raises_max_ttft():
-    policies = toy_scheduler.compare_policies(ToyConfig())
+    policies = toy_scheduler_view.compare_policies(ToyConfig())
     fcfs, short, prio = (policies[p] for p in ("fcfs", "shortest", "priority"))
     assert all(s["finished"] == 200 for s in (fcfs, short, prio))
     assert short["mean_ttft"] < fcfs["mean_ttft"]
@@ -382,15 +382,15 @@ def test_the_page_default_fcfs_row_is_the_engines():
     start_of = [start for start, *_ in steps]
     ttft = [start_of[r.first_token_step] - r.arrival + 1 for r in e.requests.values()]
     tokens = sum(n for _, parts, _, _ in steps for _, _, n in parts)
-    row = toy_scheduler.run(cfg, [])["results"]
-    assert row == toy_scheduler.compare_policies(cfg)["fcfs"]
+    row = toy_scheduler_view.run(cfg, [])["results"]
+    assert row == toy_scheduler_view.compare_policies(cfg)["fcfs"]
     assert row["iterations"] == len(steps)
     assert row["tokens"] == tokens
     assert row["mean_ttft"] == round(sum(ttft) / len(ttft), 2)
     assert row["max_ttft"] == max(ttft)
     assert row["preemptions"] == e.num_preemptions
     assert row["mean_batch"] == round(sum(len(p) for _, p, _, _ in steps) / len(steps), 2)
-    assert toy_scheduler.figures()["fcfs_mean_ttft"] == row["mean_ttft"]
+    assert toy_scheduler_view.figures()["fcfs_mean_ttft"] == row["mean_ttft"]
 
 
 # --------------------------------------------------------------------------- driver, bridge, CLI
@@ -408,7 +408,7 @@ def test_workload_is_bursty_and_drawn_from_the_mixes():
 
 def test_series_buckets_by_hand():
     reports = [{"batch": [(0, "decode", 1)] * k} for k in (1, 2, 3, 4, 5)]
-    s = toy_scheduler.series(reports, points=2)  # buckets of 3: (1, 2, 3) and (4, 5)
+    s = toy_scheduler_view.series(reports, points=2)  # buckets of 3: (1, 2, 3) and (4, 5)
     assert s == {"bucket": 3, "start": [0, 3], "batch": [2.0, 4.5], "tokens": [2.0, 4.5]}
 
 
@@ -417,13 +417,13 @@ def test_bridge_view_schema():
     assert answer["ok"]
     view = answer["result"]
     assert set(view) == {"config", "results", "series"}
-    assert view["results"] == toy_scheduler.compare_policies(ToyConfig())["shortest"]
+    assert view["results"] == toy_scheduler_view.compare_policies(ToyConfig())["shortest"]
     assert view["config"] == {**ToyConfig().__dict__, "policy": "shortest"}
     assert set(view["results"]) == {"finished", "iterations", "tokens", "tokens_per_iteration",
                                     "mean_batch", "mean_ttft", "max_ttft", "mean_ttft_urgent",
                                     "preemptions"}
     s = view["series"]
-    assert len(s["start"]) == len(s["batch"]) == len(s["tokens"]) <= toy_scheduler.SERIES_POINTS
+    assert len(s["start"]) == len(s["batch"]) == len(s["tokens"]) <= toy_scheduler_view.SERIES_POINTS
     assert max(s["batch"]) <= view["config"]["max_num_seqs"]
 
 

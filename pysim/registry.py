@@ -1,0 +1,67 @@
+"""Every simulation, by name: the one list to extend when a simulation is added.
+
+A simulation is a module of pysim that defines `SIMULATION = Simulation(...)`. The bridge,
+the command line, the build (pre-rendering and the `{{ name.key }}` figures) and the
+tests all find simulations here, so nothing else keeps a list of them.
+
+Modules are imported on first use, one at a time: a page needs one or two simulations,
+and Pyodide compiles every module from source when it is first imported (all six
+together took ~80 ms there, time a reader would wait before the first answer). A module
+that fails to import breaks only its own calls, never the others'.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .config import ConfigError
+
+# Simulation name -> the pysim module that defines its SIMULATION. The name is also the
+# widget's file (widgets/NAME.js), its bridge name and, with hyphens, its CLI name and page.
+MODULES = {
+    "naive_batching": "naive_batching",
+    "paged_kv_cache": "paged_kv_cache",
+    "chunked_prefill": "chunked_prefill",
+    "batch_size": "batch_size",
+    # pysim/toy_scheduler.py is the teaching code the page prints; its widget's view is here:
+    "toy_scheduler": "toy_scheduler_view",
+    "exercises": "exercises",
+}
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulation as the bridge, the command line and the build see it."""
+
+    name: str
+    config_cls: type
+    run: Callable[[Any, list], dict]  # (config, actions) -> view model
+    text: Callable[[dict], str] | None = None  # a readable summary for the CLI
+    takes_actions: bool = False
+    runs_reader_code: bool = False  # the exercise: arbitrary code, so the collector stays on
+    # The numbers the chapter's prose quotes from this simulation ({{ NAME.key }}),
+    # computed on demand: () -> {key: value}.
+    figures: Callable[[], dict] | None = None
+
+    def __post_init__(self):
+        assert self.name in MODULES, f"{self.name} is not in pysim.registry.MODULES"
+
+
+def names() -> tuple[str, ...]:
+    return tuple(MODULES)
+
+
+def simulation(name: str) -> Simulation:
+    """The simulation called `name`, importing its module on first use and no other."""
+    if name not in MODULES:
+        raise ConfigError("name", f"unknown simulation {name[:40]!r}; known: {', '.join(sorted(MODULES))}")
+    sim = importlib.import_module(f"pysim.{MODULES[name]}").SIMULATION
+    assert sim.name == name, f"pysim.{MODULES[name]} defines {sim.name!r}, not {name!r}"
+    return sim
+
+
+def simulations() -> dict[str, Simulation]:
+    """Every simulation by name (imports them all: for the CLI, `describe` and tests)."""
+    return {name: simulation(name) for name in MODULES}
