@@ -27,35 +27,50 @@ class ConfigError(ValueError):
         self.message = message
 
 
-def bounded(default: float, lo: float, hi: float, help: str, *, integer: bool = True):
+def _shown(label: str | None, unit: str | None = None, step: float | None = None,
+           scale: str | None = None) -> dict:
+    """How a widget presents a field (widgets/controls.js): its label, the unit after
+    its value, the slider's step and whether the slider is "linear" or "log". Only what
+    is given; the widget falls back to the field's name, no unit, a step of 1 (whole
+    numbers) and a linear slider."""
+    assert scale in (None, "linear", "log"), scale
+    given = {"label": label, "unit": unit, "step": step, "scale": scale}
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def bounded(default: float, lo: float, hi: float, help: str, *, integer: bool = True,
+            label: str | None = None, unit: str | None = None, step: float | None = None,
+            scale: str | None = None):
     """A number field allowed in [lo, hi]; integers unless `integer=False`."""
     kind = "int" if integer else "float"
     return dataclasses.field(
-        default=default, metadata={"kind": kind, "lo": lo, "hi": hi, "help": help}
+        default=default,
+        metadata={"kind": kind, "lo": lo, "hi": hi, "help": help, **_shown(label, unit, step, scale)},
     )
 
 
-def flag(default: bool, help: str):
+def flag(default: bool, help: str, *, label: str | None = None):
     """An on/off field."""
-    return dataclasses.field(default=default, metadata={"kind": "bool", "help": help})
+    return dataclasses.field(default=default, metadata={"kind": "bool", "help": help, **_shown(label)})
 
 
-def choice(default: str, options: tuple[str, ...], help: str):
+def choice(default: str, options: tuple[str, ...], help: str, *, label: str | None = None):
     """A field that must be one of a fixed set of names."""
     assert default in options
     return dataclasses.field(
-        default=default, metadata={"kind": "choice", "options": options, "help": help}
+        default=default,
+        metadata={"kind": "choice", "options": options, "help": help, **_shown(label)},
     )
 
 
-def data(default_factory, help: str, check=None):
+def data(default_factory, help: str, check=None, *, label: str | None = None):
     """A structured field (a list of requests, say), validated by `check(value)`.
 
     `check` returns the normalised value or raises ConfigError itself.
     """
     return dataclasses.field(
         default_factory=default_factory,
-        metadata={"kind": "data", "check": check, "help": help},
+        metadata={"kind": "data", "check": check, "help": help, **_shown(label)},
     )
 
 

@@ -50,7 +50,9 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 # Front-end files. Every widget page gets the shared runtime and styles; a widget
 # named NAME brings widgets/NAME.js (and widgets/NAME.css if there is one), so the
 # simulation module, the bridge name and the widget file share one word.
-RUNTIME = "runtime.js"
+# Shared scripts, run in this order before the widgets' own: helpers, the worker client,
+# search's wait for Python, the describe-driven controls, the widget lifecycle.
+RUNTIME = ("dom.js", "runtime.js", "search.js", "controls.js", "live.js")
 WORKER = "worker.js"
 SHARED_STYLES = ("widgets.css",)
 # Libraries from npm that a widget needs, copied from node_modules (pinned in
@@ -356,7 +358,7 @@ def _link_widgets(output, page):
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets)]
-    scripts = [*(v for v in vendor if v.endswith(".js")), RUNTIME, *(f"{n}.js" for n in names)]
+    scripts = [*(v for v in vendor if v.endswith(".js")), *RUNTIME, *(f"{n}.js" for n in names)]
     head = [f'<link rel="stylesheet" href="{up}{assets[f][0]}">' for f in styles]
     head.append(
         '<script type="application/json" id="pysim-runtime">'
