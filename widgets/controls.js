@@ -4,8 +4,10 @@
 // the page beside the pre-rendered model, so the controls are drawn before Python runs.
 //
 // A described field looks like
-//   {name, kind: "int"|"float"|"bool"|"choice"|"data", default, help,
-//    lo, hi (numbers), options (choices), label, unit, step, scale: "linear"|"log"}
+//   {name, kind: "int"|"float"|"bool"|"choice"|"data", default, help, label,
+//    lo, hi, unit, step, scale: "linear"|"log", slider_max (numbers: the slider stops
+//    there when the range is too wide to drag through; typing reaches hi),
+//    options, option_labels: {option: text} (choices)}
 // and becomes, by kind:
 //   int / float  a slider (log-spaced steps when scale is "log") and a typed box
 //   choice       a select          bool   a checkbox with role "switch"
@@ -89,6 +91,7 @@
     c.setRange = (lo, hi) => {
       box.min = lo;
       box.max = hi;
+      if (field.slider_max != null) hi = Math.min(hi, field.slider_max);
       if (log) {
         values = logSteps(lo, hi, field.step);
         range.min = 0;
@@ -130,7 +133,8 @@
     const id = newId(field.name);
     const c = frame(field, id);
     const select = h("select", { id, name: field.name, "aria-describedby": c.describedBy },
-      field.options.map((o) => h("option", { value: o }, optionLabel ? optionLabel(o) : o)));
+      field.options.map((o) => h("option", { value: o },
+        optionLabel ? optionLabel(o) : (field.option_labels && field.option_labels[o]) || o)));
     select.addEventListener("change", () => onChange(field.name, select.value, 0));
     c.set = (v) => { select.value = v; };
     c.root.append(h("label", { for: id }, c.label), select, c.help, c.error);

@@ -36,9 +36,11 @@
 // (the `link` keys' text from the hash), messages (an element for pysim's messages);
 // set(patch, delayMs) to change the config, act(action) and replay(actions) for
 // simulations that take actions, recompute(), call(payload) for a run of the widget's
-// own (a pinned comparison), saveLink() after its own state changed; and, released
-// by unmount: listen(target, type, fn, opts), timeout(fn, ms), interval(fn, ms),
-// frame(fn), observe(observer), canvas(attrs).
+// own (a pinned comparison, a run of the reader's code; options as runtime.call's),
+// whenLive (a promise: the live check is done), saveLink() after its own state
+// changed; and, released by unmount: listen(target, type, fn, opts), timeout(fn, ms),
+// interval(fn, ms), frame(fn), observe(observer), canvas(attrs), onRuntime(listener)
+// (runtime.subscribe: listener(state, text) now and on every change).
 //
 // Data attributes on w.root, for tests and styles: data-live (pending, same, updated,
 // failed), data-busy while a computation runs, data-error (the field pysim refused),
@@ -174,6 +176,9 @@
         undo.push(() => observer.disconnect());
         return observer;
       },
+      subscribe(listener) {
+        undo.push(runtime.subscribe(listener));
+      },
       canvas(attrs) {
         const canvas = h("canvas", attrs || {});
         undo.push(() => { canvas.width = 0; canvas.height = 0; }); // frees its pixels now
@@ -209,6 +214,7 @@
     let debounce = null;
     let alive = true;
     let controls = null;
+    let wentLive = null;
     const t = tracker();
     const general = h("p", { class: "pysim-error pysim-general-error", role: "alert" });
     const linkNote = h("p", { class: "pysim-error pysim-hash-message", role: "alert" });
@@ -331,10 +337,11 @@
         return flush();
       },
       recompute: flush,
-      call: (payload) => runtime.call(name, payload),
+      call: (payload, options) => runtime.call(name, payload, options),
+      whenLive: new Promise((resolve) => { wentLive = resolve; }),
       saveLink,
       listen: t.listen, timeout: t.timeout, interval: t.interval, frame: t.frame,
-      observe: t.observe, canvas: t.canvas,
+      observe: t.observe, canvas: t.canvas, onRuntime: t.subscribe,
     };
 
     const handle = spec.mount(w);
@@ -354,11 +361,13 @@
       if (!alive) return;
       if (!answer || !answer.ok) {
         root.dataset.live = "failed";
+        wentLive("failed");
         return;
       }
       const equal = same(answer.result, prerendered.view);
       if (!equal) console.error(`pysim: the pre-rendered ${name} view differs from what Pyodide computed`);
       root.dataset.live = equal ? "same" : "updated";
+      wentLive(root.dataset.live);
       if (!root.dataset.computeMs) root.dataset.computeMs = answer.ms.toFixed(2);
       if (!equal && seq === asked) {
         view = answer.result;
