@@ -24,9 +24,12 @@
 //       const controls = w.controls({ skip: ["seed"] }); // every other described field
 //       w.body.append(controls.root, w.messages, chart);  // where they go (else: on top)
 //       return {
-//         draw(view, state) { ... },  // the view model pysim computed for state.config
-//         linkState() { return { step } },   // optional: values of the `link` keys
-//         unmount() { ... },              // optional: what `w` does not track
+//         draw(view, state, why) { ... }, // the view pysim computed for state; why:
+//                                         // "mount", "change", "link" or "live"
+//         linkState() { return { step } },  // optional: values of the `link` keys
+//         busy(on) { ... },                 // optional: a computation starts / ends
+//         refused(error) { ... },           // optional: pysim refused the reader's change
+//         unmount() { ... },                // optional: what `w` does not track
 //       };
 //     },
 //   });
@@ -34,7 +37,8 @@
 // `w` holds: name, root (the .pysim-widget), body, fields (the describe list),
 // field(name), view and state (what is shown), draft (what the controls say), link
 // (the `link` keys' text from the hash), messages (an element for pysim's messages);
-// set(patch, delayMs) to change the config, act(action) and replay(actions) for
+// set(patch, delayMs, actions?) to change the config (and the actions with it: a
+// setting that starts over), act(action) and replay(actions) for
 // simulations that take actions, recompute(), call(payload) for a run of the widget's
 // own (a pinned comparison, a run of the reader's code; options as runtime.call's),
 // whenLive (a promise: the live check is done), saveLink() after its own state
@@ -267,12 +271,14 @@
     async function compute(next, { fromLink: isLink = false } = {}) {
       const mine = ++seq;
       root.dataset.busy = "true";
+      if (handle.busy) handle.busy(true);
       let answer;
       try {
         answer = await runtime.call(name, payloadOf(next));
       } catch (err) {
         if (!alive || mine !== seq) return;
         delete root.dataset.busy;
+        if (handle.busy) handle.busy(false);
         clearErrors();
         general.textContent = UNAVAILABLE;
         draft = clone(shown);
@@ -281,6 +287,7 @@
       }
       if (!alive || mine !== seq) return; // a newer change superseded this one
       delete root.dataset.busy;
+      if (handle.busy) handle.busy(false);
       root.dataset.computeMs = answer.ms.toFixed(2);
       clearErrors();
       if (!answer.ok) {
@@ -295,6 +302,7 @@
         if (control) control.showError(`${labelFor(field)}: ${message}`);
         else general.textContent = `${labelFor(field)}: ${message}`;
         root.dataset.error = field || "input";
+        if (handle.refused) handle.refused(answer.error);
         return; // keep the last good picture
       }
       delete root.dataset.error;
@@ -306,7 +314,7 @@
         syncControls();
       }
       saveLink();
-      handle.draw(view, shown);
+      handle.draw(view, shown, isLink ? "link" : "change");
     }
 
     function flush() {
@@ -326,8 +334,9 @@
         syncControls();
         return controls;
       },
-      set(patch, delayMs = 0) {
+      set(patch, delayMs = 0, actions = null) {
         draft.config = merged(draft.config, patch);
+        if (actions) draft.actions = [...actions];
         clearTimeout(debounce);
         debounce = setTimeout(flush, delayMs);
       },
@@ -347,7 +356,7 @@
     const handle = spec.mount(w);
     if (controls && !controls.root.isConnected) body.prepend(controls.root);
     if (!messages.isConnected) (controls ? controls.root : body).after(messages);
-    handle.draw(view, shown);
+    handle.draw(view, shown, "mount");
 
     const linkWanted = !same(link.state, base);
     // When Python is up: recompute the default and compare it with the pre-rendered
@@ -371,7 +380,7 @@
       if (!root.dataset.computeMs) root.dataset.computeMs = answer.ms.toFixed(2);
       if (!equal && seq === asked) {
         view = answer.result;
-        handle.draw(view, shown);
+        handle.draw(view, shown, "live");
       }
     }
     const unsubscribe = runtime.subscribe((state) => {
@@ -381,8 +390,10 @@
       }
     });
 
-    // Back and forward (and a link edited by hand) change the hash: follow it.
+    // Back and forward (and a link edited by hand) change the hash: follow it, unless
+    // it holds no state at all (a heading's anchor, a table-of-contents click).
     t.listen(window, "hashchange", () => {
+      if (!hashPairs().length) return;
       const next = fromLink();
       w.link = next.ui;
       if (!same(next.state, shown)) compute(next.state, { fromLink: true });
