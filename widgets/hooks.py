@@ -330,6 +330,14 @@ def on_post_template(output_content, template_name, config, **kwargs):
 MATERIAL_CONFIG = '<script id="__config" type="application/json">'  # just before its bundle
 
 
+def _widget_scripts(name: str) -> list[str]:
+    """A widget's scripts: widgets/NAME.js, after its parts NAME.PART.js (a second file
+    for one concept of a large widget, e.g. chunked_prefill.text.js), in name order."""
+    parts = sorted(f for f in _state["assets"] if f.startswith(name + ".") and f.endswith(".js")
+                   and f.count(".") == 2 and "/" not in f)
+    return [*parts, f"{name}.js"]
+
+
 def _link_widgets(output, page):
     """Link the widget runtime into pages that hold a widget, and only those; give
     every page the footer link to the offline zip."""
@@ -358,7 +366,7 @@ def _link_widgets(output, page):
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets)]
-    scripts = [*(v for v in vendor if v.endswith(".js")), *RUNTIME, *(f"{n}.js" for n in names)]
+    scripts = [*(v for v in vendor if v.endswith(".js")), *RUNTIME, *(f for n in names for f in _widget_scripts(n))]
     head = [f'<link rel="stylesheet" href="{up}{assets[f][0]}">' for f in styles]
     head.append(
         '<script type="application/json" id="pysim-runtime">'

@@ -63,7 +63,7 @@ def test_a_field_added_to_the_config_appears_as_a_control(page, site_url, watch,
 PROBE = """
 (() => {
   Error.stackTraceLimit = 60;
-  const mine = () => /assets\\/widgets\\/(live|WIDGET)\\.[0-9a-f]+\\.js/.test(new Error().stack);
+  const mine = () => /assets\\/widgets\\/(live|WIDGET)(\\.[a-z]+)?\\.[0-9a-f]+\\.js/.test(new Error().stack);
   const live = { listeners: [], timeouts: new Set(), intervals: new Set(), frames: new Set(), observers: new Set() };
   window.__live = live;
   const global = (t) => t === window || t === document || t === document.documentElement ||
