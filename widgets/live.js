@@ -293,7 +293,8 @@
       if (!answer.ok) {
         const { field, message } = answer.error;
         if (isLink) {
-          linkNote.textContent = `Ignored the link's settings, so the picture shows the defaults: ${labelFor(field)}: ${message}`;
+          const picture = same(shown, base) ? "the defaults" : "the last good settings";
+          linkNote.textContent = `Ignored the link's settings; the picture shows ${picture}. ${labelFor(field)}: ${message}`;
           draft = clone(shown);
           syncControls();
           return;
