@@ -384,6 +384,8 @@
         handle.draw(view, shown, "live");
       }
     }
+    // A link that holds a state asks for Python at once: the reader came for that state.
+    if (linkWanted) runtime.start().catch(() => {});
     const unsubscribe = runtime.subscribe((state) => {
       if (state === "ready" && !root.dataset.live) goLive();
       if (state === "unavailable" && linkWanted) {
