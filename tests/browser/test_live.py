@@ -127,9 +127,9 @@ def test_unmount_leaves_nothing_running(page, site_url, widget):
     wait_for_python(page)
     until(page, f"document.querySelector('{root}').dataset.live === 'same'")
     mounted = page.evaluate(CENSUS)
-    # The probe sees what the widget holds while mounted (live.js's hashchange listener,
-    # the chart's observers), so it would see them left behind.
-    assert mounted["canvases"] > 0 and mounted["listeners"] > 0 and mounted["observers"] > 0, mounted
+    # The probe sees what the widget holds while mounted (live.js's hashchange listener
+    # at least; charts' canvases and observers), so it would see them left behind.
+    assert mounted["listeners"] > 0, mounted
 
     page.evaluate("PySim.unmountAll()")
     page.wait_for_timeout(500)
