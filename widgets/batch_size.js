@@ -44,7 +44,6 @@
   function mount(w) {
     const root = w.root;
     let view = w.view;
-    const catalogLabel = (list) => (id) => (list.find((x) => x.id === id) || { label: id }).label;
     const modelInfo = (id) => view.catalog.models.find((m) => m.id === id) || view.catalog.models[0];
 
     // A model reads at most its own context: a new model keeps the request inside it.
@@ -62,10 +61,7 @@
       if (name === "context_tokens") contextNote.textContent = "";
       w.set({ [name]: value }, delay);
     }
-    const controls = w.controls({
-      onChange,
-      optionLabels: { gpu: catalogLabel(view.catalog.gpus), model: catalogLabel(view.catalog.models) },
-    });
+    const controls = w.controls({ onChange });
     controls.root.classList.add("bs-controls");
     if (controls.has("context_tokens")) controls.get("context_tokens").root.append(contextNote);
 

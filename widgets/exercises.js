@@ -1,4 +1,4 @@
-// Widget for exercise 5 (pysim/exercise.py, bridge name "exercise"): an editor holding
+// Widget for exercise 5 (pysim/exercises.py, bridge name "exercises"): an editor holding
 // the toy scheduler's code, a Run button and a Check button.
 //
 // The reader's code never runs on this page's thread: it travels as text to the page's
@@ -13,8 +13,8 @@
 (function () {
   "use strict";
   const { h, fmt } = window.PySim;
-  const NAME = "exercise";
-  const STORE = "pysim.exercise.code"; // the reader's code survives a reload
+  const NAME = "exercises";
+  const STORE = "pysim.exercises.code"; // the reader's code survives a reload
   const THEMES = { light: "ace/theme/chrome", dark: "ace/theme/tomorrow_night" };
   const LABELS = {
     finished: "finished", iterations: "iterations", tokens: "tokens computed",

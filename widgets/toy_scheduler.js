@@ -1,0 +1,180 @@
+// Widget for the toy scheduler (pysim/toy_scheduler.py, bridge name "toy_scheduler"), on page 4.
+//
+// pysim runs the toy's driver (about 200 bursty requests) under the chosen policy and
+// constants and returns the summary, the same summary for all three policies, and a
+// short series of batch sizes. This file draws the result, a small line of batch size
+// over the iterations, and a table that keeps one row per run the reader made, so runs
+// with different policies and constants can be compared side by side. The controls and
+// the run's lifecycle are live.js's, from pysim's describe.
+(function () {
+  "use strict";
+  const { h, fmt } = window.PySim;
+  const NAME = "toy_scheduler";
+  const SHORT = { fcfs: "FCFS", priority: "priority", shortest: "shortest" };
+  const METRICS = [
+    ["finished", "finished", (v, c) => `${fmt(v)} of ${fmt(c.requests)}`],
+    ["iterations", "iterations", fmt],
+    ["tokens_per_iteration", "tokens / iteration", fmt],
+    ["mean_batch", "mean batch", fmt],
+    ["mean_ttft", "mean TTFT (iterations)", fmt],
+    ["max_ttft", "max TTFT (iterations)", fmt],
+    ["mean_ttft_urgent", "urgent requests' mean TTFT", fmt],
+    ["preemptions", "preemptions", fmt],
+  ];
+  const MAX_ROWS = 12;
+  const uid = () => Math.random().toString(36).slice(2, 8);
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svg(tag, attrs) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+    return el;
+  }
+
+  function mount(w) {
+    const root = w.root;
+    let view = w.view;
+    const names = w.fields.filter((f) => f.kind !== "data").map((f) => f.name);
+    const keyOf = (config) => names.map((n) => config[n]).join("|");
+    const policyName = (id) => (w.field("policy").option_labels || {})[id] || id;
+    // One row per run the reader made (the pre-rendered defaults count as the first).
+    let runs = [{ config: Object.assign({}, view.config), results: view.results, source: "pre-computed" }];
+
+    // ---------------------------------------------------------------- controls
+    // Every change, typed or dragged, waits a quarter second: edits to two boxes in a
+    // row run the driver once.
+    const controls = w.controls({ onChange: (name, value) => w.set({ [name]: value }, 250) });
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.recompute() }, "Run the driver");
+    const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearRuns }, "Clear the table");
+    const cards = h("dl", { class: "toy-cards", "aria-live": "polite" });
+    const chartTitle = h("p", { class: "toy-chart-title" });
+    const chart = svg("svg", { class: "toy-chart", role: "img", preserveAspectRatio: "none" });
+    const seriesTable = h("table", { class: "toy-series-table" });
+    const seriesWrap = h("div", { class: "pysim-table-wrap toy-series-wrap", id: "toy-series-" + uid(), hidden: true }, seriesTable);
+    const seriesToggle = h("button", { type: "button", class: "toy-series-toggle", "aria-expanded": "false",
+      "aria-controls": seriesWrap.id }, "Show the line's values as a table");
+    seriesToggle.addEventListener("click", () => {
+      const open = seriesWrap.hidden;
+      seriesWrap.hidden = !open;
+      seriesToggle.setAttribute("aria-expanded", open ? "true" : "false");
+      seriesToggle.textContent = open ? "Hide the table of values" : "Show the line's values as a table";
+    });
+    const seriesDetails = h("div", { class: "toy-series" }, seriesToggle, seriesWrap);
+    const runsTable = h("table", { class: "toy-runs" });
+    const status = h("p", { class: "pysim-summary toy-status", "aria-live": "polite" });
+
+    w.body.append(
+      h("div", { class: "pysim-toolbar" }, controls.has("policy") ? controls.get("policy").root : null, runBtn, clearBtn),
+      controls.root, w.messages,
+      cards,
+      h("div", { class: "toy-figure" }, chartTitle, chart, seriesDetails),
+      h("div", { class: "pysim-table-wrap" }, runsTable),
+      status);
+
+    function addRun(v, source) {
+      const key = keyOf(v.config);
+      runs = runs.filter((r) => keyOf(r.config) !== key);
+      runs.push({ config: Object.assign({}, v.config), results: v.results, source });
+      if (runs.length > MAX_ROWS) runs = runs.slice(runs.length - MAX_ROWS);
+    }
+
+    function clearRuns() {
+      runs = [{ config: Object.assign({}, view.config), results: view.results, source: "current" }];
+      draw();
+    }
+
+    // ---------------------------------------------------------------- drawing
+    function draw() {
+      drawCards();
+      drawChart();
+      drawRuns();
+    }
+
+    function drawCards() {
+      const r = view.results;
+      cards.replaceChildren(...METRICS.map(([key, label, show]) =>
+        h("div", { class: "toy-card", "data-metric": key },
+          h("dt", {}, label), h("dd", {}, show(r[key], view.config)))));
+    }
+
+    function drawChart() {
+      const s = view.series;
+      const c = view.config;
+      const n = s.batch.length;
+      const iterations = view.results.iterations;
+      const width = Math.max(200, Math.min(720, chart.parentElement.clientWidth || 600));
+      const height = 90;
+      const pad = { l: 30, r: 6, t: 8, b: 18 };
+      const w = width - pad.l - pad.r;
+      const hgt = height - pad.t - pad.b;
+      const top = Math.max(c.max_num_seqs, ...s.batch, 1);
+      const x = (i) => pad.l + (n <= 1 ? 0 : (i / (n - 1)) * w);
+      const y = (v) => pad.t + hgt - (v / top) * hgt;
+      chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
+      chart.setAttribute("width", width);
+      chart.setAttribute("height", height);
+      const parts = [];
+      parts.push(svg("line", { x1: pad.l, x2: pad.l + w, y1: y(0), y2: y(0), class: "toy-axis" }));
+      parts.push(svg("line", { x1: pad.l, x2: pad.l + w, y1: y(c.max_num_seqs), y2: y(c.max_num_seqs), class: "toy-limit" }));
+      const label = (text, attrs) => { const t = svg("text", attrs); t.textContent = text; return t; };
+      parts.push(label(String(c.max_num_seqs), { x: pad.l - 4, y: y(c.max_num_seqs) + 3, "text-anchor": "end", class: "toy-tick" }));
+      parts.push(label("0", { x: pad.l - 4, y: y(0) + 3, "text-anchor": "end", class: "toy-tick" }));
+      parts.push(label("iteration 1", { x: pad.l, y: height - 4, class: "toy-tick" }));
+      parts.push(label(`${fmt(iterations)}`, { x: pad.l + w, y: height - 4, "text-anchor": "end", class: "toy-tick" }));
+      const points = s.batch.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+      parts.push(svg("polyline", { points, class: "toy-line" }));
+      chart.replaceChildren(...parts);
+      const peak = Math.max(...s.batch, 0);
+      const bucket = s.bucket > 1 ? ` (each point averages ${s.bucket} iterations)` : "";
+      chartTitle.textContent = `Batch size over the run${bucket}; the dashed line is max sequences (${c.max_num_seqs}).`;
+      chart.setAttribute("aria-label", `Batch size over ${fmt(iterations)} iterations under ${policyName(c.policy)}: ` +
+        `mean ${fmt(view.results.mean_batch)}, highest ${fmt(peak)}, limit ${c.max_num_seqs} sequences. The table below lists the values.`);
+      seriesTable.replaceChildren(
+        h("thead", {}, h("tr", {}, ["Iterations", "Mean batch", "Mean tokens"].map((t) => h("th", { scope: "col" }, t)))),
+        h("tbody", {}, s.start.map((start, i) => {
+          const end = Math.min(iterations, start + s.bucket);
+          const span = s.bucket > 1 ? `${start + 1}–${end}` : `${start + 1}`;
+          return h("tr", {}, h("th", { scope: "row" }, span), h("td", {}, fmt(s.batch[i])), h("td", {}, fmt(s.tokens[i])));
+        })));
+    }
+
+    function drawRuns() {
+      const current = keyOf(view.config);
+      const head = h("tr", {}, ["Run", "Policy", "Block", "Blocks", "Budget", "Max seqs", "Requests", "Seed",
+        "Finished", "Iterations", "Tokens/iter", "Mean batch", "Mean TTFT", "Max TTFT", "Urgent TTFT", "Preempted"]
+        .map((t) => h("th", { scope: "col" }, t)));
+      const rows = runs.map((run, i) => {
+        const c = run.config, r = run.results;
+        return h("tr", { "data-policy": c.policy, "data-current": keyOf(c) === current ? "true" : "false", "data-run": String(i + 1) },
+          h("th", { scope: "row" }, `${i + 1}`),
+          [SHORT[c.policy], c.block_size, c.num_gpu_blocks, c.max_num_batched_tokens, c.max_num_seqs, c.requests, c.seed,
+            r.finished, r.iterations, fmt(r.tokens_per_iteration), fmt(r.mean_batch), fmt(r.mean_ttft), r.max_ttft,
+            fmt(r.mean_ttft_urgent), r.preemptions].map((v, k) => h("td", { "data-col": String(k) }, String(typeof v === "number" ? fmt(v) : v))));
+      });
+      runsTable.replaceChildren(
+        h("caption", {}, "Your runs, oldest first (TTFT in iterations; the highlighted row is the one drawn above)"),
+        h("thead", {}, head), h("tbody", {}, rows));
+    }
+
+    w.observe(new ResizeObserver(() => drawChart())).observe(w.body);
+    w.observe(new MutationObserver(() => draw()))
+      .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+    return {
+      // Every run the reader asks for, and a link's, gets a row of the table.
+      draw(next, state, why) {
+        view = next;
+        if (why !== "mount") addRun(view, why === "change" ? "your run" : "from the link");
+        draw();
+        if (why === "change" || why === "link") {
+          status.textContent = `Ran ${fmt(view.config.requests)} requests under ${policyName(view.config.policy)} in ` +
+            `${fmt(Math.round(Number(root.dataset.computeMs)))} ms.`;
+        }
+      },
+      busy(on) { if (on) status.textContent = "Running the driver in Python…"; },
+      refused() { status.textContent = "Nothing was run: fix the setting marked in red."; },
+    };
+  }
+
+  window.PySim.widget(NAME, { mount });
+})();
