@@ -178,14 +178,5 @@
     };
   }
 
-  // For the widgets not yet on live.js (delete with the last of them): a slider with a
-  // typed box, built by hand.
-  function legacyNumberControl({ name, label, min, max, step = 1, value, onChange }) {
-    const control = numberControl({ name, label, kind: "int", lo: min, hi: max, step, help: "" },
-      (n, v) => onChange(String(v)));
-    control.set(value);
-    return control;
-  }
-
-  Object.assign(window.PySim, { buildControls, labelOf, logSteps, numberControl: legacyNumberControl });
+  Object.assign(window.PySim, { buildControls, labelOf, logSteps });
 })();

@@ -414,9 +414,5 @@
     };
   }
 
-  // For the widgets not yet on live.js (delete with the last of them).
-  const readHash = (prefix) => Object.fromEntries(readLink(prefix).filter(([k]) => k !== "__proto__"));
-  const writeHash = (prefix, state) => writeLink(prefix, Object.entries(state).map(([k, v]) => [k, String(v)]));
-
-  Object.assign(window.PySim, { widget, readLink, writeLink, encodeActions, decodeActions, readHash, writeHash });
+  Object.assign(window.PySim, { widget, readLink, writeLink, encodeActions, decodeActions });
 })();
