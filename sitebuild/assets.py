@@ -20,7 +20,9 @@ from . import NODE_MODULES, ROOT, Files
 
 WIDGETS_DIR = ROOT / "widgets"
 # Every widget page runs these, in this order, before the widgets' own scripts.
-SHARED_SCRIPTS = ("runtime.js",)  # the one Pyodide worker's client
+# Shared scripts, run in this order before the widgets' own: DOM helpers, the worker's
+# client, search's wait for Python, the describe-driven controls, the widget lifecycle.
+SHARED_SCRIPTS = ("dom.js", "runtime.js", "search.js", "controls.js", "live.js")
 WORKER = "worker.js"              # started by runtime.js, never linked from a page
 SHARED_STYLES = ("widgets.css",)
 # Libraries from npm (pinned in package.json) a widget needs before its own script runs.
@@ -80,6 +82,14 @@ class PageAssets:
     scripts: list[str]    # preloaded in <head>, run in order at the end of <body>
 
 
+def widget_scripts(name: str, assets: dict[str, Asset]) -> list[str]:
+    """A widget's scripts: widgets/NAME.js, after its parts NAME.PART.js (a second file
+    for one concept of a large widget, e.g. chunked_prefill.text.js), in name order."""
+    parts = sorted(f for f in assets if f.startswith(name + ".") and f.endswith(".js")
+                   and f.count(".") == 2 and "/" not in f)
+    return [*parts, f"{name}.js"]
+
+
 def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up: str = "") -> PageAssets:
     """The files a page holding `widgets` loads. `runtime` holds the worker's settings
     (paths in the site); `up` leads from the page back to the site's root."""
@@ -87,7 +97,8 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets)]
-    scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS, *(f"{n}.js" for n in names)]
+    scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS,
+               *(f for n in names for f in widget_scripts(n, assets))]
     settings = {
         "pyodide": up + runtime["pyodide"],
         "lock": up + runtime["lock"],

@@ -9,6 +9,7 @@
 //
 // The editor is Ace (npm ace-builds, shipped with the site), loaded after the page's
 // start (sitebuild/assets.py, VENDOR_LATER); until then, or without it, a plain text area.
+// The lifecycle is live.js's; the reader's code never goes into the page's link.
 (function () {
   "use strict";
   const { h, fmt } = window.PySim;
@@ -41,12 +42,13 @@
   // without Ace's half a megabyte of script; Ace takes its place once Python is up, or
   // the moment the reader touches the text area, keeping the text, the caret and the
   // focus. If Ace cannot load, the text area stays: it edits as well, without colours.
-  function makeEditor(root, code, onChange) {
+  function makeEditor(w, code, onChange) {
+    const root = w.root;
     const area = h("textarea", { class: "exercise-fallback", spellcheck: "false", rows: 32,
       "aria-label": "Python code of your toy scheduler" });
     area.value = code;
     area.addEventListener("input", () => onChange(area.value));
-    let current = { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; } };
+    let current = { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; }, destroy() {} };
     let upgrading = null;
 
     function withAce() {
@@ -77,12 +79,13 @@
         editor.moveCursorToPosition(editor.session.doc.indexToPosition(caret, 0));
       }
       editor.session.on("change", () => onChange(editor.getValue()));
-      new MutationObserver(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light))
+      w.observe(new MutationObserver(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light)))
         .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
       current = {
         kind: "ace",
         get: () => editor.getValue(),
         set: (text) => { editor.setValue(text, -1); editor.clearSelection(); },
+        destroy: () => editor.destroy(),
       };
       root.dataset.editor = "ace";
     }
@@ -100,15 +103,20 @@
       get kind() { return current.kind; },
       get: () => current.get(),
       set: (text) => current.set(text),
+      destroy: () => current.destroy(),
     };
   }
 
-  function mount(body, { prerendered, runtime, root }) {
-    const start = prerendered.view;
+  function mount(w) {
+    const root = w.root;
+    const start = w.view;
     const starter = start.starter_code;
     const limit = start.time_limit_s;
     let busy = false;
     let saveTimer = null;
+    // The mode is the buttons below and the code the editor; any other setting the
+    // exercise's config gains gets a control of its own.
+    const controls = w.controls({ skip: ["mode"] });
 
     const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("run") }, "Run");
     const checkBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("check") }, "Check");
@@ -120,28 +128,19 @@
     const verdict = h("p", { class: "exercise-verdict", role: "status", "aria-live": "polite" });
     const details = h("div", { class: "exercise-details" });
 
-    const editor = makeEditor(root, loadSaved() || starter, (code) => {
+    const editor = makeEditor(w, loadSaved() || starter, (code) => {
       clearTimeout(saveTimer);
-      saveTimer = setTimeout(() => (code === starter ? forget() : save(code)), 400);
+      saveTimer = w.timeout(() => (code === starter ? forget() : save(code)), 400);
     });
     root.pysimEditor = editor; // for the browser tests (and the curious)
-    body.append(
+    w.body.append(
       h("div", { class: "pysim-toolbar" }, runBtn, checkBtn, resetBtn, note),
-      editor.element, help, verdict, details);
-    // When Python is ready, ask it for the starter view: it must equal the pre-rendered
-    // one (the same pysim, the same toy_scheduler.py), or the editor would start from stale code.
-    // Ace comes after that first answer, or at once if Python will not start.
-    runtime.subscribe(async (state) => {
-      if (state === "failed" || state === "unavailable") editor.upgrade();
-      if (state !== "ready" || root.dataset.live) return;
-      root.dataset.live = "pending";
-      const answer = await runtime.call(NAME, { config: {} }).catch(() => null);
-      editor.upgrade(); // nothing competes with Ace any more
-      if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
-      const same = JSON.stringify(answer.result) === JSON.stringify(start);
-      if (!same) console.error("pysim: the pre-rendered exercise differs from what Pyodide computed");
-      root.dataset.live = same ? "same" : "updated";
-    });
+      controls.root, w.messages, editor.element, help, verdict, details);
+    // live.js checks that Python's starter view equals the pre-rendered one (the same
+    // pysim, the same toy scheduler), or the editor would start from stale code. Ace
+    // comes after that first answer, or at once if Python will not start.
+    w.whenLive.then(() => editor.upgrade());
+    w.onRuntime((state) => { if (state === "failed" || state === "unavailable") editor.upgrade(); });
 
     function reset() {
       editor.set(starter);
@@ -175,7 +174,7 @@
       setBusy(true, mode === "run" ? "Running your scheduler…" : "Checking your scheduler…");
       let answer;
       try {
-        answer = await runtime.call(NAME, { config: { mode, code } }, { timeoutMs: limit * 1000 });
+        answer = await w.call({ config: Object.assign({}, w.draft.config, { mode, code }) }, { timeoutMs: limit * 1000 });
       } catch (err) {
         setBusy(false);
         if (err && err.message === "timeout") {
@@ -203,7 +202,7 @@
 
     function showRun(v) {
       const s = v.run_settings;
-      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.max_num_batched_tokens)}`;
+      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.token_budget)}`;
       if (!v.ok) {
         root.dataset.result = "error";
         show("Your code stopped with an error.", [
@@ -231,7 +230,12 @@
         (v.error ? "Your code could not be checked." : v.message), [...nodes, ...printed(v.output)],
         v.passed ? "pass" : "error");
     }
+
+    return {
+      draw() {}, // the starter view is the editor's text, set above
+      unmount() { editor.destroy(); },
+    };
   }
 
-  window.PySim.register(NAME, mount);
+  window.PySim.widget(NAME, { link: false, mount });
 })();

@@ -1,12 +1,13 @@
-// Widget for simulation 1, the scheduler race (pysim/naive_batching.py, bridge name "naive_batching").
+// Widget for simulation 1, the scheduler race (pysim/naive_batching.py, bridge name
+// "naive_batching").
 //
 // pysim computes every frame of all three schedulers at once; this file only plays
 // them back and draws them. Playback (Run / Pause / Step / Reset) moves a cursor over
-// the precomputed steps, so it never waits for Python; changing a slider asks pysim
-// for a new view model.
+// the precomputed steps, so it never waits for Python; changing a setting asks pysim
+// (through live.js, which draws the controls from pysim's describe) for a new view.
 (function () {
   "use strict";
-  const { h, fmt, readHash, writeHash, numberControl, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
+  const { h, fmt, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
 
   const NAMES = {
     static: "Static batching",
@@ -14,13 +15,9 @@
     continuous_paged: "Continuous, paged",
   };
   const ORDER = ["static", "continuous_reserved", "continuous_paged"];
-  const CONTROLS = [
-    // name, label, slider maximum (typed values may go up to pysim's own bound)
-    ["requests", "Requests", 200],
-    ["num_gpu_blocks", "Pool blocks", 640],
-    ["max_num_seqs", "Max running", 64],
-    ["seed", "Seed", 999],
-  ];
+  // Settings the page keeps at their defaults: the workload's shape, and which
+  // schedulers run (always all three here; "Show" only hides panels).
+  const FIXED = ["prompt_blocks_min", "prompt_blocks_max", "answer_blocks_min", "answer_blocks_max", "scheduler"];
   const ROW = 9; // px per slot row in the timeline
   const CELL_MAX = 6; // widest a step column gets, px
 
@@ -40,43 +37,31 @@
     return `hsl(${hue.toFixed(1)} 62% ${dark ? 58 : 48}%)`;
   }
 
-  function mount(body, { prerendered, runtime, root }) {
-    let view = prerendered.view;
-    let config = Object.assign({}, view.config);
-    const fields = Object.fromEntries((prerendered.fields || []).map((f) => [f.name, f]));
-    let show = "all";
-    let cursor = lastStep(); // the pre-rendered picture shows the finished race
+  function mount(w) {
+    const root = w.root;
+    let view = w.view;
+    // The reader's own state, kept in the link beside the config: the panels shown and
+    // the playback position. Anything else there is ignored.
+    let show = w.link.view === "all" || ORDER.includes(w.link.view) ? w.link.view : "all";
+    const linkStep = (otherwise) => {
+      const n = w.link.step ? Number(w.link.step) : NaN;
+      return Number.isInteger(n) && n >= 0 ? Math.min(n, lastStep()) : otherwise;
+    };
+    let cursor = linkStep(lastStep()); // the pre-rendered picture: the finished race
     let timer = null;
     let speed = 12; // steps per second
-    let requestSeq = 0;
-
-    // ---------------------------------------------------------------- state from the link
-    const fromHash = readHash("naive_batching");
-    const hashProblems = [];
-    for (const [key, value] of Object.entries(fromHash)) {
-      if (key === "view") {
-        if (value === "all" || ORDER.includes(value)) show = value;
-        else hashProblems.push(`view "${value}" is not a scheduler`);
-      } else if (key === "step") {
-        if (/^\d{1,5}$/.test(value)) cursor = Number(value);
-        else hashProblems.push("step must be a whole number");
-      } else if (CONTROLS.some(([name]) => name === key)) {
-        if (/^\d{1,10}$/.test(value)) config[key] = Number(value);
-        else hashProblems.push(`${key} must be a whole number`);
-      } else hashProblems.push(`unknown setting "${key}"`);
-    }
 
     // ---------------------------------------------------------------- controls
     const select = h("select", { id: "race-view-" + Math.random().toString(36).slice(2, 7), "aria-label": "Schedulers to show" },
       h("option", { value: "all" }, "All three, same requests"),
       ORDER.map((name) => h("option", { value: name }, NAMES[name])));
     select.value = show;
-    select.addEventListener("change", () => { show = select.value; saveHash(); draw(); });
+    select.addEventListener("change", () => { show = select.value; w.saveLink(); draw(); });
 
     const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: run }, "Run");
     const pauseBtn = h("button", { type: "button", class: "md-button", onclick: pause }, "Pause");
     const stepBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); advance(); } }, "Step");
-    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); cursor = 0; saveHash(); draw(); } }, "Reset");
+    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); cursor = 0; w.saveLink(); draw(); } }, "Reset");
     const speedInput = h("input", { type: "range", min: 1, max: 60, value: speed, id: "race-speed-" + Math.random().toString(36).slice(2, 7) });
     const speedOut = h("output", {}, speed + " steps/s");
     speedInput.addEventListener("input", () => {
@@ -86,15 +71,9 @@
     });
     const stepLabel = h("span", { class: "pysim-step-label", "aria-live": "off" });
 
-    const controls = {};
-    for (const [name, label, uiMax] of CONTROLS) {
-      const f = fields[name] || { lo: 0, hi: uiMax };
-      controls[name] = numberControl({
-        name, label, min: f.lo, max: Math.min(f.hi, uiMax), value: config[name],
-        onChange: (value) => changeSetting(name, value),
-      });
-    }
-    const hashMessage = h("p", { class: "pysim-error", role: "alert" }, hashProblems.length ? "Ignored part of the link: " + hashProblems.join("; ") + "." : "");
+    // Every described setting but FIXED, debounced a little so typing two boxes in a
+    // row computes once.
+    const controls = w.controls({ skip: FIXED, onChange: (name, value) => w.set({ [name]: value }, 120) });
 
     const item = (cls, text) => h("span", { class: "pysim-legend-item" }, h("span", { class: "sw " + cls }), text);
     const legend = h("div", { class: "pysim-legend", "aria-label": "Legend" },
@@ -106,22 +85,21 @@
     const table = h("table", { class: "race-table" });
     const summary = h("p", { class: "pysim-summary", "aria-live": "polite" });
 
-    body.append(
+    w.body.append(
       h("div", { class: "pysim-toolbar" },
         h("label", { for: select.id }, "Show "), select,
         runBtn, pauseBtn, stepBtn, resetBtn,
         h("span", { class: "pysim-speed" }, h("label", { for: speedInput.id }, "Speed "), speedInput, speedOut),
         stepLabel),
-      h("div", { class: "pysim-controls" }, Object.values(controls).map((c) => c.root)),
-      hashMessage, legend, panelsEl,
+      controls.root, w.messages, legend, panelsEl,
       h("div", { class: "pysim-table-wrap" }, table), summary);
 
     const panels = {};
     for (const name of ORDER) {
       const title = h("h4", { class: "race-title" }, NAMES[name]);
       const status = h("span", { class: "race-status" });
-      const timeline = h("canvas", { class: "race-timeline", role: "img" });
-      const bars = h("canvas", { class: "race-bars", role: "img" });
+      const timeline = w.canvas({ class: "race-timeline", role: "img" });
+      const bars = w.canvas({ class: "race-bars", role: "img" });
       const panel = h("section", { class: "race-panel", "data-scheduler": name, "aria-label": NAMES[name] },
         h("div", { class: "race-head" }, title, status),
         h("div", { class: "race-canvases" }, timeline, bars));
@@ -136,94 +114,21 @@
     function advance() {
       if (cursor < lastStep()) cursor += 1;
       draw();
-      if (cursor >= lastStep()) { pause(); saveHash(); }
+      if (cursor >= lastStep()) { pause(); w.saveLink(); }
     }
     function run() {
       if (timer) return;
       if (cursor >= lastStep()) cursor = 0;
-      if (reducedMotion()) { cursor = lastStep(); saveHash(); draw(); return; }
-      timer = setInterval(advance, 1000 / speed);
+      if (reducedMotion()) { cursor = lastStep(); w.saveLink(); draw(); return; }
+      timer = w.interval(advance, 1000 / speed);
       root.dataset.playing = "true";
     }
     function pause() {
       if (timer) clearInterval(timer);
       timer = null;
       root.dataset.playing = "false";
-      saveHash();
+      w.saveLink();
     }
-
-    function saveHash() {
-      const state = {};
-      for (const [name] of CONTROLS) state[name] = config[name];
-      state.view = show;
-      state.step = cursor;
-      writeHash("naive_batching", state);
-    }
-
-    // ---------------------------------------------------------------- recompute
-    let debounce = null;
-    let draft = null; // every change since the last recompute: quick edits to two boxes both count
-    function changeSetting(name, raw) {
-      const value = raw === "" ? raw : Number(raw);
-      draft = Object.assign({}, draft || config, { [name]: Number.isFinite(value) && raw !== "" ? value : raw });
-      clearTimeout(debounce);
-      debounce = setTimeout(() => { const next = draft; draft = null; recompute(next); }, 120);
-    }
-
-    async function recompute(next) {
-      const seq = ++requestSeq;
-      for (const c of Object.values(controls)) c.showError("");
-      let answer;
-      try {
-        answer = await runtime.call("naive_batching", { config: payloadConfig(next) });
-      } catch (err) {
-        controls.requests.showError("");
-        summary.textContent = "Python is not available, so the picture shows the last computed race.";
-        return;
-      }
-      if (seq !== requestSeq) return; // a newer change superseded this one
-      if (!answer.ok) {
-        const control = controls[answer.error.field];
-        const label = control ? control.root.querySelector("label").textContent : "Settings";
-        (control || controls.requests).showError(`${label}: ${answer.error.message}`);
-        root.dataset.error = answer.error.field || "input";
-        return; // keep the last good picture
-      }
-      delete root.dataset.error;
-      config = next;
-      view = answer.result;
-      root.dataset.computeMs = answer.ms.toFixed(2);
-      const wasPlaying = !!timer;
-      pause();
-      cursor = 0;
-      saveHash();
-      draw();
-      if (wasPlaying) run();
-    }
-
-    function payloadConfig(cfg) {
-      const out = {};
-      for (const [name] of CONTROLS) out[name] = cfg[name];
-      return out;
-    }
-
-    // When Python is ready, recompute the current settings there. The result must equal
-    // the pre-rendered model whenever the settings are the defaults: pysim is deterministic.
-    runtime.subscribe(async (state) => {
-      if (state !== "ready" || root.dataset.live) return;
-      root.dataset.live = "pending";
-      const answer = await runtime.call("naive_batching", { config: payloadConfig(config) }).catch(() => null);
-      if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
-      const same = JSON.stringify(answer.result) === JSON.stringify(view);
-      if (!same && hashProblems.length === 0 && !Object.keys(fromHash).some((k) => k !== "view" && k !== "step")) {
-        console.error("pysim: the pre-rendered race differs from what Pyodide computed");
-      }
-      view = answer.result;
-      root.dataset.live = same ? "same" : "updated";
-      root.dataset.computeMs = answer.ms.toFixed(2);
-      cursor = Math.min(cursor, lastStep());
-      draw();
-    });
 
     // ---------------------------------------------------------------- drawing
     function shown() {
@@ -321,13 +226,26 @@
         : "";
     }
 
-    for (const [name] of CONTROLS) controls[name].set(config[name]);
-    if (Object.keys(fromHash).some((k) => CONTROLS.some(([n]) => n === k))) recompute(config).catch(() => {});
-    new ResizeObserver(() => draw()).observe(panelsEl);
+    w.observe(new ResizeObserver(() => draw())).observe(panelsEl);
     // Redraw when the reader switches light/dark: the palette comes from CSS.
-    new MutationObserver(() => draw()).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
-    draw();
+    w.observe(new MutationObserver(() => draw()))
+      .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+    return {
+      // A new race starts at step 0 (a link's, where the link said) and plays on if it
+      // was playing; the first picture, and the live check's, keep the cursor.
+      draw(next, state, why) {
+        view = next;
+        if (why !== "change" && why !== "link") return draw();
+        const wasPlaying = !!timer;
+        pause();
+        cursor = why === "link" ? linkStep(0) : 0;
+        draw();
+        if (wasPlaying) run();
+      },
+      linkState: () => ({ view: show, step: cursor }),
+    };
   }
 
-  window.PySim.register("naive_batching", mount);
+  window.PySim.widget("naive_batching", { link: ["view", "step"], mount });
 })();

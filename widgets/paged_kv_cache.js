@@ -4,17 +4,17 @@
 // The state is (config, actions). Every button appends an action and asks pysim to
 // replay the whole list from scratch (it takes well under a millisecond per action), so
 // Undo drops the last action, Reset empties the list, and a link in the URL hash
-// (paged_kv_cache.enable_prefix_caching=1&paged_kv_cache.actions=admit,admit,gen) restores any state. This file
-// only draws what pysim returns: the pool, the block tables, the log and the counters.
+// (paged_kv_cache.enable_prefix_caching=true&paged_kv_cache.actions=admit,admit,gen)
+// restores any state; live.js keeps that state, the link and the caching switch. This
+// file only draws what pysim returns: the pool, the block tables, the log and the
+// counters, and the block inspector.
 (function () {
   "use strict";
-  const { h, fmt, readHash, writeHash } = window.PySim;
+  const { h, fmt, encodeActions } = window.PySim;
   const NAME = "paged_kv_cache";
 
   const LAST_LINES = 5; // lines of the latest action repeated under the buttons
-  const MAX_ACTIONS = 2000; // pysim's own limit (paged_kv_cache.MAX_ACTIONS)
-  const MAX_LINK_CHARS = 1900; // readHash keeps 2,000 characters; longer histories stay out of the link
-  const ACTION_PART = /^(admit(?::([A-Za-z0-9_-]{1,12}))?|gen|run)(?:\*([1-9]\d{0,3}))?$/;
+  const MAX_LINK_CHARS = 1900; // live.js keeps longer histories out of the link
   const COUNTERS = [
     ["blocks_saved_by_caching", "blocks saved by caching"],
     ["prefill_tokens_skipped", "prefill tokens skipped"],
@@ -30,38 +30,6 @@
     const s = ["th", "st", "nd", "rd"], v = n % 100;
     return n + (s[(v - 20) % 10] || s[v] || s[0]);
   };
-
-  // ---------------------------------------------------------------- the link
-
-  // Runs of three or more equal actions are written "gen*5"; shorter ones plainly.
-  function encodeActions(actions) {
-    const parts = [];
-    for (let i = 0; i < actions.length;) {
-      let j = i;
-      while (j < actions.length && actions[j] === actions[i]) j++;
-      const n = j - i;
-      if (n >= 3) parts.push(`${actions[i]}*${n}`);
-      else for (let k = 0; k < n; k++) parts.push(actions[i]);
-      i = j;
-    }
-    return parts.join(",");
-  }
-
-  // Strict: every part must be an action pysim knows, with a request name that exists.
-  // Returns {actions} or {problem}; the caller never inserts the text as markup.
-  function decodeActions(text, names) {
-    if (text === "") return { actions: [] };
-    const out = [];
-    for (const part of text.split(",")) {
-      const m = ACTION_PART.exec(part);
-      if (!m) return { problem: `actions: "${part.slice(0, 30)}" is not an action (admit, admit:NAME, gen, run)` };
-      if (m[2] !== undefined && !names.includes(m[2])) return { problem: `actions: no request is named "${m[2]}"` };
-      const n = m[3] ? Number(m[3]) : 1;
-      if (out.length + n > MAX_ACTIONS) return { problem: `actions: more than ${fmt(MAX_ACTIONS)}` };
-      for (let k = 0; k < n; k++) out.push(m[1]);
-    }
-    return { actions: out };
-  }
 
   function actionName(action) {
     if (action.startsWith("admit:")) return "admit " + action.slice(6);
@@ -88,65 +56,43 @@
 
   // ---------------------------------------------------------------- the widget
 
-  function mount(body, { prerendered, runtime, root }) {
-    const initialView = prerendered.view;
-    const baseConfig = Object.assign({}, prerendered.config || {});
-    delete baseConfig.enable_prefix_caching;
-    const defaultCaching = initialView.pool.enable_prefix_caching;
+  function mount(w) {
+    const root = w.root;
+    const initialView = w.view;
     const names = initialView.requests.map((r) => r.name);
     const hues = Object.fromEntries(names.map((n, i) => [n, hueOf(i)]));
 
     let view = initialView;
-    let state = { caching: defaultCaching, actions: [] }; // what `view` shows
-    let pending = null; // the state being computed, if any
-    let seq = 0;
+    let state = { caching: w.state.config.enable_prefix_caching, actions: [] }; // what `view` shows
     let selected = null; // block id shown in the inspector
     let previous = null; // the view before the latest action, to mark changed blocks
-
-    // ------------------------------------------------------------ state from the link
-    function parseLink(fromHash) {
-      const problems = [];
-      const linked = { caching: defaultCaching, actions: [] };
-      for (const [key, value] of Object.entries(fromHash)) {
-        if (key === "enable_prefix_caching") {
-          if (/^[01]$/.test(value)) linked.caching = value === "1";
-          else problems.push("enable_prefix_caching must be 1 or 0");
-        } else if (key === "actions") {
-          const parsed = decodeActions(value, names);
-          if (parsed.problem) problems.push(parsed.problem);
-          else linked.actions = parsed.actions;
-        } else problems.push(`unknown setting "${key.slice(0, 30)}"`);
-      }
-      return { linked, problems };
-    }
-    const { linked, problems } = parseLink(readHash(NAME));
-    const linkIsDefault = linked.caching === defaultCaching && linked.actions.length === 0;
 
     // ------------------------------------------------------------ controls
     const button = (text, onclick, extra = {}) =>
       h("button", Object.assign({ type: "button", class: "md-button", onclick }, extra), text);
-    const admitBtn = button("Admit next", () => act("admit"), { class: "md-button md-button--primary" });
-    const genBtn = button("Generate one token", () => act("gen"));
-    const runBtn = button("Run to completion", () => act("run"));
-    const undoBtn = button("Undo", undo);
-    const resetBtn = button("Reset", reset);
+    const admitBtn = button("Admit next", () => w.act("admit"), { class: "md-button md-button--primary" });
+    const genBtn = button("Generate one token", () => w.act("gen"));
+    const runBtn = button("Run to completion", () => w.act("run"));
+    const undoBtn = button("Undo", () => { if (w.draft.actions.length) w.replay(w.draft.actions.slice(0, -1)); });
+    const resetBtn = button("Reset", () => w.replay([]));
     const selectId = newId("admit");
-    const admitSelect = h("select", { id: selectId, name: "kvcache-admit" });
+    const admitSelect = h("select", { id: selectId, name: "paged_kv_cache-admit" });
     const admitNamedBtn = button("Admit this one", () => {
-      if (admitSelect.value) act("admit:" + admitSelect.value);
+      if (admitSelect.value) w.act("admit:" + admitSelect.value);
     });
-    const cachingId = newId("caching");
-    const cachingBox = h("input", { type: "checkbox", id: cachingId, name: "kvcache-caching", class: "kv-switch" });
-    cachingBox.checked = defaultCaching;
-    cachingBox.addEventListener("change", () => {
-      compute({ caching: cachingBox.checked, actions: [] });
+    // The page's walk-through fixes the pool and the requests; the caching switch (and
+    // any setting the config gains) comes from pysim's describe. Switching caching
+    // starts over: the same actions mean something else with it.
+    const controls = w.controls({
+      skip: ["num_gpu_blocks", "block_size"],
+      onChange: (name, value) => w.set({ [name]: value }, 0, []),
     });
+    const caching = controls.get("enable_prefix_caching");
+    caching.root.classList.add("kv-caching");
+    caching.help.textContent = "changing it starts over";
     const actionButtons = [admitBtn, admitNamedBtn, genBtn, runBtn, undoBtn, resetBtn];
 
     const hint = h("p", { class: "kv-hint" });
-    const errorMsg = h("p", { class: "pysim-error", role: "alert" });
-    const hashMessage = h("p", { class: "pysim-error", role: "alert" },
-      problems.length ? "Ignored part of the link: " + problems.join("; ") + "." : "");
     const summary = h("p", { class: "kv-summary" });
     const lastAction = h("div", { class: "kv-last", "aria-live": "polite" });
 
@@ -176,106 +122,22 @@
     const logTitle = h("p", { class: "kv-log-title", id: newId("log") }, "Event log (newest at the bottom; the latest action is marked)");
     const log = h("ol", { class: "kv-log", tabindex: "0", "aria-labelledby": logTitle.id });
 
-    body.append(
+    w.body.append(
       h("div", { class: "pysim-toolbar kv-toolbar" }, admitBtn, genBtn, runBtn, undoBtn, resetBtn),
       h("div", { class: "pysim-toolbar kv-toolbar" },
         h("span", { class: "kv-admit-named" },
-          h("label", { for: selectId }, "Waiting request"), admitSelect, admitNamedBtn),
-        h("span", { class: "kv-caching" },
-          cachingBox, h("label", { for: cachingId }, "Prefix caching"),
-          h("span", { class: "kv-caching-note" }, "(changing it starts over)"))),
-      hashMessage, errorMsg, hint, lastAction, counters, countersMore, legend,
+          h("label", { for: selectId }, "Waiting request"), admitSelect, admitNamedBtn), controls.root),
+      w.messages, hint, lastAction, counters, countersMore, legend,
       poolTitle, grid, queueLine, inspector,
       h("p", { class: "kv-table-title" }, "Requests and their block tables"),
       h("div", { class: "pysim-table-wrap kv-table-wrap" }, table),
       logTitle, log, summary);
-
-    // ------------------------------------------------------------ actions
-    const current = () => pending || state;
-
-    function act(action) {
-      const base = current();
-      compute({ caching: base.caching, actions: [...base.actions, action] });
-    }
-    function undo() {
-      const base = current();
-      if (base.actions.length) compute({ caching: base.caching, actions: base.actions.slice(0, -1) });
-    }
-    function reset() {
-      compute({ caching: current().caching, actions: [] });
-    }
-
-    function payload(target) {
-      return { config: Object.assign({}, baseConfig, { enable_prefix_caching: target.caching }), actions: target.actions };
-    }
-
-    function saveHash() {
-      const encoded = encodeActions(state.actions);
-      const link = { enable_prefix_caching: state.caching ? 1 : 0 };
-      if (encoded.length <= MAX_LINK_CHARS) link.actions = encoded;
-      writeHash(NAME, link);
-    }
-
-    // Ask pysim for the view model of `target` (the default state needs no Python:
-    // it is the pre-rendered model). A newer request supersedes an older one.
-    async function compute(target) {
-      const my = ++seq;
-      pending = target;
-      root.dataset.busy = "true";
-      let answer;
-      if (target.caching === defaultCaching && target.actions.length === 0 && root.dataset.live !== "updated") {
-        answer = { ok: true, result: initialView, ms: 0 };
-      } else {
-        try {
-          answer = await runtime.call(NAME, payload(target));
-        } catch (err) {
-          if (my !== seq) return;
-          pending = null;
-          delete root.dataset.busy;
-          cachingBox.checked = state.caching;
-          errorMsg.textContent = "Python is not available, so the picture stays as it was.";
-          return;
-        }
-      }
-      if (my !== seq) return; // a newer click superseded this one
-      pending = null;
-      delete root.dataset.busy;
-      if (!answer.ok) {
-        const field = answer.error.field;
-        const label = field === "actions" ? "Actions" : field === "enable_prefix_caching" ? "Prefix caching" : field || "Settings";
-        errorMsg.textContent = `${label}: ${answer.error.message}`;
-        root.dataset.error = field || "input";
-        cachingBox.checked = state.caching;
-        return; // keep the last good picture
-      }
-      errorMsg.textContent = "";
-      delete root.dataset.error;
-      root.dataset.computeMs = (answer.ms || 0).toFixed(2);
-      previous = target.caching === state.caching ? view : null;
-      state = target;
-      view = answer.result;
-      saveHash();
-      draw();
-    }
-
-    // When Python is ready: recompute the defaults there and compare with the
-    // pre-rendered model (pysim is deterministic, so they must be equal).
-    runtime.subscribe(async (rtState) => {
-      if (rtState !== "ready" || root.dataset.live) return;
-      root.dataset.live = "pending";
-      const answer = await runtime.call(NAME, payload({ caching: defaultCaching, actions: [] })).catch(() => null);
-      if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
-      const same = JSON.stringify(answer.result) === JSON.stringify(initialView);
-      if (!same) console.error("pysim: the pre-rendered paged_kv_cache model differs from what Pyodide computed");
-      root.dataset.live = same ? "same" : "updated";
-    });
 
     // ------------------------------------------------------------ drawing
     function draw() {
       const started = performance.now();
       const next = view.next_actions;
       const acted = state.actions.length;
-      cachingBox.checked = state.caching;
       const hadFocus = document.activeElement;
       admitBtn.disabled = !next.can_admit;
       genBtn.disabled = !next.can_gen;
@@ -288,7 +150,7 @@
       admitSelect.disabled = admitNamedBtn.disabled = next.admittable.length === 0;
       // A button that just became disabled would drop keyboard focus on the page body.
       if (hadFocus && hadFocus.disabled && (actionButtons.includes(hadFocus) || hadFocus === admitSelect)) {
-        (actionButtons.find((b) => !b.disabled) || cachingBox).focus();
+        (actionButtons.find((b) => !b.disabled) || caching.input).focus();
       }
 
       const p = view.pool;
@@ -503,27 +365,20 @@
       log.scrollTop = log.scrollHeight;
     }
 
-    // A link pasted into the same tab changes only the hash: replay it too. (Our own
-    // writes use history.replaceState, which fires no hashchange.)
-    window.addEventListener("hashchange", () => {
-      const fresh = readHash(NAME);
-      if (!Object.keys(fresh).length) return; // an ordinary heading anchor
-      const parsed = parseLink(fresh);
-      hashMessage.textContent = parsed.problems.length ? "Ignored part of the link: " + parsed.problems.join("; ") + "." : "";
-      const now = current();
-      if (parsed.linked.caching !== now.caching || parsed.linked.actions.join() !== now.actions.join()) compute(parsed.linked);
-    });
-
     // Redraw when the reader switches light/dark (cheap; the colours come from CSS).
-    new MutationObserver(() => draw()).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
-    draw();
-    if (!linkIsDefault) {
-      // Replay the link's state (this starts Python if needed); clicks meanwhile build on it.
-      hint.textContent = `This link holds ${plural(linked.actions.length, "action")} with prefix caching ` +
-        `${linked.caching ? "on" : "off"}; they are replayed as soon as Python is ready.`;
-      compute(linked).catch(() => {});
-    }
+    w.observe(new MutationObserver(() => draw()))
+      .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+    return {
+      draw(next, shown) {
+        const caching = shown.config.enable_prefix_caching;
+        previous = caching === state.caching && next !== view ? view : null;
+        state = { caching, actions: shown.actions };
+        view = next;
+        draw();
+      },
+    };
   }
 
-  window.PySim.register(NAME, mount);
+  window.PySim.widget(NAME, { mount });
 })();

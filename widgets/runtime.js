@@ -1,10 +1,12 @@
-// The page side of the widgets: one Python worker per page, shared by every widget,
-// plus the small pieces all widgets use (mounting, status line, URL-hash state).
+// The page side of the widgets: one Python worker per page, shared by every widget;
+// mounting and unmounting each widget with its status line; when Python starts.
+// (A widget's own lifecycle, recompute, errors and link state, is live.js.)
 //
 // This is a classic script, not a module: browsers refuse module scripts from file://,
 // and a downloaded copy of the site must still draw its pre-rendered pictures there.
 (function () {
   "use strict";
+  const { h } = window.PySim; // from dom.js, which runs first
 
   const settingsEl = document.getElementById("pysim-runtime");
   const settings = settingsEl ? JSON.parse(settingsEl.textContent) : null;
@@ -29,6 +31,7 @@
       this.booting = null;
       this.bootMs = null;
       this.progress = null; // {loaded, total} bytes while Python downloads
+      this.bootSoon = false; // Python will start right after the first paint (search.js asks)
     }
 
     get servedOverHttp() {
@@ -174,144 +177,15 @@
 
   const runtime = new Runtime();
 
-  // ------------------------------------------------------------- URL-hash state
-  //
-  // Each widget keeps its state in the hash as "name.key=value" pairs, so one link
-  // restores every widget on the page. Values are plain text, parsed strictly by the
-  // widget; nothing from the hash is ever inserted as markup.
-
-  function readHash(prefix) {
-    const out = {};
-    const hash = location.hash.replace(/^#/, "");
-    if (!hash.includes("=")) return out; // an ordinary heading anchor
-    for (const part of hash.split("&")) {
-      const eq = part.indexOf("=");
-      if (eq < 0) continue;
-      let key, value;
-      try {
-        key = decodeURIComponent(part.slice(0, eq));
-        value = decodeURIComponent(part.slice(eq + 1));
-      } catch (err) {
-        continue;
-      }
-      if (key.startsWith(prefix + ".")) out[key.slice(prefix.length + 1)] = value.slice(0, 2000);
-    }
-    return out;
-  }
-
-  function writeHash(prefix, state) {
-    const keep = [];
-    const hash = location.hash.replace(/^#/, "");
-    if (hash.includes("=")) {
-      for (const part of hash.split("&")) if (part && !part.startsWith(prefix + ".")) keep.push(part);
-    }
-    for (const [key, value] of Object.entries(state)) {
-      // "," and ":" stay readable (paged_kv_cache.actions=admit,admit:B,gen); both are safe in a hash.
-      keep.push(`${prefix}.${encodeURIComponent(key)}=${encodeURIComponent(String(value)).replace(/%2C/g, ",").replace(/%3A/g, ":")}`);
-    }
-    history.replaceState(null, "", "#" + keep.join("&"));
-  }
-
-  // ------------------------------------------------------------- DOM helpers
-
-  function h(tag, attrs, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === "class") el.className = value;
-      else if (key === "text") el.textContent = value;
-      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-      else el.setAttribute(key, value === true ? "" : value);
-    }
-    for (const child of children.flat()) {
-      if (child === null || child === undefined) continue;
-      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-    return el;
-  }
-
-  const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
-  function fmt(x) {
-    return typeof x === "number" ? numberFormat.format(x) : String(x);
-  }
-
-  function reducedMotion() {
-    return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-  }
-
-  // A slider with a typed entry beside it, a label, and a slot for pysim's message.
-  function numberControl({ name, label, min, max, step = 1, value, onChange }) {
-    const id = `ctl-${name}-${Math.random().toString(36).slice(2, 8)}`;
-    const error = h("span", { class: "pysim-error", id: id + "-err", role: "alert" });
-    const range = h("input", {
-      type: "range", id, name, min, max, step, value,
-      "aria-describedby": id + "-err",
-    });
-    const box = h("input", {
-      type: "number", name: name + "-value", min, max, step, value,
-      "aria-label": label + " (typed value)", "aria-describedby": id + "-err",
-    });
-    range.addEventListener("input", () => { box.value = range.value; onChange(range.value); });
-    box.addEventListener("change", () => {
-      if (box.value !== "" && Number(box.value) >= min && Number(box.value) <= max) range.value = box.value;
-      onChange(box.value);
-    });
-    const root = h("div", { class: "pysim-control", "data-field": name },
-      h("label", { for: id }, label), range, box, error);
-    return {
-      root, range, box, error,
-      set(v) { range.value = v; box.value = v; },
-      showError(message) { error.textContent = message || ""; root.classList.toggle("has-error", !!message); },
-    };
-  }
-
-  // ------------------------------------------------------------- canvas helpers
-
-  // Size a canvas for the screen's pixel ratio and return a cleared context in CSS px.
-  // The backing store is only reallocated when its size really changes.
-  function sizeCanvas(canvas, width, height) {
-    const ratio = window.devicePixelRatio || 1;
-    const w = Math.max(1, Math.round(width * ratio));
-    const hgt = Math.max(1, Math.round(height * ratio));
-    if (canvas.width !== w) canvas.width = w;
-    if (canvas.height !== hgt) canvas.height = hgt;
-    canvas.style.width = width + "px";
-    canvas.style.height = height + "px";
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    return ctx;
-  }
-
-  // A repeating diagonal-stripe fill in `color`, optionally over a pale wash of it
-  // (hatched "reserved" space in the race, prompt chunks in the budget timeline).
-  function stripePattern(ctx, color, { wash = 0, lineWidth = 1.5 } = {}) {
-    const c = document.createElement("canvas");
-    c.width = c.height = 6;
-    const g = c.getContext("2d");
-    if (wash) {
-      g.fillStyle = color;
-      g.globalAlpha = wash;
-      g.fillRect(0, 0, 6, 6);
-      g.globalAlpha = 1;
-    }
-    g.strokeStyle = color;
-    g.lineWidth = lineWidth;
-    g.beginPath();
-    g.moveTo(0, 6); g.lineTo(6, 0);
-    g.moveTo(-1, 1); g.lineTo(1, -1);
-    g.moveTo(5, 7); g.lineTo(7, 5);
-    g.stroke();
-    return ctx.createPattern(c, "repeat");
-  }
-
   // ------------------------------------------------------------- mounting
 
   const mounts = {};
+  const mounted = new Map(); // root element -> what unmount() must release
 
   // A widget's script runs after the page's text (the scripts sit at the end of the
   // body), so its widgets are already in the document: mount them at once, and once
-  // every widget on the page is drawn, arrange for Python to start.
+  // every widget on the page is drawn, arrange for Python to start. `mount(body, ctx)`
+  // may return {unmount()}; live.js's widgets always do.
   function register(name, mount) {
     mounts[name] = mount;
     mountAll();
@@ -327,7 +201,7 @@
     // Download progress in bytes (the status text says the same for screen readers).
     const meter = h("progress", { class: "pysim-progress", max: 1, value: 0, hidden: true, "aria-hidden": "true" });
     const bar = h("div", { class: "pysim-status", role: "status", "aria-live": "polite" }, text, meter, retry);
-    runtime.subscribe((state, message) => {
+    const unsubscribe = runtime.subscribe((state, message) => {
       bar.dataset.state = state;
       root.dataset.runtime = state;
       text.textContent = message;
@@ -337,7 +211,7 @@
       retry.hidden = state !== "failed";
       note.hidden = state !== "unavailable";
     });
-    return [bar, note];
+    return { elements: [bar, note], unsubscribe };
   }
 
   // Where the top of the screen will be, relative to where it is now, once the browser
@@ -363,13 +237,39 @@
       const prerendered = JSON.parse(data.textContent);
       for (const el of root.querySelectorAll(".pysim-noscript")) el.remove();
       const body = h("div", { class: "pysim-body" });
-      root.append(body, ...statusLine(root));
+      const status = statusLine(root);
+      root.append(body, ...status.elements);
+      let handle = null;
       try {
-        mount(body, { prerendered, runtime, root });
+        handle = mount(body, { prerendered, runtime, root });
       } catch (err) {
         console.error("pysim widget " + name + " failed to mount", err);
       }
+      mounted.set(root, { handle, status, body });
     }
+  }
+
+  // Take a widget off the page: its own listeners, timers, observers and canvases (the
+  // widget's unmount), its status line's subscription, and the elements mountAll added.
+  // The pre-rendered model stays, so mountAll() can mount the widget again.
+  function unmount(root) {
+    const entry = mounted.get(root);
+    if (!entry) return;
+    mounted.delete(root);
+    entry.status.unsubscribe();
+    try {
+      if (entry.handle && entry.handle.unmount) entry.handle.unmount();
+    } catch (err) {
+      console.error("pysim widget " + root.dataset.widget + " failed to unmount", err);
+    }
+    entry.body.remove();
+    for (const el of entry.status.elements) el.remove();
+    delete root.dataset.mounted;
+    delete root.dataset.runtime;
+  }
+
+  function unmountAll(container = document) {
+    for (const root of [...mounted.keys()]) if (container.contains(root)) unmount(root);
   }
 
   // Call `then` once the first contentful paint has been reported. Widgets can mount
@@ -409,7 +309,6 @@
   // Start Python when a widget comes near the screen, or as soon as the reader
   // touches one (pointer or keyboard focus), whichever is first. Once per page.
   let armed = false;
-  let bootSoon = false; // a widget is near the screen: Python starts after the first paint
   function armStart() {
     const widgets = document.querySelectorAll(".pysim-widget[data-mounted]");
     if (armed || !widgets.length) return;
@@ -432,7 +331,7 @@
       return r.bottom - top > -NEAR_PX && r.top - top < window.innerHeight + NEAR_PX;
     });
     if (near) {
-      bootSoon = true;
+      runtime.bootSoon = true; // a widget is near the screen: Python starts after the first paint
       runtime.prepare();
       afterFirstPaint(() => requestAnimationFrame(() => soon(touched)));
       return;
@@ -470,99 +369,8 @@
     return later[name];
   }
 
-  // ------------------------------------------------------------- search waits for Python
-  //
-  // Material starts its search worker as soon as its bundle runs: the worker receives
-  // the whole search index and builds it, a few hundred ms of CPU. On a page with a
-  // widget that lands exactly while Pyodide's WebAssembly compiles, and a reader's
-  // machine may have two cores. So on these pages Material gets a stand-in worker that
-  // keeps its messages, and the real one starts when Python is up and has answered the
-  // widgets' first calls (or cannot start), or the moment the reader reaches for the
-  // search box; on a page opened far from its widgets (Python waits for a scroll), once
-  // the page has loaded. Search answers exactly as before, only its index is built
-  // later. (From file:// Python never runs: nothing is deferred.)
-  const SEARCH_WAIT_MS = 10000; // the longest search waits, whatever Python does
 
-  function deferSearchWorker() {
-    const RealWorker = window.Worker;
-    const waiting = new Set();
-    let released = false; // once true, every search worker runs, now and later
-    const startAll = () => {
-      released = true;
-      for (const w of [...waiting]) w.begin();
-    };
-
-    function isSearch(url) {
-      const config = document.getElementById("__config"); // Material's, read when it asks
-      try {
-        const search = config && JSON.parse(config.textContent).search;
-        return !!search && absolute(search) === absolute(String(url));
-      } catch (err) {
-        return false;
-      }
-    }
-
-    // Just enough of a Worker for Material, which listens with addEventListener:
-    // postMessage, terminate, and its "message" and "error" events.
-    class DeferredWorker extends EventTarget {
-      constructor(args) {
-        super();
-        this.args = args;
-        this.queue = [];
-        this.worker = null;
-        this.ended = false;
-        if (released) this.begin();
-        else waiting.add(this);
-      }
-
-      begin() {
-        waiting.delete(this);
-        if (this.worker || this.ended) return;
-        const worker = this.worker = Reflect.construct(RealWorker, this.args);
-        worker.addEventListener("message", (e) => this.dispatchEvent(new MessageEvent("message", { data: e.data })));
-        worker.addEventListener("error", (e) => {
-          e.preventDefault(); // reported through this stand-in instead
-          this.dispatchEvent(new ErrorEvent("error", { message: e.message, filename: e.filename, lineno: e.lineno }));
-        });
-        for (const [message, transfer] of this.queue) worker.postMessage(message, transfer);
-        this.queue = [];
-      }
-
-      postMessage(message, transfer = []) {
-        if (this.worker) this.worker.postMessage(message, transfer);
-        else if (!this.ended) this.queue.push([message, transfer]);
-      }
-
-      terminate() {
-        this.ended = true;
-        waiting.delete(this);
-        if (this.worker) this.worker.terminate();
-      }
-    }
-
-    window.Worker = new Proxy(RealWorker, {
-      construct(target, args, newTarget) {
-        return isSearch(args[0]) ? new DeferredWorker(args) : Reflect.construct(target, args, newTarget);
-      },
-    });
-
-    // Once Python is ready, the widgets' first answers go first: search starts when no
-    // call is in flight any more (they are sent in the same task as "ready").
-    const whenQuiet = () => (runtime.pending.size ? setTimeout(whenQuiet, 50) : startAll());
-    runtime.subscribe((state) => {
-      if (state === "ready") setTimeout(whenQuiet, 0);
-      else if (state !== "idle" && state !== "loading") startAll();
-    });
-    window.addEventListener("load", () => { if (runtime.state === "idle" && !bootSoon) startAll(); });
-    document.addEventListener("focusin", (e) => { if (e.target.closest && e.target.closest(".md-search")) startAll(); });
-    document.addEventListener("change", (e) => { if (e.target.id === "__search") startAll(); });
-    setTimeout(startAll, SEARCH_WAIT_MS);
-  }
-
-  if (settings && runtime.servedOverHttp && window.Worker && window.Proxy) deferSearchWorker();
-
-  window.PySim = { runtime, register, h, fmt, readHash, writeHash, numberControl, reducedMotion,
-    sizeCanvas, stripePattern, loadLater };
+  Object.assign(window.PySim, { settings, runtime, register, mountAll, unmount, unmountAll, loadLater });
   // Widgets normally mount as their scripts register. DOMContentLoaded (or "load", for
   // a script added late) catches the rest, and arms Python for whatever did mount, even
   // if one widget's script failed to load. Both steps are idempotent.

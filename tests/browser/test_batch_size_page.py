@@ -174,15 +174,59 @@ def test_state_lives_in_the_url_hash(page, site_url):
     assert figure(page, "recommended") == expected["recommended_max_num_seqs"]
 
 
+def refusal(config: dict) -> dict:
+    """What pysim in CPython says about a config it refuses."""
+    answer = json.loads(bridge.call("batch_size", json.dumps({"config": config})))
+    assert not answer["ok"], answer
+    return answer["error"]
+
+
 def test_crafted_hash_is_data_not_markup(page, site_url):
+    # The link's values go to pysim as they are (text, or JSON where they read as JSON);
+    # pysim refuses the first thing wrong with them, and the widget shows pysim's own
+    # message and keeps the default picture. Unknown keys are checked before values, so
+    # here pysim names "evil".
     page.goto(page_url(site_url, PAGE, "#batch_size.gpu=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
-                       "&batch_size.context_tokens=2e3&batch_size.kv_fp8=yes&batch_size.evil=1"))
-    message = page.locator(f"{WIDGET} .bs-hash-message")
+                       "&batch_size.context_tokens=50&batch_size.kv_fp8=yes&batch_size.evil=1"))
+    wait_for_python(page)
+    refused = refusal({"gpu": "<img src=x onerror=alert(1)>", "context_tokens": 50, "kv_fp8": "yes", "evil": 1})
+    assert refused["field"] == "evil"
+    message = page.locator(f"{WIDGET} .pysim-hash-message")
+    message.wait_for(state="visible")
     text = message.inner_text()
-    assert "Ignored part of the link" in text
-    assert "gpu" in text and "context_tokens" in text and "kv_fp8" in text and "evil" in text
+    assert text.startswith("Ignored the link"), text
+    assert text.endswith(f"evil: {refused['message']}"), text
     assert page.locator(f"{WIDGET} img").count() == 0
     assert answer_text(page) == computed()["answer"]
+    # The controls show what the picture shows: the defaults.
+    assert page.get_by_label("GPU", exact=True).input_value() == "H100"
+
+
+def test_a_bad_value_in_the_link_is_named_by_its_label(page, site_url):
+    # Without the unknown key, pysim names the first bad value (fields in their order:
+    # gpu first), and the widget calls the field by the label pysim gives it.
+    page.goto(page_url(site_url, PAGE, "#batch_size.gpu=%3Cimg%20src%3Dx%3E&batch_size.kv_fp8=yes"))
+    wait_for_python(page)
+    refused = refusal({"gpu": "<img src=x>", "kv_fp8": "yes"})
+    assert refused["field"] == "gpu"
+    message = page.locator(f"{WIDGET} .pysim-hash-message")
+    message.wait_for(state="visible")
+    assert message.inner_text().endswith(f"GPU: {refused['message']}")
+    assert "<img src=x>" in refused["message"]  # shown as text...
+    assert page.locator(f"{WIDGET} img").count() == 0  # ...never as markup
+    assert answer_text(page) == computed()["answer"]
+
+
+def test_every_control_shows_pysims_help(page, site_url):
+    # Labels, units and help come from pysim's describe: the page shows each help text.
+    page.goto(page_url(site_url, PAGE))
+    fields = json.loads(page.locator(f"{WIDGET} script.pysim-prerender").text_content())["fields"]
+    for f in fields:
+        control = page.locator(f'{WIDGET} .pysim-control[data-field="{f["name"]}"]')
+        assert control.locator(".pysim-help").inner_text() == f["help"]
+        assert control.locator(".pysim-help").is_visible()
+    slider = page.locator('.pysim-control[data-field="context_tokens"] input[type="range"]')
+    assert slider.get_attribute("aria-valuetext") == "2,048 tokens"
 
 
 def test_a_model_that_does_not_fit_says_why_and_keeps_the_chart(page, site_url):

@@ -235,9 +235,20 @@ def test_state_lives_in_the_url_hash(page, site_url):
 def test_crafted_hash_is_data_not_markup(page, site_url):
     page.goto(page_url(site_url, PAGE, "#chunked_prefill.scenario=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
                        "&chunked_prefill.max_num_batched_tokens=%3Cscript%3E&chunked_prefill.pin_max_num_batched_tokens=7"))
-    message = page.locator(f"{ROOT} .budget-link-error")
-    text = message.inner_text()
-    assert "Ignored part of the link" in text and "pin_scenario" in text
+    # The link's config goes to pysim, which names the scenario first; the pinned run
+    # (its budget from the link, the live run's scenario) is computed by pysim too, and
+    # refused with its own message.
+    wait_for_python(page)
+    refused = json.loads(bridge.call("chunked_prefill", json.dumps(
+        {"config": {"scenario": "<img src=x onerror=alert(1)>", "max_num_batched_tokens": "<script>"}})))["error"]
+    message = page.locator(f"{ROOT} .pysim-hash-message")
+    message.wait_for(state="visible")
+    assert message.inner_text().startswith("Ignored the link")
+    assert message.inner_text().endswith("Scenario: " + refused["message"])
+    pin_refused = json.loads(bridge.call("chunked_prefill", json.dumps(
+        {"config": {"max_num_batched_tokens": 7}})))["error"]
+    page.wait_for_function("() => document.querySelector('.budget-note').textContent.includes('pinned run')")
+    assert pin_refused["message"] in page.locator(f"{ROOT} .budget-note").inner_text()
     assert page.locator(f"{ROOT} img").count() == 0
     assert page.locator(f"{ROOT} script:not(.pysim-prerender)").count() == 0
     assert root_data(page, "budget") == "2048"  # the default picture stays

@@ -97,7 +97,7 @@ def test_prerendered_at_once_then_same_in_pyodide(page, site_url):
 
 def test_caching_on_b_shares_two_blocks_of_a(page, site_url):
     open_widget(page, site_url)
-    assert widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).is_checked()
+    assert widget(page).get_by_role("switch", name="Prefix caching", exact=True).is_checked()
     click(page, "Admit next", 1)
     click(page, "Admit next", 2)
     a, b = chips(page, "A"), chips(page, "B")
@@ -119,8 +119,8 @@ def test_caching_on_b_shares_two_blocks_of_a(page, site_url):
 
 def test_caching_off_b_gets_its_own_copies(page, site_url):
     open_widget(page, site_url)
-    widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).uncheck()
-    page.wait_for_function("() => location.hash.includes('paged_kv_cache.enable_prefix_caching=0')")
+    widget(page).get_by_role("switch", name="Prefix caching", exact=True).uncheck()
+    page.wait_for_function("() => location.hash.includes('paged_kv_cache.enable_prefix_caching=false')")
     page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
     click(page, "Admit next", 1)
     click(page, "Admit next", 2)
@@ -150,7 +150,7 @@ def test_out_of_blocks_preempts_the_newest(page, site_url):
     requester = line.split(": ", 1)[1].split(" ", 1)[0]
     assert f"preempt {victim['name']} (newest" in line
 
-    open_widget(page, site_url, "#paged_kv_cache.enable_prefix_caching=0")
+    open_widget(page, site_url, "#paged_kv_cache.enable_prefix_caching=false")
     page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
     admit = widget(page).get_by_role("button", name="Admit next", exact=True)
     done = 0
@@ -217,7 +217,7 @@ def test_url_hash_restores_the_state(page, site_url):
     click(page, "Admit next", 2)
     click(page, "Generate one token", 3)
     page.wait_for_function("() => location.hash.includes('paged_kv_cache.actions=admit,admit,gen')")
-    assert "paged_kv_cache.enable_prefix_caching=1" in page.evaluate("location.hash")
+    assert "paged_kv_cache.enable_prefix_caching=true" in page.evaluate("location.hash")
     before = snapshot(page)
     url = page.url
     page.goto("about:blank")
@@ -226,11 +226,11 @@ def test_url_hash_restores_the_state(page, site_url):
     assert snapshot(page) == before
     # A link pasted into the same tab (only the hash changes) is replayed too, and
     # runs of one action may be written compactly.
-    page.evaluate("location.hash = 'paged_kv_cache.enable_prefix_caching=0&paged_kv_cache.actions=admit*2,gen*3'")
+    page.evaluate("location.hash = 'paged_kv_cache.enable_prefix_caching=false&paged_kv_cache.actions=admit*2,gen*3'")
     wait_actions(page, 5)
     want = expected(["admit", "admit", "gen", "gen", "gen"], caching=False)
     assert chips(page, "B") == want["requests"][1]["block_table"]
-    assert not widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).is_checked()
+    assert not widget(page).get_by_role("switch", name="Prefix caching", exact=True).is_checked()
 
 
 def test_keyboard_focus_shows_the_block_in_the_inspector(page, site_url):
@@ -240,7 +240,7 @@ def test_keyboard_focus_shows_the_block_in_the_inspector(page, site_url):
     wait_actions(page, 1)
     page.keyboard.press("Enter")
     wait_actions(page, 2)
-    widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).focus()
+    widget(page).get_by_role("switch", name="Prefix caching", exact=True).focus()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.dataset.block") == "0"
     inspector = page.locator(".kv-inspector")
@@ -275,8 +275,15 @@ def test_narrow_dark_page_has_no_horizontal_overflow(make_page, site_url):
 def test_crafted_hash_is_data_not_markup(page, site_url):
     page.goto(site_url + PAGE + "#paged_kv_cache.actions=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&paged_kv_cache.enable_prefix_caching=%3Cscript%3E")
     page.wait_for_selector(f"{WIDGET} .kv-block")
-    message = page.locator(f"{WIDGET} > .pysim-body > p.pysim-error").first
-    assert "Ignored part of the link" in message.inner_text()
+    # The link goes to pysim, which checks the config before the actions: it names the
+    # caching flag, and the widget shows its message after the flag's label.
+    wait_for_python(page)
+    refused = json.loads(bridge.call("paged_kv_cache", json.dumps(
+        {"config": {"enable_prefix_caching": "<script>"}, "actions": ["<img src=x onerror=alert(1)>"]})))
+    message = page.locator(f"{WIDGET} .pysim-hash-message")
+    message.wait_for(state="visible")
+    assert message.inner_text().startswith("Ignored the link")
+    assert message.inner_text().endswith("Prefix caching: " + refused["error"]["message"])
     assert page.locator(f"{WIDGET} img").count() == 0
     assert page.locator(f"{WIDGET} script:not(.pysim-prerender)").count() == 0
     assert page.locator('.kv-block[data-state="free"]').count() == 24

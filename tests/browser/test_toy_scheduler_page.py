@@ -116,10 +116,15 @@ def test_link_restores_a_run_and_crafted_text_stays_text(page, site_url):
     view = expected(policy="priority", max_num_seqs=8)["results"]
     assert card(page, "iterations") == f"{view['iterations']:,}"
     page.goto("about:blank")
+    # The link's values go to pysim, which refuses the first bad one (policy comes
+    # first); the widget shows pysim's message after the field's label.
     page.goto(page_url(site_url, PAGE, "#toy_scheduler.policy=%3Cimg%20src%3Dx%3E&toy_scheduler.seed=1e9"))
-    message = page.locator(f"{ROOT} .toy-hash-error")
-    assert "Ignored part of the link" in message.inner_text()
-    assert "seed must be a whole number" in message.inner_text()
+    wait_for_python(page)
+    refused = json.loads(bridge.call("toy_scheduler", json.dumps({"config": {"policy": "<img src=x>", "seed": 1e9}})))
+    message = page.locator(f"{ROOT} .pysim-hash-message")
+    message.wait_for(state="visible")
+    assert message.inner_text().startswith("Ignored the link")
+    assert message.inner_text().endswith("Policy: " + refused["error"]["message"])
     assert page.locator(f"{ROOT} img").count() == 0
 
 

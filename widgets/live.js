@@ -1,0 +1,418 @@
+// One lifecycle for every widget: from the pre-rendered picture to a live simulation.
+//
+// A widget is its layout, its drawing and its own interactions; everything else is
+// here, once:
+//   - controls drawn from pysim's `describe` metadata, before Python starts (controls.js);
+//   - the state (config, actions), recomputed by pysim on every change, debounced, with
+//     a guard so an older answer never replaces a newer one;
+//   - pysim's message shown at the control of the field it names, the last good picture
+//     kept;
+//   - the state in the URL hash ("NAME.key=value&..."), read back through the bridge: a
+//     link is never judged here, so a bad one shows pysim's message and the default
+//     picture;
+//   - the live-equals-pre-rendered check once Python is up (pysim is deterministic, so
+//     they must be equal; `data-live` says "same");
+//   - a worker that crashed is restarted by runtime.js; answers lost with it settle
+//     here as "Python is not available";
+//   - unmount(): every listener, timer, observer and canvas the widget took, released.
+//
+// Writing a widget:
+//
+//   PySim.widget("NAME", {
+//     link: ["step"],            // the widget's own keys in the hash (not config; optional)
+//     mount(w) {                 // once per widget on the page, before Python starts
+//       const controls = w.controls({ skip: ["seed"] }); // every other described field
+//       w.body.append(controls.root, w.messages, chart);  // where they go (else: on top)
+//       return {
+//         draw(view, state, why) { ... }, // the view pysim computed for state; why:
+//                                         // "mount", "change", "link" or "live"
+//         linkState() { return { step } },  // optional: values of the `link` keys
+//         busy(on) { ... },                 // optional: a computation starts / ends
+//         refused(error) { ... },           // optional: pysim refused the reader's change
+//         unmount() { ... },                // optional: what `w` does not track
+//       };
+//     },
+//   });
+//
+// `w` holds: name, root (the .pysim-widget), body, fields (the describe list),
+// field(name), view and state (what is shown), draft (what the controls say), link
+// (the `link` keys' text from the hash), messages (an element for pysim's messages);
+// set(patch, delayMs, actions?) to change the config (and the actions with it: a
+// setting that starts over), act(action) and replay(actions) for
+// simulations that take actions, recompute(), call(payload) for a run of the widget's
+// own (a pinned comparison, a run of the reader's code; options as runtime.call's),
+// whenLive (a promise: the live check is done), saveLink() after its own state
+// changed; and, released by unmount: listen(target, type, fn, opts), timeout(fn, ms),
+// interval(fn, ms), frame(fn), observe(observer), canvas(attrs), onRuntime(listener)
+// (runtime.subscribe: listener(state, text) now and on every change).
+//
+// Data attributes on w.root, for tests and styles: data-live (pending, same, updated,
+// failed), data-busy while a computation runs, data-error (the field pysim refused),
+// data-compute-ms.
+(function () {
+  "use strict";
+  const { h, runtime, register, buildControls, labelOf } = window.PySim;
+  const MAX_LINK_CHARS = 1900; // a longer action history stays out of the link
+  const MAX_VALUE_CHARS = 2000; // a value in the hash is cut here before pysim sees it
+  const MAX_DECODED_ACTIONS = 10000; // "gen*99999999" stops here; pysim says how many it allows
+  const UNAVAILABLE = "Python is not available, so the picture shows the last computed settings.";
+
+  // ------------------------------------------------------------- the link
+
+  // The hash as [key, value] pairs. Only a hash with "=" holds state; "#heading" is an
+  // ordinary anchor. Pairs that do not decode are skipped.
+  function hashPairs() {
+    const hash = location.hash.replace(/^#/, "");
+    if (!hash.includes("=")) return [];
+    const out = [];
+    for (const part of hash.split("&")) {
+      const eq = part.indexOf("=");
+      if (eq < 0) continue;
+      try {
+        out.push([decodeURIComponent(part.slice(0, eq)), decodeURIComponent(part.slice(eq + 1))]);
+      } catch (err) {
+        continue;
+      }
+    }
+    return out;
+  }
+
+  function readLink(prefix) {
+    return hashPairs().filter(([k]) => k.startsWith(prefix + "."))
+      .map(([k, v]) => [k.slice(prefix.length + 1), v.slice(0, MAX_VALUE_CHARS)]);
+  }
+
+  function writeLink(prefix, pairs) {
+    const hash = location.hash.replace(/^#/, "");
+    const keep = hash.includes("=") ? hash.split("&").filter((p) => p && !p.startsWith(prefix + ".")) : [];
+    for (const [key, value] of pairs) {
+      // "," and ":" stay readable (paged_kv_cache.actions=admit,admit:B,gen); both are safe in a hash.
+      keep.push(`${prefix}.${encodeURIComponent(key)}=${encodeURIComponent(value).replace(/%2C/g, ",").replace(/%3A/g, ":")}`);
+    }
+    history.replaceState(history.state, "", "#" + keep.join("&"));
+  }
+
+  // A value as written in the link: JSON where it reads as JSON (30, true, [..]),
+  // otherwise the text itself (H100, llama-3.1-8b). pysim judges the result.
+  function parseValue(text) {
+    try {
+      const value = JSON.parse(text);
+      return typeof value === "number" && !Number.isFinite(value) ? text : value;
+    } catch (err) {
+      return text;
+    }
+  }
+
+  function encodeValue(value) {
+    if (typeof value !== "string") return JSON.stringify(value);
+    return parseValue(value) === value ? value : JSON.stringify(value);
+  }
+
+  // Actions joined by ","; a run of three or more equal ones is written "gen*5".
+  function encodeActions(actions) {
+    const parts = [];
+    for (let i = 0; i < actions.length;) {
+      let j = i;
+      while (j < actions.length && actions[j] === actions[i]) j++;
+      const text = typeof actions[i] === "string" ? actions[i] : JSON.stringify(actions[i]);
+      if (j - i >= 3) parts.push(`${text}*${j - i}`);
+      else for (let k = i; k < j; k++) parts.push(text);
+      i = j;
+    }
+    return parts.join(",");
+  }
+
+  function decodeActions(text) {
+    const out = [];
+    for (const part of text ? text.split(",") : []) {
+      const star = part.lastIndexOf("*");
+      const count = star > 0 ? Number(part.slice(star + 1)) : NaN;
+      const run = Number.isInteger(count) && count > 0 ? count : 1;
+      const action = run > 1 || star > 0 && count === 1 ? part.slice(0, star) : part;
+      for (let k = 0; k < run && out.length <= MAX_DECODED_ACTIONS; k++) out.push(action);
+    }
+    return out;
+  }
+
+  // Copy own keys one by one: a key "__proto__" from a link stays a plain key (pysim
+  // refuses it by name) instead of replacing the object's prototype.
+  function merged(...objects) {
+    const out = {};
+    for (const o of objects) {
+      for (const [k, v] of Object.entries(o)) {
+        Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+      }
+    }
+    return out;
+  }
+
+  const clone = (state) => ({ config: merged(state.config), actions: [...state.actions] });
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+  // ------------------------------------------------------------- what unmount releases
+
+  function tracker() {
+    const undo = [];
+    const timers = new Set();
+    const intervals = new Set();
+    const frames = new Set();
+    return {
+      listen(target, type, fn, opts) {
+        target.addEventListener(type, fn, opts);
+        undo.push(() => target.removeEventListener(type, fn, opts));
+      },
+      timeout(fn, ms) {
+        const id = setTimeout(() => { timers.delete(id); fn(); }, ms);
+        timers.add(id);
+        return id;
+      },
+      interval(fn, ms) {
+        const id = setInterval(fn, ms);
+        intervals.add(id);
+        return id;
+      },
+      frame(fn) {
+        const id = requestAnimationFrame((t) => { frames.delete(id); fn(t); });
+        frames.add(id);
+        return id;
+      },
+      observe(observer) {
+        undo.push(() => observer.disconnect());
+        return observer;
+      },
+      subscribe(listener) {
+        undo.push(runtime.subscribe(listener));
+      },
+      canvas(attrs) {
+        const canvas = h("canvas", attrs || {});
+        undo.push(() => { canvas.width = 0; canvas.height = 0; }); // frees its pixels now
+        return canvas;
+      },
+      release() {
+        for (const id of timers) clearTimeout(id);
+        for (const id of intervals) clearInterval(id);
+        for (const id of frames) cancelAnimationFrame(id);
+        timers.clear(); intervals.clear(); frames.clear();
+        while (undo.length) undo.pop()();
+      },
+    };
+  }
+
+  // ------------------------------------------------------------- the lifecycle
+
+  function widget(name, spec) {
+    register(name, (body, { prerendered, root }) => mountLive(name, spec, body, prerendered, root));
+  }
+
+  function mountLive(name, spec, body, prerendered, root) {
+    const fields = prerendered.fields || [];
+    const byName = new Map(fields.map((f) => [f.name, f]));
+    const defaults = Object.fromEntries(fields.map((f) => [f.name, f.default]));
+    const base = { config: merged(defaults, prerendered.config || {}), actions: [] };
+    const linkKeys = spec.link || [];
+    const linked = spec.link !== false;
+    let shown = clone(base);
+    let draft = clone(base);
+    let view = prerendered.view;
+    let seq = 0;
+    let debounce = null;
+    let alive = true;
+    let controls = null;
+    let wentLive = null;
+    const t = tracker();
+    const general = h("p", { class: "pysim-error pysim-general-error", role: "alert" });
+    const linkNote = h("p", { class: "pysim-error pysim-hash-message", role: "alert" });
+    const messages = h("div", { class: "pysim-messages" }, general, linkNote);
+
+    // The link, split into what pysim judges (config, actions) and the widget's own keys.
+    function fromLink() {
+      const state = clone(base);
+      const ui = {};
+      for (const [key, text] of linked ? readLink(name) : []) {
+        if (linkKeys.includes(key)) ui[key] = text;
+        else if (key === "actions") state.actions = decodeActions(text);
+        else state.config = merged(state.config, { [key]: parseValue(text) });
+      }
+      return { state, ui };
+    }
+    const link = fromLink();
+
+    function labelFor(field) {
+      if (byName.has(field)) return labelOf(byName.get(field));
+      return field === "actions" ? "Actions" : field || "Settings";
+    }
+
+    function clearErrors() {
+      if (controls) controls.clearErrors();
+      general.textContent = "";
+    }
+
+    function syncControls() {
+      if (controls) controls.set(draft.config);
+    }
+
+    function saveLink() {
+      if (!linked) return;
+      const pairs = [];
+      for (const f of fields) {
+        const v = shown.config[f.name];
+        if (f.kind !== "data" || !same(v, f.default)) pairs.push([f.name, encodeValue(v)]);
+      }
+      const actions = encodeActions(shown.actions);
+      if (actions && actions.length <= MAX_LINK_CHARS) pairs.push(["actions", actions]);
+      const own = handle.linkState ? handle.linkState() : {};
+      for (const key of linkKeys) if (own[key] !== undefined) pairs.push([key, String(own[key])]);
+      writeLink(name, pairs);
+    }
+
+    const payloadOf = (state) => ({ config: state.config, actions: state.actions });
+
+    // Ask pysim for `next`; draw it if it is still the newest request when it answers.
+    async function compute(next, { fromLink: isLink = false } = {}) {
+      const mine = ++seq;
+      root.dataset.busy = "true";
+      if (handle.busy) handle.busy(true);
+      let answer;
+      try {
+        answer = await runtime.call(name, payloadOf(next));
+      } catch (err) {
+        if (!alive || mine !== seq) return;
+        delete root.dataset.busy;
+        if (handle.busy) handle.busy(false);
+        clearErrors();
+        general.textContent = UNAVAILABLE;
+        draft = clone(shown);
+        syncControls(); // the controls show what the picture shows
+        return;
+      }
+      if (!alive || mine !== seq) return; // a newer change superseded this one
+      delete root.dataset.busy;
+      if (handle.busy) handle.busy(false);
+      root.dataset.computeMs = answer.ms.toFixed(2);
+      clearErrors();
+      if (!answer.ok) {
+        const { field, message } = answer.error;
+        if (isLink) {
+          const picture = same(shown, base) ? "the defaults" : "the last good settings";
+          linkNote.textContent = `Ignored the link's settings; the picture shows ${picture}. ${labelFor(field)}: ${message}`;
+          draft = clone(shown);
+          syncControls();
+          return;
+        }
+        const control = controls && controls.has(field) ? controls.get(field) : null;
+        if (control) control.showError(`${labelFor(field)}: ${message}`);
+        else general.textContent = `${labelFor(field)}: ${message}`;
+        root.dataset.error = field || "input";
+        if (handle.refused) handle.refused(answer.error);
+        return; // keep the last good picture
+      }
+      delete root.dataset.error;
+      linkNote.textContent = "";
+      shown = next;
+      view = answer.result;
+      if (debounce === null) {
+        draft = clone(next);
+        syncControls();
+      }
+      saveLink();
+      handle.draw(view, shown, isLink ? "link" : "change");
+    }
+
+    function flush() {
+      clearTimeout(debounce);
+      debounce = null;
+      return compute(clone(draft));
+    }
+
+    const w = {
+      name, root, body, fields, messages, link: link.ui,
+      field: (n) => byName.get(n),
+      get view() { return view; },
+      get state() { return shown; },
+      get draft() { return draft; },
+      controls(options = {}) {
+        controls = buildControls(fields, Object.assign({ onChange: (n, v, ms) => w.set({ [n]: v }, ms) }, options));
+        syncControls();
+        return controls;
+      },
+      set(patch, delayMs = 0, actions = null) {
+        draft.config = merged(draft.config, patch);
+        if (actions) draft.actions = [...actions];
+        clearTimeout(debounce);
+        debounce = setTimeout(flush, delayMs);
+      },
+      act(action) { return w.replay([...draft.actions, action]); },
+      replay(actions) {
+        draft.actions = [...actions];
+        return flush();
+      },
+      recompute: flush,
+      call: (payload, options) => runtime.call(name, payload, options),
+      whenLive: new Promise((resolve) => { wentLive = resolve; }),
+      saveLink,
+      listen: t.listen, timeout: t.timeout, interval: t.interval, frame: t.frame,
+      observe: t.observe, canvas: t.canvas, onRuntime: t.subscribe,
+    };
+
+    const handle = spec.mount(w);
+    if (controls && !controls.root.isConnected) body.prepend(controls.root);
+    if (!messages.isConnected) (controls ? controls.root : body).after(messages);
+    handle.draw(view, shown, "mount");
+
+    const linkWanted = !same(link.state, base);
+    // When Python is up: recompute the default and compare it with the pre-rendered
+    // model, then compute the link's state, if it holds one.
+    async function goLive() {
+      root.dataset.live = "pending";
+      const asked = seq;
+      const check = runtime.call(name, payloadOf(base)).catch(() => null);
+      if (linkWanted) compute(link.state, { fromLink: true });
+      const answer = await check;
+      if (!alive) return;
+      if (!answer || !answer.ok) {
+        root.dataset.live = "failed";
+        wentLive("failed");
+        return;
+      }
+      const equal = same(answer.result, prerendered.view);
+      if (!equal) console.error(`pysim: the pre-rendered ${name} view differs from what Pyodide computed`);
+      root.dataset.live = equal ? "same" : "updated";
+      wentLive(root.dataset.live);
+      if (!root.dataset.computeMs) root.dataset.computeMs = answer.ms.toFixed(2);
+      if (!equal && seq === asked) {
+        view = answer.result;
+        handle.draw(view, shown, "live");
+      }
+    }
+    // A link that holds a state asks for Python at once: the reader came for that state.
+    if (linkWanted) runtime.start().catch(() => {});
+    const unsubscribe = runtime.subscribe((state) => {
+      if (state === "ready" && !root.dataset.live) goLive();
+      if (state === "unavailable" && linkWanted) {
+        linkNote.textContent = "This link's settings need Python to compute; the picture shows the defaults.";
+      }
+    });
+
+    // Back and forward (and a link edited by hand) change the hash: follow it, unless
+    // it holds no state at all (a heading's anchor, a table-of-contents click).
+    t.listen(window, "hashchange", () => {
+      if (!hashPairs().length) return;
+      const next = fromLink();
+      w.link = next.ui;
+      if (!same(next.state, shown)) compute(next.state, { fromLink: true });
+    });
+
+    return {
+      unmount() {
+        alive = false;
+        clearTimeout(debounce);
+        unsubscribe();
+        if (handle.unmount) handle.unmount();
+        t.release();
+        for (const key of ["live", "busy", "error", "computeMs"]) delete root.dataset[key];
+      },
+    };
+  }
+
+  Object.assign(window.PySim, { widget, readLink, writeLink, encodeActions, decodeActions });
+})();
