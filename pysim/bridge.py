@@ -41,7 +41,7 @@ class Simulation:
 
 
 # Each simulation is defined by the pysim module of the same name, as SIMULATION.
-NAMES = ("race", "kvcache", "budget", "batch_size", "toy", "exercise")
+NAMES = ("race", "kvcache", "budget", "batch_size", "toy", "exercise", "lab")
 
 
 def simulation(name: str) -> Simulation:
