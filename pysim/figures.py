@@ -787,9 +787,27 @@ def figure(name: str):
     if _CACHE is None:
         _CACHE = _all()
     group, _, key = name.partition(".")
+    if group == "lab":
+        return _lab_figure(key)
     if group not in _CACHE or key not in _CACHE[group]:
         raise KeyError(f"unknown figure {name!r}")
     return _CACHE[group][key]
+
+
+_LAB: dict | None = None
+
+
+def _lab_figure(key: str):
+    """The serving lab's figures live with it (pysim.lab.figures). They run two capacity
+    sweeps, a few seconds, so they are computed only when a page names one."""
+    global _LAB
+    if _LAB is None:
+        from .lab import figures as lab_figures
+
+        _LAB = lab_figures()
+    if key not in _LAB:
+        raise KeyError(f"unknown figure 'lab.{key}'")
+    return _LAB[key]
 
 
 def names() -> list[str]:

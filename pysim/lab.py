@@ -370,3 +370,51 @@ def _capacity_text(c: dict) -> str:
 
 
 SIMULATION = Simulation("lab", LabConfig, run, text)
+
+
+# --- the page's figures ---------------------------------------------------------------
+def figures() -> dict:
+    """Every number docs/lab.md states, computed at build time (pysim.figures, group "lab")."""
+    base = LabConfig()
+    view = run(base, [])
+    conv, code = traces.load("conv"), traces.load("code")
+    out = {
+        "conv_requests": len(conv), "code_requests": len(code),
+        "conv_minutes": conv.span_minutes, "code_minutes": code.span_minutes,
+        "conv_rate": len(conv) / (conv.offsets_ms[-1] / 1000),
+        "code_rate": len(code) / (code.offsets_ms[-1] / 1000),
+        "window_minutes": base.window_minutes, "window_start_min": base.window_start_min,
+        "window_requests": view["traffic"]["num_requests"],
+        "window_rate": view["traffic"]["real_rate_req_s"],
+        "num_gpu_blocks": view["hardware"]["num_gpu_blocks"],
+        "kv_pool_tokens": view["hardware"]["kv_pool_tokens"],
+        "efficiency": base.efficiency,
+        "decode_step_ms": view["hardware"]["decode_step_ms_1k_context"],
+        "slo_ttft_ms": base.slo_ttft_ms, "slo_tpot_ms": base.slo_tpot_ms,
+        "max_num_seqs": base.max_num_seqs, "max_num_batched_tokens": base.max_num_batched_tokens,
+        "ttft_p50_ms": view["ttft_ms"]["p50"], "ttft_p99_ms": view["ttft_ms"]["p99"],
+        "tpot_p50_ms": view["tpot_ms"]["p50"], "tpot_p99_ms": view["tpot_ms"]["p99"],
+        "attainment_pct": view["summary"]["slo_attainment"] * 100,
+        "goodput": view["summary"]["request_goodput"],
+        "sweep_rates": len(SWEEP_RATES),
+        "sweep_lo": SWEEP_RATES[0], "sweep_hi": SWEEP_RATES[-1],
+    }
+    for key, gpu in (("h100", "H100"), ("l40s", "L40S")):
+        sweep = run(LabConfig(mode="sweep", gpu=gpu), [])
+        cap = sweep["capacity"]
+        assert cap["rate_scale"] is not None, f"{gpu}: the page expects a crossing"
+        out[f"{key}_scale"] = cap["rate_scale"]
+        out[f"{key}_req_s"] = cap["sustained_req_s"]
+        out[f"{key}_replicas"] = cap["replicas"]
+        out[f"{key}_label"] = GPUS[gpu].label
+        for i, p in enumerate(sweep["points"]):  # the page's table of the sweep
+            out[f"{key}_att_{i}"] = p["slo_attainment"] * 100
+            out[f"{key}_goodput_{i}"] = p["request_goodput"]
+            out[f"{key}_ttft_p90_{i}"] = p["ttft_p90_ms"]
+            out[f"{key}_tpot_p90_{i}"] = p["tpot_p90_ms"]
+    for i, rate in enumerate(SWEEP_RATES):
+        out[f"rate_{i}"] = rate
+    small = run(LabConfig(mode="sweep", max_num_batched_tokens=2048, max_num_seqs=256), [])
+    out["h100_2048_scale"] = small["capacity"]["rate_scale"]
+    out["h100_2048_replicas"] = small["capacity"]["replicas"]
+    return out
