@@ -118,7 +118,11 @@ class LabConfig:
                                 "(fits the efficiency)", _check_bench_text)
 
     def check(self) -> None:
-        span = int(traces.load(self.trace).span_minutes)
+        try:
+            span = int(traces.load(self.trace).span_minutes)
+        except FileNotFoundError:
+            raise ConfigError("trace", f"the {self.trace} trace is not loaded; in the page, the lab "
+                                       f"downloads it with its first call") from None
         if self.window_start_min + self.window_minutes > span:
             raise ConfigError("window_start_min",
                               f"got {self.window_start_min}, but the {self.trace} trace has {span} "

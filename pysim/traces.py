@@ -65,6 +65,16 @@ def file_name(name: str) -> str:
     return f"{name}.txt.gz"
 
 
+def site_files() -> dict[str, Path]:
+    """What the site ships for the lab: Pyodide path -> the repository's file.
+
+    The build copies each under a content-hashed name and gives the lab widget the
+    map from these paths to those names; the widget sends it with its calls, and the
+    worker downloads what is missing before it runs the call (widgets/worker.js).
+    """
+    return {f"{BROWSER_DIR}/{file_name(n)}": REPO_DIR / file_name(n) for n in TRACES}
+
+
 def find(name: str) -> Path:
     """The trace file: the repository's copy, or the one the worker fetched."""
     for folder in (Path(BROWSER_DIR), REPO_DIR):

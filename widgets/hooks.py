@@ -215,6 +215,14 @@ def on_pre_build(config, **kwargs):
             data = (ROOT / "node_modules" / rel).read_bytes()
             assets[rel] = ("assets/vendor/" + _hashed_name(Path(rel).name, data), data)
     assets[IFRAME_WORKER] = _polyfill()
+    # Data a widget downloads only when used (the serving lab's traces): hashed too.
+    # key: the path in Pyodide's file system, where pysim reads it.
+    data_files = {}
+    for fs_path, path in sorted(importlib.import_module("pysim.traces").site_files().items()):
+        data = path.read_bytes()
+        assets[fs_path] = ("assets/data/" + _hashed_name(path.name, data), data)
+        data_files[fs_path] = assets[fs_path][0]
+    _state["data_files"] = {"lab": data_files}
     _state["assets"] = assets
 
     # The wheel, named by its content.
@@ -297,7 +305,12 @@ def on_page_content(html_text, page, config, files, **kwargs):
             raise SystemExit(f"pysim hook: widget {name!r} on {page.file.src_path}: {answer['error']}")
         found.append(name)
         fields = _state["fields"][name]["fields"]
-        model = json.dumps({"config": cfg, "view": answer["result"], "fields": fields}, separators=(",", ":"))
+        model = {"config": cfg, "view": answer["result"], "fields": fields}
+        if name in _state["data_files"]:
+            # Pyodide path -> site path: the widget sends this with its calls (call(...,
+            # {files})), and the worker fetches what it has not got yet.
+            model["files"] = _state["data_files"][name]
+        model = json.dumps(model, separators=(",", ":"))
         # "</" cannot appear inside a script element; JSON allows the escaped form.
         model = model.replace("</", "<\\/")
         return (
