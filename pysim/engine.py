@@ -475,11 +475,11 @@ class Engine:
         """How many next steps are sure to be plain decodes of every running request.
 
         Such a step schedules one token for each running request and nothing else: no
-        prompt chunk, no finish, no admission, no preemption. Each of those steps
-        changes the state the same way, so `advance_decodes(k)` can apply k of them
-        at once. Arrivals are the caller's to check (they depend on time). 0 when
-        the next step is anything else, or with prefix caching (blocks would be
-        cached as they fill).
+        prompt chunk, no admission, no preemption; only the last of them may finish
+        requests (those with the fewest tokens left). Each step changes the state the
+        same way, so `advance_decodes(k)` can apply k of them at once. Arrivals are
+        the caller's to check (they depend on time). 0 when the next step is anything
+        else, or with prefix caching (blocks would be cached as they fill).
         """
         cfg = self.config
         running = self.running
@@ -490,11 +490,9 @@ class Engine:
         for r in reversed(running):  # a prompt in progress is most likely the newest
             if r.num_tokens - r.num_computed != 1 or not r.num_output:
                 return 0  # a prompt (or a recompute) still in progress
-            left = r.max_tokens - r.num_output - 1  # the step after these finishes it
+            left = r.max_tokens - r.num_output  # steps until it finishes, that one included
             if k is None or left < k:
                 k = left
-        if k <= 0:
-            return 0
         free = self.pool.num_free_blocks
         if self.waiting:
             # Admission must stay blocked for the whole run. Free blocks only shrink
@@ -515,12 +513,14 @@ class Engine:
                 need += grow
         return k if need <= free else 0
 
-    def advance_decodes(self, k: int) -> None:
+    def advance_decodes(self, k: int) -> list:
         """Apply k plain decode steps (see `decode_run_length`): each running request
         computes and samples k tokens, and its table grows to what step-by-step
-        allocation would have given it."""
+        allocation would have given it. Returns the ids that finished in the last
+        step, in batch order; their blocks are free, as after `step`."""
         assert k > 0  # and k <= decode_run_length(): the caller's promise (tests check it)
         kv = self.kv
+        finished = []
         for r in self.running:
             c = r.num_computed
             if c + k > r.limit:
@@ -531,7 +531,17 @@ class Engine:
             r.num_tokens += k
             r.num_output += k
             r.served_tokens += k
+            if r.num_output == r.max_tokens:
+                r.status = FINISHED
+                r.finish_step = self.num_steps + k - 1
+                kv.free(r.id)
+                self.num_unfinished -= 1
+                finished.append(r.id)
+            assert r.num_output <= r.max_tokens
+        if finished:
+            self.running = [r for r in self.running if r.status == RUNNING]
         self.num_steps += k
+        return finished
 
     def _sample(self, r: Request, index: int) -> bool:
         """Append one sampled token; finish the request if it has them all. True if finished."""

@@ -176,6 +176,15 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
             kv += requests[rid].num_computed
         return seconds(result.decode_tokens + result.prefill_tokens, kv)
 
+    def finish(rid, end) -> None:
+        nonlocal next_to_send
+        done[rid] = end
+        if next_to_send < n:  # the client sends the next request now
+            j = next_to_send
+            next_to_send += 1
+            sent[j] = max(arrivals[j], end)
+            engine.add_request(j, prompt_tokens[j], output_tokens[j], arrival=sent[j])
+
     seg_end, seg_steps, running, waiting, usage, outs, preempts = [], [], [], [], [], [], []
     now = arrivals[0]
     while engine.has_unfinished():
@@ -186,7 +195,7 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
             if nxt > now:
                 now = nxt
         k = engine.decode_run_length() if fast else 0
-        if k > 1:
+        if k:
             # A run of plain decodes: the same batch of b requests, each step reading
             # one more KV entry per request. Stop before the step that would start
             # at or after the next arrival (found by bisection on the run's closed-form
@@ -206,15 +215,17 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
                 j = lo + 1 if now < nxt else 0
             if j:
                 n_wait = len(engine.waiting)
-                engine.advance_decodes(j)
+                finished = engine.advance_decodes(j)
                 now += run_seconds(b, kv, j)
                 seg_end.append(now)
                 seg_steps.append(j)
-                running.append(b)
+                running.append(len(engine.running))
                 waiting.append(n_wait)
                 usage.append(1.0 - pool.num_free_blocks / usable)
                 outs.append(b * j)
                 preempts.append(0)
+                for rid in finished:
+                    finish(rid, now)
                 continue
         result = engine.step(now)
         assert result.parts, "a step with work to do scheduled nothing"
@@ -232,12 +243,7 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
             if requests[rid].first_token_step == index:
                 first[rid] = end
         for rid in result.finished:
-            done[rid] = end
-            if next_to_send < n:  # the client sends the next request now
-                j = next_to_send
-                next_to_send += 1
-                sent[j] = max(arrivals[j], end)
-                engine.add_request(j, prompt_tokens[j], output_tokens[j], arrival=sent[j])
+            finish(rid, end)
     assert next_to_send == n
     return ReplayResult(sent, first, done, list(output_tokens), seg_end, seg_steps, running,
                         waiting, usage, outs, preempts, engine.num_preemptions, engine.num_steps)
