@@ -46,7 +46,10 @@ class UncachedBlockPool(BlockPool):
 
     def __init__(self, num_blocks: int, block_size: int):
         super().__init__(num_blocks, block_size, enable_caching=False)
-        self._stack = list(range(num_blocks - 1, -1, -1))  # head (block 0) at the end
+        # The parent's free queue as it starts (without a null block it reserved, if it
+        # does), head at the end of the list.
+        self._stack = BlockPool.free_queue(self)[::-1]
+        self._num_usable = len(self._stack)
 
     @property
     def num_free_blocks(self) -> int:
@@ -78,7 +81,7 @@ class UncachedBlockPool(BlockPool):
         assert len(set(self._stack)) == len(self._stack)
         assert not set(held) & set(self._stack)
         if block_tables is not None:
-            assert len(held) + len(self._stack) == self.num_blocks
+            assert len(held) + len(self._stack) == self._num_usable
 
 
 @dataclass

@@ -375,3 +375,19 @@ def test_cli_bad_setting_exits_2_naming_the_field(capsys):
     assert main(["lab", "--set", "rate_scale=20"]) == 2
     err = capsys.readouterr().err
     assert "rate_scale" in err and "0.25 to 8" in err
+
+
+def test_stack_pool_hands_out_the_same_blocks_as_the_linked_list_pool():
+    from pysim.blockpool import BlockPool
+    from pysim.replay import UncachedBlockPool
+    a, b = BlockPool(40, 16, enable_caching=False), UncachedBlockPool(40, 16)
+    assert a.free_queue() == b.free_queue() and a.num_free_blocks == b.num_free_blocks
+    # Take 5, 7 and 3; give back the 7 (last first, as KVCacheManager.free does), take 9.
+    t1, t2, t3 = (a.get_new_blocks(n) for n in (5, 7, 3))
+    u1, u2, u3 = (b.get_new_blocks(n) for n in (5, 7, 3))
+    assert (t1, t2, t3) == (u1, u2, u3)
+    a.free_blocks(reversed(t2))
+    b.free_blocks(reversed(u2))
+    assert a.free_queue() == b.free_queue()
+    assert a.get_new_blocks(9) == b.get_new_blocks(9)
+    assert a.num_free_blocks == b.num_free_blocks
