@@ -18,6 +18,8 @@ worker puts them). Prints two tables, medians of several runs:
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import sys
 import time
 
@@ -56,8 +58,21 @@ def request_steps():
     n = sum(r.num_running)  # running after each step, a close lower bound
     return r.num_steps, n
 
+def cpu_seconds(fn, repeats):
+    # CPU time of this process (time.process_time), median: on a machine shared with
+    # other jobs it moves less than wall time. Pyodide's clock may count wall time.
+    fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        samples.append(time.process_time() - t0)
+    return statistics.median(samples)
+
 steps, req_steps = request_steps()
 out = {
+    "replay_x1_cpu": cpu_seconds(replay_x1, REPEATS),
+    "sweep_cpu": cpu_seconds(sweep, 3),
     "replay_x1": median_seconds(replay_x1, repeats=REPEATS),
     "sweep": median_seconds(sweep, repeats=max(3, REPEATS // 2)),
     "baseline": median_seconds(baseline, repeats=REPEATS),
@@ -68,7 +83,8 @@ print(json.dumps(out))
 
 
 def measure_cpython(repeats: int) -> dict:
-    scope = {"REPEATS": repeats, "json": json, "median_seconds": median_seconds, "time": time}
+    scope = {"REPEATS": repeats, "json": json, "median_seconds": median_seconds, "time": time,
+             "statistics": statistics}
     buf = []
     scope["print"] = buf.append
     exec(SNIPPET, scope)
@@ -90,8 +106,15 @@ def main() -> None:
                                ("baseline", "baseline: replay x1 stepped one by one", "-")):
         rows.append([label, ms(cp[key]), ms(py[key]), f"{py[key] / cp[key]:.2f}x",
                      f"{cp['baseline'] / cp[key]:.2f}x", target])
-    print(f"Serving lab, CPython {sys.version.split()[0]} and Pyodide (Node), medians of {repeats} runs")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Serving lab, CPython {sys.version.split()[0]} and Pyodide (Node), medians of {repeats} "
+          f"runs, wall time (load average {load:.1f} on {os.cpu_count()} CPUs)")
     print(table(["call", "CPython", "Pyodide", "Pyodide/CPython", "baseline/this (CPython)", "target"], rows))
+    print()
+    print("The same two calls in CPU time of the process (time.process_time), medians")
+    print(table(["call", "CPython CPU", "Pyodide CPU"],
+                [["replay x1", ms(cp["replay_x1_cpu"]), ms(py["replay_x1_cpu"])],
+                 ["sweep, 8 points", ms(cp["sweep_cpu"]), ms(py["sweep_cpu"])]]))
     print()
     us_cp = cp["baseline"] / cp["request_steps"] * 1e6
     us_py = py["baseline"] / py["request_steps"] * 1e6
