@@ -14,7 +14,8 @@ The clock follows `engine.run_timed`'s rules (a step admits what arrived by its 
 an idle engine jumps to the next arrival), with one shortcut: a run of steps that are
 plain decodes of the same batch (`Engine.decode_run_length`) is applied at once, its
 step times still added one by one. Most steps of a busy server are such decodes, and
-the shortcut makes a replay several times faster; `fast=False` steps one at a time,
+the shortcut cuts most of a replay's steps (bench/bench_lab.py times it against
+stepping one by one); `fast=False` steps one at a time,
 and the tests check both give the same times to the last bit.
 
 The gauges are sampled once per step, after it, under vLLM's metric names
