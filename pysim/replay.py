@@ -12,13 +12,14 @@ the moment it is sent, as vLLM's client measures it). The calibration uses it.
 
 The clock follows `engine.run_timed`'s rules (a step admits what arrived by its start;
 an idle engine jumps to the next arrival), with one shortcut: a run of steps that are
-plain decodes of the same batch (`Engine.decode_run_length`) is applied at once, its
-step times still added one by one. Most steps of a busy server are such decodes, and
-the shortcut cuts most of a replay's steps (bench/bench_lab.py times it against
-stepping one by one); `fast=False` steps one at a time,
-and the tests check both give the same times to the last bit.
+plain decodes of the same batch (`Engine.decode_run_length`), the last of which may
+finish requests, is applied at once, and its time is summed in closed form
+(`StepTimeModel.decode_run_seconds`). Most steps of a busy server are such decodes,
+so the shortcut cuts most of a replay's steps (bench/bench_lab.py times it against
+stepping one by one). `fast=False` steps one at a time; the tests check both give the
+same steps and preemptions, and times equal to 1e-9.
 
-The gauges are sampled once per step, after it, under vLLM's metric names
+The gauges are sampled after each step, or each run of decodes, under vLLM's metric names
 (vllm/v1/metrics/loggers.py, `PrometheusStatLogger`): `vllm:num_requests_running`,
 `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc` (a fraction: 1 is full), and
 the counter `vllm:num_preemptions`. vLLM's usage leaves out the null block:
