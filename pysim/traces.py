@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,7 +191,3 @@ def _median(sorted_values: list[int]) -> float:
         return 0.0
     mid = n // 2
     return float(sorted_values[mid]) if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
-
-
-def in_browser() -> bool:
-    return os.path.isdir(BROWSER_DIR)
