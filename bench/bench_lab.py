@@ -55,7 +55,7 @@ def baseline():
 def request_steps():
     # Request-steps of the x1 replay: every request's tokens scheduled, step by step.
     r = replay(*PARTS, fast=False, fast_pool=False)
-    n = sum(r.num_running)  # running after each step, a close lower bound
+    n = sum(r.num_requests_running)  # running after each step, a close lower bound
     return r.num_steps, n
 
 def cpu_seconds(fn, repeats):

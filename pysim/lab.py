@@ -92,30 +92,47 @@ def _check_points(value):
 class LabConfig:
     mode: str = choice("replay", ("replay", "sweep", "sweep_point", "capacity"),
                        "replay one run; sweep the rate scale; one sweep point; or the "
-                       "capacity from sweep points")
+                       "capacity from sweep points", label="Mode",
+                       option_labels={"replay": "Replay", "sweep": "Capacity sweep",
+                                      "sweep_point": "One sweep point",
+                                      "capacity": "Capacity from points"})
     trace: str = choice("conv", tuple(traces.TRACES),
-                        "the traffic: Azure's conversation (conv) or coding (code) service")
+                        "the traffic: Azure's conversation (conv) or coding (code) service",
+                        label="Trace", option_labels={"conv": "Conversation", "code": "Coding"})
     arrivals: str = choice("trace", ("trace", "poisson"),
-                           "real arrival times, or Poisson arrivals at the same mean rate")
-    window_start_min: int = bounded(10, 0, 56, "where the window starts, minutes into the hour")
-    window_minutes: int = bounded(5, 1, 10, "how many minutes of traffic to replay")
+                           "real arrival times, or Poisson arrivals at the same mean rate",
+                           label="Arrivals", option_labels={"trace": "Real", "poisson": "Poisson"})
+    window_start_min: int = bounded(10, 0, 56, "where the window starts, minutes into the hour",
+                                    label="Window start", unit="min")
+    window_minutes: int = bounded(5, 1, 10, "how many minutes of traffic to replay",
+                                  label="Window", unit="min")
     rate_scale: float = bounded(1.0, 0.25, 8.0, "arrival rate multiplier (gaps divided by it)",
-                                integer=False)
-    seed: int = bounded(0, 0, 1_000_000, "seed of the Poisson arrivals")
-    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, 16-bit weights and KV)")
-    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served")
+                                integer=False, label="Rate scale", unit="x", scale="log")
+    seed: int = bounded(0, 0, 1_000_000, "seed of the Poisson arrivals", label="Seed",
+                        slider_max=100)
+    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, 16-bit weights and KV)",
+                      label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
+    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
+                        option_labels={k: m.name for k, m in MODELS.items()})
     efficiency: float = bounded(0.6, 0.05, 1.0, "fraction of the roofline the engine reaches",
-                                integer=False)
-    max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once (--max-num-seqs)")
+                                integer=False, label="Efficiency")
+    max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once (--max-num-seqs)",
+                                label="max_num_seqs", unit="requests", scale="log")
     max_num_batched_tokens: int = bounded(8192, 512, 16384,
-                                          "token budget per step (--max-num-batched-tokens)")
-    slo_ttft_ms: float = bounded(1000.0, 10, 60_000, "TTFT target, ms", integer=False)
-    slo_tpot_ms: float = bounded(50.0, 1, 1000, "TPOT target, ms", integer=False)
+                                          "token budget per step (--max-num-batched-tokens)",
+                                          label="max_num_batched_tokens", unit="tokens",
+                                          scale="log")
+    slo_ttft_ms: float = bounded(1000.0, 10, 60_000, "TTFT target, ms", integer=False,
+                                 label="TTFT target", unit="ms", scale="log")
+    slo_tpot_ms: float = bounded(50.0, 1, 1000, "TPOT target, ms", integer=False,
+                                 label="TPOT target", unit="ms", scale="log")
     sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1,
-                               "which sweep rate a sweep_point call runs")
-    sweep_points: list = data(list, "sweep points already computed (mode capacity)", _check_points)
+                               "which sweep rate a sweep_point call runs", label="Sweep point")
+    sweep_points: list = data(list, "sweep points already computed (mode capacity)", _check_points,
+                              label="Sweep points")
     bench_text: str = data(str, "a pasted vllm bench serve summary or --save-result JSON "
-                                "(fits the efficiency)", _check_bench_text)
+                                "(fits the efficiency)", _check_bench_text,
+                           label="vllm bench serve output")
 
     def check(self) -> None:
         try:
@@ -288,8 +305,8 @@ def series(result) -> dict:
     seen = [False] * NUM_BINS
     for k, end in enumerate(result.seg_end):
         b = min(NUM_BINS - 1, int((end - t0) / width))
-        running[b] = result.num_running[k]
-        waiting[b] = result.num_waiting[k]
+        running[b] = result.num_requests_running[k]
+        waiting[b] = result.num_requests_waiting[k]
         usage[b] = result.kv_usage[k]
         tokens[b] += result.seg_output_tokens[k]
         preempt[b] += result.seg_preemptions[k]

@@ -28,7 +28,6 @@ the counter `vllm:num_preemptions`. vLLM's usage leaves out the null block:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from .blockpool import BlockPool, KVCacheManager
@@ -46,8 +45,8 @@ class UncachedBlockPool(BlockPool):
     Block ids, counts and order are those of `BlockPool` (a test compares them).
     """
 
-    def __init__(self, num_blocks: int, block_size: int):
-        super().__init__(num_blocks, block_size, enable_caching=False)
+    def __init__(self, num_gpu_blocks: int, block_size: int):
+        super().__init__(num_gpu_blocks, block_size, enable_prefix_caching=False)
         # The parent's free queue as it starts (without a null block it reserved, if it
         # does), head at the end of the list.
         self._stack = BlockPool.free_queue(self)[::-1]
@@ -99,8 +98,8 @@ class ReplayResult:
     output_tokens: list[int]
     seg_end: list[float]  # when the segment's last step ended
     seg_steps: list[int]  # steps in the segment
-    num_running: list[int]
-    num_waiting: list[int]
+    num_requests_running: list[int]
+    num_requests_waiting: list[int]
     kv_usage: list[float]
     seg_output_tokens: list[int]
     seg_preemptions: list[int]
@@ -123,25 +122,14 @@ class ReplayResult:
 
 def engine_config(num_gpu_blocks: int, block_size: int, max_num_seqs: int,
                   max_num_batched_tokens: int, policy: str = "fcfs") -> EngineConfig:
-    """The engine's config for vLLM's `num_gpu_blocks`, prefix caching off.
+    """The engine's config for vLLM's `num_gpu_blocks`, chunked prefill on, prefix caching off.
 
-    Until the engine models vLLM's null block itself (issue 17), it is given the usable
-    blocks, num_gpu_blocks - 1; once its config takes `num_gpu_blocks`, that count.
+    `num_gpu_blocks` counts vLLM's null block; the engine reserves it once it models
+    the null block (issue 17), and until then uses every block.
     """
-    names = {f.name for f in dataclasses.fields(EngineConfig)}
-    kw = dict(block_size=block_size, max_num_seqs=max_num_seqs,
-              max_num_batched_tokens=max_num_batched_tokens, policy=policy,
-              enable_chunked_prefill=True)
-    if "num_gpu_blocks" in names:
-        kw["num_gpu_blocks"] = num_gpu_blocks
-    else:
-        kw["num_blocks"] = num_gpu_blocks - 1
-    kw["enable_prefix_caching" if "enable_prefix_caching" in names else "enable_caching"] = False
-    return EngineConfig(**kw)
-
-
-def config_caching(config: EngineConfig) -> bool:
-    return getattr(config, "enable_prefix_caching", getattr(config, "enable_caching", False))
+    return EngineConfig(num_gpu_blocks=num_gpu_blocks, block_size=block_size,
+                        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                        policy=policy, enable_chunked_prefill=True, enable_prefix_caching=False)
 
 
 def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[int],
@@ -152,9 +140,9 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
     assert n == len(prompt_tokens) == len(output_tokens) and n > 0
     assert all(a <= b for a, b in zip(arrivals, arrivals[1:])), "arrivals must be sorted"
     engine = Engine(config)
-    if fast_pool and not config_caching(config):
+    if fast_pool and not config.enable_prefix_caching:
         # Same scheduling, faster pool (see UncachedBlockPool).
-        engine.pool = UncachedBlockPool(engine.pool.num_blocks, engine.pool.block_size)
+        engine.pool = UncachedBlockPool(engine.pool.num_gpu_blocks, engine.pool.block_size)
         engine.kv = KVCacheManager(engine.pool)
     sent = [0.0] * n
     first = [0.0] * n
@@ -167,7 +155,7 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
     next_to_send = cap
 
     requests = engine.requests
-    usable = num_gpu_blocks - 1
+    usable = engine.pool.num_free_blocks  # every block but a reserved null block
     pool = engine.pool
     seconds = model.seconds
     run_seconds = model.decode_run_seconds
@@ -238,8 +226,8 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
         now = end
         seg_end.append(end)
         seg_steps.append(1)
-        running.append(result.num_running)
-        waiting.append(result.num_waiting)
+        running.append(result.num_requests_running)
+        waiting.append(result.num_requests_waiting)
         usage.append(1.0 - pool.num_free_blocks / usable)
         outs.append(len(result.sampled))
         preempts.append(len(result.preempted))

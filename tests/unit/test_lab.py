@@ -380,7 +380,7 @@ def test_cli_bad_setting_exits_2_naming_the_field(capsys):
 def test_stack_pool_hands_out_the_same_blocks_as_the_linked_list_pool():
     from pysim.blockpool import BlockPool
     from pysim.replay import UncachedBlockPool
-    a, b = BlockPool(40, 16, enable_caching=False), UncachedBlockPool(40, 16)
+    a, b = BlockPool(40, 16, enable_prefix_caching=False), UncachedBlockPool(40, 16)
     assert a.free_queue() == b.free_queue() and a.num_free_blocks == b.num_free_blocks
     # Take 5, 7 and 3; give back the 7 (last first, as KVCacheManager.free does), take 9.
     t1, t2, t3 = (a.get_new_blocks(n) for n in (5, 7, 3))
