@@ -2,7 +2,7 @@
 // and print what the snippet prints. Benchmarks use it to time pysim in Pyodide.
 //
 // usage: node bench/pyodide_run.mjs PYSIM_WHEEL SNIPPET_FILE
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -13,5 +13,11 @@ const pyodide = await loadPyodide({ indexURL: join(root, "node_modules", "pyodid
 const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
 pyodide.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: sitePackages });
 pyodide.runPython("import importlib; importlib.invalidate_caches()");
+// The serving lab's traces, where the page's worker puts them (pysim/traces.py).
+pyodide.FS.mkdirTree("/pysim-data/traces");
+const traces = join(root, "data", "traces");
+for (const name of readdirSync(traces).filter((f) => f.endsWith(".txt.gz"))) {
+  pyodide.FS.writeFile(`/pysim-data/traces/${name}`, new Uint8Array(readFileSync(join(traces, name))));
+}
 pyodide.setStdout({ batched: (line) => console.log(line) });
 await pyodide.runPythonAsync(readFileSync(snippetFile, "utf8"));

@@ -445,6 +445,79 @@ class Engine:
             self.running = [r for r in self.running if r.status == RUNNING]
             result.finished = [i for i in result.sampled if self.requests[i].status == FINISHED]
 
+    # --- many identical decode steps at once (the serving lab's fast path) -------
+    def decode_run_length(self) -> int:
+        """How many next steps are sure to be plain decodes of every running request.
+
+        Such a step schedules one token for each running request and nothing else: no
+        prompt chunk, no admission, no preemption; only the last of them may finish
+        requests (those with the fewest tokens left). Each step changes the state the
+        same way, so `advance_decodes(k)` can apply k of them at once. Arrivals are
+        the caller's to check (they depend on time). 0 when the next step is anything
+        else, or with prefix caching (blocks would be cached as they fill).
+        """
+        cfg = self.config
+        running = self.running
+        b = len(running)
+        if not b or cfg.enable_prefix_caching or b > cfg.max_num_batched_tokens:
+            return 0
+        k = None
+        for r in reversed(running):  # a prompt in progress is most likely the newest
+            if r.num_tokens - r.num_computed != 1 or not r.num_output:
+                return 0  # a prompt (or a recompute) still in progress
+            left = r.max_tokens - r.num_output  # steps until it finishes, that one included
+            if k is None or left < k:
+                k = left
+        free = self.pool.num_free_blocks
+        if self.waiting:
+            # Admission must stay blocked for the whole run. Free blocks only shrink
+            # in it, so blocked now is blocked throughout.
+            head = self.waiting.peek_request()
+            left_budget = cfg.max_num_batched_tokens - b
+            blocked = (b >= cfg.max_num_seqs or left_budget <= 0
+                       or self.kv.blocks_needed(head.id, head.num_tokens) > free
+                       or (not cfg.enable_chunked_prefill and head.num_tokens > left_budget))
+            if not blocked:
+                return 0
+        # New blocks the run needs: it must never find the pool empty (no preemption).
+        bs = cfg.block_size
+        need = 0
+        for r in running:
+            grow = -(-(r.num_computed + k) // bs) - r.limit // bs
+            if grow > 0:
+                need += grow
+        return k if need <= free else 0
+
+    def advance_decodes(self, k: int) -> list:
+        """Apply k plain decode steps (see `decode_run_length`): each running request
+        computes and samples k tokens, and its table grows to what step-by-step
+        allocation would have given it. Returns the ids that finished in the last
+        step, in batch order; their blocks are free, as after `step`."""
+        assert k > 0  # and k <= decode_run_length(): the caller's promise (tests check it)
+        kv = self.kv
+        finished = []
+        for r in self.running:
+            c = r.num_computed
+            if c + k > r.limit:
+                ok = kv.allocate_slots(r.id, None, c + k)
+                assert ok
+                self._set_limit(r)
+            r.num_computed = c + k
+            r.num_tokens += k
+            r.num_output += k
+            r.served_tokens += k
+            if r.num_output == r.max_tokens:
+                r.status = FINISHED
+                r.finish_step = self.num_steps + k - 1
+                kv.free(r.id)
+                self.num_unfinished -= 1
+                finished.append(r.id)
+            assert r.num_output <= r.max_tokens
+        if finished:
+            self.running = [r for r in self.running if r.status == RUNNING]
+        self.num_steps += k
+        return finished
+
     def _sample(self, r: Request, index: int) -> bool:
         """Append one sampled token; finish the request if it has them all. True if finished."""
         r.num_output += 1

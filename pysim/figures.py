@@ -22,7 +22,7 @@ import math
 from .chunked_prefill import StepTime
 from .chunked_prefill import ChunkedPrefillConfig as _StepTimeDefaults
 from .prng import SplitMix64
-from .registry import simulations
+from . import registry
 from .toy_scheduler import OUTPUTS as OUTPUT_MIX
 from .toy_scheduler import PROMPTS as PROMPT_MIX
 from .utils import cdiv
@@ -621,29 +621,37 @@ def _formula_groups() -> dict:
     }
 
 
-def _all() -> dict:
-    groups = _formula_groups()
-    for name, sim in simulations().items():
+_CACHE: dict | None = None  # group -> {key: value}, filled as groups are asked for
+
+
+def _group(group: str) -> dict:
+    """One figure group, computed on first use. The formula groups are cheap and come
+    together; a simulation's group (its Simulation.figures) is computed only when a page
+    names one of its figures: the serving lab's runs two capacity sweeps, seconds of work
+    that a build of any other page, or a test, should not pay for."""
+    global _CACHE
+    if _CACHE is None:
+        _CACHE = _formula_groups()
+    if group not in _CACHE and group in registry.MODULES:
+        sim = registry.simulation(group)
         if sim.figures is not None:
-            assert name not in groups, f"figure group {name} defined twice"
-            groups[name] = sim.figures()
-    return groups
-
-
-_CACHE: dict | None = None
+            _CACHE[group] = sim.figures()
+    if group not in _CACHE:
+        raise KeyError(f"unknown figure group {group!r}")
+    return _CACHE[group]
 
 
 def figure(name: str):
     """The value of a dotted figure name such as 'little.w_s'."""
-    global _CACHE
-    if _CACHE is None:
-        _CACHE = _all()
     group, _, key = name.partition(".")
-    if group not in _CACHE or key not in _CACHE[group]:
+    values = _group(group)
+    if key not in values:
         raise KeyError(f"unknown figure {name!r}")
-    return _CACHE[group][key]
+    return values[key]
 
 
-def names() -> list[str]:
-    figure("little.w_s")
-    return [f"{g}.{k}" for g, values in _CACHE.items() for k in values]
+def names(skip: tuple = ()) -> list[str]:
+    """Every figure name but those of the groups in `skip` (computing every other group:
+    skip "lab" to spare its sweeps)."""
+    groups = list(_formula_groups()) + [n for n, sim in registry.simulations().items() if sim.figures]
+    return [f"{g}.{k}" for g in groups if g not in skip for k in _group(g)]

@@ -28,6 +28,7 @@ MODULES = {
     # pysim/toy_scheduler.py is the teaching code the page prints; its widget's view is here:
     "toy_scheduler": "toy_scheduler_view",
     "exercises": "exercises",
+    "lab": "lab",
 }
 
 

@@ -74,6 +74,24 @@ def files(assets: dict[str, Asset]) -> Files:
     return {a.path: a.data for a in assets.values()}
 
 
+def collect_data(sources: dict[str, dict[str, Path]]) -> dict[str, dict[str, Asset]]:
+    """Data a widget downloads only when a reader uses it (the serving lab's traces),
+    hashed under assets/data/ like the scripts: by widget, then by the path in Pyodide's
+    file system where pysim reads the file (`conv.txt.gz` -> `assets/data/conv.txt.<hash>.gz`)."""
+    return {widget: {fs_path: hashed("assets/data", source) for fs_path, source in sorted(found.items())}
+            for widget, found in sorted(sources.items())}
+
+
+def data_urls(data: dict[str, dict[str, Asset]], up: str = "") -> dict[str, dict[str, str]]:
+    """By widget, Pyodide path -> URL relative to the page (`up` leads back to the root):
+    the map a widget's calls carry, so the worker downloads what it has not got yet."""
+    return {widget: {fs_path: up + a.path for fs_path, a in found.items()} for widget, found in data.items()}
+
+
+def data_files(data: dict[str, dict[str, Asset]]) -> Files:
+    return {a.path: a.data for found in data.values() for a in found.values()}
+
+
 @dataclass(frozen=True)
 class PageAssets:
     """What overrides/main.html writes into a widget page (URLs relative to the page)."""

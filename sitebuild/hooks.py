@@ -5,6 +5,7 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
 
     on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's
     on_pre_build       wheel, assets: the wheel, its lock file's name, the hashed assets
+                       (the lab's traces too, fetched by the worker on first use)
     on_page_markdown   figures: {{ group.key }} numbers and {{ plot.NAME }} pictures
     on_page_content    katex, prerender: math rendered, widgets filled with their models;
                        what the page must load goes to page.meta for overrides/main.html
@@ -53,6 +54,7 @@ class Build:
     plots: object = None           # sitebuild.plots, drawn with that pysim
     fields: dict = field(default_factory=dict)
     assets: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)    # widget -> {Pyodide path: Asset} (assets.collect_data)
     shim: assets.Asset | None = None
     wheel: Path | None = None
     runtime: dict = field(default_factory=dict)  # the worker's settings, paths in the site
@@ -94,6 +96,7 @@ def on_pre_build(config, **kwargs):
     build.plots = importlib.reload(sitebuild.plots)  # it imported the pysim just dropped
     build.fields = prerender.describe(build.bridge.call)
     build.assets = assets.collect()
+    build.data = assets.collect_data({"lab": importlib.import_module("pysim.traces").site_files()})
     build.wheel = wheel.build_wheel(Path(tempfile.mkdtemp(prefix="pysim-wheel-")))
     pyodide_dir = pyodide_runtime.site_dir()
     build.runtime = {"pyodide": pyodide_dir, "lock": pyodide_dir + wheel.lock_name(build.wheel),
@@ -111,8 +114,9 @@ def on_page_content(html, page, config, files, **kwargs):
     where = page.file.src_path
     html, has_math = katex.render_math(html, where)
     scripts = {name[:-3] for name in build.assets if name.endswith(".js") and "/" not in name}
-    html, widgets = prerender.prerender(html, build.bridge.call, build.fields, scripts, where)
     up = "../" * page.url.count("/")  # from this page back to the site's root
+    html, widgets = prerender.prerender(html, build.bridge.call, build.fields, scripts, where,
+                                        assets.data_urls(build.data, up))
     page.meta["pysim_katex"] = up + katex.stylesheet() if has_math else None
     page.meta["pysim_assets"] = assets.page_assets(widgets, build.assets, build.runtime, up) if widgets else None
     return html
@@ -155,6 +159,7 @@ def on_post_build(config, **kwargs):
         **pyodide_runtime.runtime_files(),
         **katex.katex_files(),
         **assets.files(build.assets),
+        **assets.data_files(build.data),
         **({build.shim.path: build.shim.data} if build.shim else {}),
         pyodide_dir + build.wheel.name: build.wheel,
         build.runtime["lock"]: lock.encode("utf-8"),

@@ -48,11 +48,13 @@ def describe(call: Callable[[str, str], str]) -> dict:
 
 
 def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, widgets: set[str],
-              where: str = "a page") -> tuple[str, list[str]]:
+              where: str = "a page", files: dict[str, dict[str, str]] | None = None) -> tuple[str, list[str]]:
     """The page with every widget placeholder filled, and the widgets' names in order.
 
     `call` is `pysim.bridge.call`; `fields` is what `describe` returned; `widgets` holds
-    the names that have a script (widgets/NAME.js).
+    the names that have a script (widgets/NAME.js). `files` gives, by widget, the data
+    files its calls read (Pyodide path -> URL, `assets.data_urls`): the model carries
+    them as "files", and the widget passes them on (`runtime.call(name, payload, {files})`).
     """
     found = []
 
@@ -66,8 +68,10 @@ def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, wid
         if not answer["ok"]:
             raise BuildError(f"widget {name!r} on {where}: {answer['error']}")
         found.append(name)
-        model = json.dumps({"config": cfg, "view": answer["result"], "fields": fields[name]["fields"]},
-                           separators=(",", ":"))
+        model = {"config": cfg, "view": answer["result"], "fields": fields[name]["fields"]}
+        if files and name in files:
+            model["files"] = files[name]
+        model = json.dumps(model, separators=(",", ":"))
         # "</" cannot appear inside a script element; JSON allows the escaped form.
         model = model.replace("</", "<\\/")
         return (f'<div class="pysim-widget" data-widget="{name}" id="widget-{name}"{match.group("attrs")}>'

@@ -133,8 +133,9 @@
     }
 
     // Ask pysim for a view model. Resolves to {ok, result | error, ms}; rejects only
-    // when Python is unavailable or stopped.
-    async call(name, payload, { timeoutMs = 20000 } = {}) {
+    // when Python is unavailable or stopped. `files` ({path in Pyodide: site URL}) are
+    // data the call reads; the worker downloads each once, before the call runs.
+    async call(name, payload, { timeoutMs = 20000, files = null } = {}) {
       await this.start();
       return new Promise((resolve, reject) => {
         const id = this.nextId++;
@@ -145,7 +146,8 @@
           reject(new Error("timeout"));
         }, timeoutMs);
         this.pending.set(id, { resolve, reject, timer });
-        this.worker.postMessage({ type: "call", id, name, payload: JSON.stringify(payload) });
+        const urls = files && Object.entries(files).map(([path, url]) => [path, absolute(url)]);
+        this.worker.postMessage({ type: "call", id, name, payload: JSON.stringify(payload), files: urls });
       });
     }
 

@@ -1,7 +1,8 @@
 // The Python side of the page: one module Web Worker that boots Pyodide from this
 // site's own files and answers simulation calls through pysim.bridge.
 //
-// Messages in:  {type: "boot", pyodide, lock, package, sizes}   {type: "call", id, name, payload}
+// Messages in:  {type: "boot", pyodide, lock, package, sizes}
+//               {type: "call", id, name, payload, files?: [[path, url], ...]}
 // Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python}
 //               {type: "failed", message}        {type: "result", id, text, ms}
 //               {type: "fatal", message}  (the interpreter is broken: restart the worker)
@@ -10,6 +11,9 @@
 // drawing while Python works here.
 
 let bridge = null;
+let fs = null; // Pyodide's file system, for the data files calls read
+// Calls run one at a time, in order, even when one first waits for a download.
+let queue = Promise.resolve();
 
 function post(message) {
   self.postMessage(message);
@@ -134,12 +138,39 @@ async function boot({ pyodide: base, lock, package: pkg, sizes }) {
     progress.finish();
     post({ type: "progress", stage: "start", text: "Starting the simulations" });
     bridge = py.pyimport("pysim.bridge");
+    fs = py.FS;
     const python = py.runPython("import sys; sys.version.split()[0]");
     watch.done();
     post({ type: "ready", ms: performance.now() - t0, python });
   } catch (err) {
     watch.fail((err && err.message) || err);
   }
+}
+
+// Data files a call reads (the serving lab's traces): each is downloaded once into
+// Pyodide's file system, where pysim looks for it (pysim/traces.py). A failed download
+// is answered like any other error, naming the file.
+async function fetchFiles(files) {
+  for (const [path, url] of files || []) {
+    if (fs.analyzePath(path).exists) continue;
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`could not download ${url.split("/").pop()} (HTTP ${response.status})`);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    fs.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+    fs.writeFile(path, bytes);
+  }
+}
+
+async function callWithFiles(message) {
+  const t0 = performance.now();
+  try {
+    await fetchFiles(message.files);
+  } catch (err) {
+    const text = JSON.stringify({ ok: false, error: { field: "", message: String((err && err.message) || err).slice(0, 200) } });
+    post({ type: "result", id: message.id, text, ms: performance.now() - t0 });
+    return;
+  }
+  call(message);
 }
 
 function call({ id, name, payload }) {
@@ -162,5 +193,7 @@ function call({ id, name, payload }) {
 self.onmessage = (event) => {
   const message = event.data || {};
   if (message.type === "boot") boot(message);
-  else if (message.type === "call") call(message);
+  else if (message.type === "call") {
+    queue = queue.then(() => (message.files ? callWithFiles(message) : call(message)));
+  }
 };

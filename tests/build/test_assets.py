@@ -71,3 +71,18 @@ def test_the_settings_cannot_close_their_script_element():
     page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "sizes": {"</script>.whl": 1}})
     assert "</" not in page.runtime
     assert json.loads(page.runtime)["sizes"] == {"</script>.whl": 1}
+
+
+def test_data_files_are_hashed_and_each_page_gets_urls_relative_to_itself(tmp_path):
+    (tmp_path / "conv.txt.gz").write_bytes(b"abc")
+    (tmp_path / "code.txt.gz").write_bytes(b"")
+    data = assets.collect_data({"lab": {"/pysim-data/traces/conv.txt.gz": tmp_path / "conv.txt.gz",
+                                        "/pysim-data/traces/code.txt.gz": tmp_path / "code.txt.gz"}})
+    # Only the last dot's extension stays after the hash: conv.txt.<hash>.gz.
+    assert data["lab"]["/pysim-data/traces/conv.txt.gz"] == Asset(f"assets/data/conv.txt.{ABC}.gz", b"abc")
+    assert data["lab"]["/pysim-data/traces/code.txt.gz"].path == f"assets/data/code.txt.{EMPTY}.gz"
+    # A page one folder down (lab/) reaches the root through "../".
+    assert assets.data_urls(data, "../") == {"lab": {
+        "/pysim-data/traces/code.txt.gz": f"../assets/data/code.txt.{EMPTY}.gz",
+        "/pysim-data/traces/conv.txt.gz": f"../assets/data/conv.txt.{ABC}.gz"}}
+    assert assets.data_files(data) == {f"assets/data/conv.txt.{ABC}.gz": b"abc", f"assets/data/code.txt.{EMPTY}.gz": b""}

@@ -64,3 +64,13 @@ def test_describe_lists_the_fields_of_every_simulation_the_bridge_knows():
 
     fields = prerender.describe(bridge.call)
     assert fields and all(isinstance(f["fields"], list) for f in fields.values())
+
+
+def test_a_widget_with_data_files_carries_their_map_and_others_do_not():
+    page = '<div class="pysim-widget" data-widget="race"></div><div class="pysim-widget" data-widget="toy"></div>'
+    files = {"race": {"/pysim-data/traces/conv.txt.gz": "../assets/data/conv.txt.0123456789.gz"}}
+    out, found = prerender.prerender(page, call, FIELDS, {"race", "toy"}, "docs/p.md", files)
+    assert found == ["race", "toy"]
+    first, second = out.split('data-widget="toy"')
+    assert model_of(first)["files"] == files["race"]
+    assert "files" not in model_of(second)

@@ -25,6 +25,8 @@ for (const wheel of [...wheels, pysimWheel]) {
 // The tests are read from the work tree; pysim itself comes from the wheel.
 pyodide.FS.mkdirTree("/work");
 pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: join(root, "tests") }, "/work");
+// The serving lab's traces, where the page's worker puts them (pysim/traces.py).
+copyTraces(pyodide, join(root, "data", "traces"));
 console.log(`pyodide ${pyodide.version} booted and wheels unpacked in ${Date.now() - t0} ms`);
 pyodide.globals.set("pytest_args", pyodide.toPy(pytestArgs));
 const code = await pyodide.runPythonAsync(`
@@ -37,3 +39,10 @@ print("python", sys.version.split()[0], "pysim from", pysim.__file__)
 int(pytest.main(["-p", "no:cacheprovider", "unit", *pytest_args]))
 `);
 process.exit(code);
+
+function copyTraces(py, dir) {
+  py.FS.mkdirTree("/pysim-data/traces");
+  for (const name of readdirSync(dir).filter((f) => f.endsWith(".txt.gz"))) {
+    py.FS.writeFile(`/pysim-data/traces/${name}`, new Uint8Array(readFileSync(join(dir, name))));
+  }
+}

@@ -27,6 +27,9 @@ from pysim.config import MAX_JSON_DEPTH, describe
 SIMS = bridge.simulations()
 NAMES = sorted(SIMS)
 SECONDS = 2.0  # loose: every answer here takes milliseconds
+# except the serving lab's: a replay of real traffic takes a few tenths of a second, and
+# its "sweep" mode (for the CLI and the build; the page asks one rate at a time) eight.
+SLOW = {"lab": 30.0}
 
 
 def _no_constants(token):
@@ -38,7 +41,8 @@ def ask(name, text) -> dict:
     t0 = time.perf_counter()
     out = bridge.call(name, text)  # must not raise, whatever the input
     elapsed = time.perf_counter() - t0
-    assert elapsed < SECONDS, f"{name!r} took {elapsed:.1f} s on {str(text)[:80]!r}"
+    limit = SLOW.get(name, SECONDS) if isinstance(name, str) else SECONDS
+    assert elapsed < limit, f"{name!r} took {elapsed:.1f} s on {str(text)[:80]!r}"
     assert isinstance(out, str)
     answer = json.loads(out, parse_constant=_no_constants)
     assert isinstance(answer, dict) and isinstance(answer.get("ok"), bool), out[:200]

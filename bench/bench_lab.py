@@ -1,0 +1,128 @@
+"""The serving lab's speed: one replay, the capacity sweep, and the engine inside it.
+
+Run: `python bench/bench_lab.py` from the project root, after a site build (the
+Pyodide column runs the site's wheel under Node, with the traces where the page's
+worker puts them). Prints two tables, medians of several runs:
+
+1. The lab's calls (the page's default: 5 minutes of the conversation trace from
+   minute 10, H100 + Llama 3.1 8B, vLLM's H100 defaults), in CPython and Pyodide:
+   - replay x1 (about 1,600 requests): target <= 300 ms in the page's Pyodide;
+   - the 8 sweep points one by one (the page's sweep): target <= 5 s in all;
+   - baseline: the same replay without the lab's two shortcuts (plain decode runs
+     applied at once, the stack block pool), measured in the same run, so the
+     ratio says what the shortcuts buy.
+2. The engine's cost per request-step inside the x1 replay, stepped one by one (the
+   baseline above): target <= 1 us in CPython.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+
+from common import PY_TIMER, median_seconds, run_in_pyodide, table  # noqa: F401
+
+SNIPPET = r'''
+from pysim import lab, config
+from pysim.replay import replay, engine_config
+
+def default(**kw):
+    return config.from_mapping(lab.LabConfig, kw)
+
+def replay_x1():
+    lab.run(default(), [])
+
+def sweep():
+    for i in range(len(lab.SWEEP_RATES)):
+        lab.run(default(mode="sweep_point", sweep_index=i), [])
+
+def baseline_parts():
+    c = default()
+    _gpu, _model, stm, blocks = lab.hardware(c)
+    _trace, reqs = lab.workload(c, 1.0)
+    cfg = engine_config(blocks, lab.BLOCK_SIZE, c.max_num_seqs, c.max_num_batched_tokens)
+    return ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
+            [r.max_tokens for r in reqs], cfg, stm, blocks)
+
+PARTS = baseline_parts()
+
+def baseline():
+    replay(*PARTS, fast=False, fast_pool=False)
+
+def request_steps():
+    # Request-steps of the x1 replay: every request's tokens scheduled, step by step.
+    r = replay(*PARTS, fast=False, fast_pool=False)
+    n = sum(r.num_requests_running)  # running after each step, a close lower bound
+    return r.num_steps, n
+
+def cpu_seconds(fn, repeats):
+    # CPU time of this process (time.process_time), median: on a machine shared with
+    # other jobs it moves less than wall time. Pyodide's clock may count wall time.
+    fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        samples.append(time.process_time() - t0)
+    return statistics.median(samples)
+
+steps, req_steps = request_steps()
+out = {
+    "replay_x1_cpu": cpu_seconds(replay_x1, REPEATS),
+    "sweep_cpu": cpu_seconds(sweep, 3),
+    "replay_x1": median_seconds(replay_x1, repeats=REPEATS),
+    "sweep": median_seconds(sweep, repeats=max(3, REPEATS // 2)),
+    "baseline": median_seconds(baseline, repeats=REPEATS),
+    "steps": steps, "request_steps": req_steps,
+}
+print(json.dumps(out))
+'''
+
+
+def measure_cpython(repeats: int) -> dict:
+    scope = {"REPEATS": repeats, "json": json, "median_seconds": median_seconds, "time": time,
+             "statistics": statistics}
+    buf = []
+    scope["print"] = buf.append
+    exec(SNIPPET, scope)
+    return json.loads(buf[-1])
+
+
+def measure_pyodide(repeats: int) -> dict:
+    return run_in_pyodide(f"REPEATS = {repeats}\n" + SNIPPET)
+
+
+def main() -> None:
+    repeats = 7
+    cp = measure_cpython(repeats)
+    py = measure_pyodide(repeats)
+    ms = lambda s: f"{s * 1000:,.0f} ms"
+    rows = []
+    for key, label, target in (("replay_x1", "replay x1 (5 min of conv)", "<= 300 ms in Pyodide"),
+                               ("sweep", "sweep, 8 points one by one", "<= 5 s in Pyodide"),
+                               ("baseline", "baseline: replay x1 stepped one by one", "-")):
+        rows.append([label, ms(cp[key]), ms(py[key]), f"{py[key] / cp[key]:.2f}x",
+                     f"{cp['baseline'] / cp[key]:.2f}x", target])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Serving lab, CPython {sys.version.split()[0]} and Pyodide (Node), medians of {repeats} "
+          f"runs, wall time (load average {load:.1f} on {os.cpu_count()} CPUs)")
+    print(table(["call", "CPython", "Pyodide", "Pyodide/CPython", "baseline/this (CPython)", "target"], rows))
+    print()
+    print("The same two calls in CPU time of the process (time.process_time), medians")
+    print(table(["call", "CPython CPU", "Pyodide CPU"],
+                [["replay x1", ms(cp["replay_x1_cpu"]), ms(py["replay_x1_cpu"])],
+                 ["sweep, 8 points", ms(cp["sweep_cpu"]), ms(py["sweep_cpu"])]]))
+    print()
+    us_cp = cp["baseline"] / cp["request_steps"] * 1e6
+    us_py = py["baseline"] / py["request_steps"] * 1e6
+    print("Engine inside the x1 replay, stepped one by one (all of the replay's time counted)")
+    print(table(["steps", "request-steps", "CPython us/request-step", "Pyodide us/request-step", "target"],
+                [[f"{cp['steps']:,}", f"{cp['request_steps']:,}", f"{us_cp:.3f}", f"{us_py:.3f}",
+                  "<= 1 us in CPython"]]))
+
+
+if __name__ == "__main__":
+    main()

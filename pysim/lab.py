@@ -1,0 +1,442 @@
+"""The serving lab: real production traffic through the V1 engine, with SLOs and goodput.
+
+The question it answers is a reader's own: for this traffic, on this GPU and model,
+with these `--max-num-seqs` and `--max-num-batched-tokens`, do requests meet their
+latency targets, and how many replicas does the traffic need?
+
+The parts, each in its own module:
+- traffic (pysim.traces): a window of the Azure LLM inference trace 2023, at a rate
+  scale, or Poisson arrivals of the same requests;
+- the step time and the KV pool (pysim.steptime): a roofline model from the
+  batch-size catalog, divided by an efficiency the reader sets, or fits;
+- the scheduler (pysim.engine via pysim.replay): vLLM 0.33's V1 rules, chunked
+  prefill on, preemption by recompute, FCFS;
+- the metrics (pysim.slo): TTFT, TPOT and goodput as `vllm bench serve --goodput`
+  computes them;
+- calibration (pysim.benchsummary, pysim.calibrate): a pasted benchmark summary.
+
+What is left out, and why:
+- prefix caching is off: the trace has token counts but no prompt text, so there is
+  nothing to find shared prefixes in;
+- the waiting-queue policy is FCFS: the trace carries no request priorities, so
+  `--scheduling-policy priority` would have nothing to sort by;
+- `block_size` is vLLM's default, 16.
+
+Modes (`mode`):
+- "replay": one run, the full view (distributions, gauges over time, goodput);
+- "sweep": the capacity sweep in one call, every rate in SWEEP_RATES (CLI, build);
+- "sweep_point": one rate of the sweep, SWEEP_RATES[sweep_index] (the page calls
+  these one by one, so it can show progress and stop between calls);
+- "capacity": the sweep's conclusion from points already computed (`sweep_points`,
+  as "sweep_point" returned them), without running anything again.
+
+Pin and compare: a pinned configuration is the view model the page already has; the
+widget keeps it and draws it beside the new one. Nothing is recomputed for it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import benchsummary, calibrate, slo, traces
+from .catalog import GPUS, MODELS
+from .config import ConfigError, bounded, choice, data
+from .replay import engine_config, replay
+from .registry import Simulation
+from .steptime import kv_pool_bytes, num_gpu_blocks, step_time_model
+
+BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
+SWEEP_RATES = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
+ATTAINMENT_TARGET = 0.9  # the capacity is the highest rate at which 90% of requests are good
+NUM_BINS = 120  # points in each time series
+MAX_BENCH_CHARS = 20_000
+METRICS = {  # view-model key -> vLLM's Prometheus name (vllm/v1/metrics/loggers.py)
+    "num_requests_running": "vllm:num_requests_running",
+    "num_requests_waiting": "vllm:num_requests_waiting",
+    "kv_cache_usage_perc": "vllm:kv_cache_usage_perc",
+    "num_preemptions": "vllm:num_preemptions",
+}
+NOTE = ("A model: step times come from a roofline (weights and KV read, FLOPs) divided by "
+        "an efficiency, not from a GPU; the scheduler is vLLM 0.33's V1 rules.")
+
+
+def _check_bench_text(value):
+    if not isinstance(value, str):
+        raise ConfigError("bench_text", "expected text: a vllm bench serve summary or result JSON")
+    if len(value) > MAX_BENCH_CHARS:
+        raise ConfigError("bench_text", f"got {len(value):,} characters; at most {MAX_BENCH_CHARS:,}")
+    return value
+
+
+def _check_points(value):
+    if not isinstance(value, list) or len(value) > len(SWEEP_RATES):
+        raise ConfigError("sweep_points", f"expected a list of at most {len(SWEEP_RATES)} sweep points")
+    out = []
+    for k, p in enumerate(value):
+        if not isinstance(p, dict):
+            raise ConfigError("sweep_points", f"point {k + 1}: expected an object")
+        point = {}
+        for key, lo, hi in (("rate_scale", 0.25, 8), ("slo_attainment", 0, 1),
+                            ("request_goodput", 0, 1e6), ("request_throughput", 0, 1e6)):
+            x = p.get(key)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not lo <= x <= hi:
+                raise ConfigError("sweep_points", f"point {k + 1}: '{key}' should be a number "
+                                                  f"from {lo:g} to {hi:g}")
+            point[key] = float(x)
+        out.append(point)
+    return out
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    mode: str = choice("replay", ("replay", "sweep", "sweep_point", "capacity"),
+                       "replay one run; sweep the rate scale; one sweep point; or the "
+                       "capacity from sweep points", label="Mode",
+                       option_labels={"replay": "Replay", "sweep": "Capacity sweep",
+                                      "sweep_point": "One sweep point",
+                                      "capacity": "Capacity from points"})
+    trace: str = choice("conv", tuple(traces.TRACES),
+                        "the traffic: Azure's conversation (conv) or coding (code) service",
+                        label="Trace", option_labels={"conv": "Conversation", "code": "Coding"})
+    arrivals: str = choice("trace", ("trace", "poisson"),
+                           "real arrival times, or Poisson arrivals at the same mean rate",
+                           label="Arrivals", option_labels={"trace": "Real", "poisson": "Poisson"})
+    window_start_min: int = bounded(10, 0, 56, "where the window starts, minutes into the hour",
+                                    label="Window start", unit="min")
+    window_minutes: int = bounded(5, 1, 10, "how many minutes of traffic to replay",
+                                  label="Window", unit="min")
+    rate_scale: float = bounded(1.0, 0.25, 8.0, "arrival rate multiplier (gaps divided by it)",
+                                integer=False, label="Rate scale", unit="x", scale="log")
+    seed: int = bounded(0, 0, 1_000_000, "seed of the Poisson arrivals", label="Seed",
+                        slider_max=100)
+    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, 16-bit weights and KV)",
+                      label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
+    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
+                        option_labels={k: m.name for k, m in MODELS.items()})
+    efficiency: float = bounded(0.6, 0.05, 1.0, "fraction of the roofline the engine reaches",
+                                integer=False, label="Efficiency")
+    max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once (--max-num-seqs)",
+                                label="max_num_seqs", unit="requests", scale="log")
+    max_num_batched_tokens: int = bounded(8192, 512, 16384,
+                                          "token budget per step (--max-num-batched-tokens)",
+                                          label="max_num_batched_tokens", unit="tokens",
+                                          scale="log")
+    slo_ttft_ms: float = bounded(1000.0, 10, 60_000, "TTFT target, ms", integer=False,
+                                 label="TTFT target", unit="ms", scale="log")
+    slo_tpot_ms: float = bounded(50.0, 1, 1000, "TPOT target, ms", integer=False,
+                                 label="TPOT target", unit="ms", scale="log")
+    sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1,
+                               "which sweep rate a sweep_point call runs", label="Sweep point")
+    sweep_points: list = data(list, "sweep points already computed (mode capacity)", _check_points,
+                              label="Sweep points")
+    bench_text: str = data(str, "a pasted vllm bench serve summary or --save-result JSON "
+                                "(fits the efficiency)", _check_bench_text,
+                           label="vllm bench serve output")
+
+    def check(self) -> None:
+        try:
+            span = int(traces.load(self.trace).span_minutes)
+        except FileNotFoundError:
+            raise ConfigError("trace", f"the {self.trace} trace is not loaded; in the page, the lab "
+                                       f"downloads it with its first call") from None
+        if self.window_start_min + self.window_minutes > span:
+            raise ConfigError("window_start_min",
+                              f"got {self.window_start_min}, but the {self.trace} trace has {span} "
+                              f"whole minutes; expected a whole number from 0 to "
+                              f"{span - self.window_minutes} for a {self.window_minutes}-minute window")
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            # vLLM's SchedulerConfig refuses a budget below max_num_seqs.
+            raise ConfigError("max_num_batched_tokens",
+                              f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
+                              f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
+        if kv_pool_bytes(GPUS[self.gpu], MODELS[self.model]) <= 0:
+            raise ConfigError("model", f"{MODELS[self.model].name}'s 16-bit weights do not fit "
+                                       f"one {GPUS[self.gpu].name} with room for a KV cache; "
+                                       f"pick a smaller model or a larger GPU")
+
+
+# --- the parts of a run ---------------------------------------------------------------
+def hardware(config: LabConfig, efficiency: float | None = None):
+    gpu, model = GPUS[config.gpu], MODELS[config.model]
+    stm = step_time_model(gpu, model, config.efficiency if efficiency is None else efficiency)
+    blocks = num_gpu_blocks(gpu, model, BLOCK_SIZE)
+    return gpu, model, stm, blocks
+
+
+def workload(config: LabConfig, rate_scale: float):
+    trace = traces.load(config.trace)
+    reqs = traces.requests(trace, config.window_start_min, config.window_minutes, rate_scale,
+                           config.arrivals, config.seed)
+    return trace, reqs
+
+
+def run_once(config: LabConfig, rate_scale: float, efficiency: float | None = None):
+    gpu, model, stm, blocks = hardware(config, efficiency)
+    trace, reqs = workload(config, rate_scale)
+    longest = max(r.num_prompt_tokens + r.max_tokens for r in reqs)
+    if -(-longest // BLOCK_SIZE) > blocks - 1:
+        raise ConfigError("model", f"the window's longest request ({longest:,} tokens) needs more "
+                                   f"KV blocks than {model.name} leaves on one {gpu.name} "
+                                   f"({blocks - 1:,} usable); pick a smaller model or a larger GPU")
+    cfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens)
+    result = replay([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
+                    [r.max_tokens for r in reqs], cfg, stm, blocks)
+    metrics = slo.summarize(result.ttfts, result.latencies, result.output_tokens,
+                            result.duration, config.slo_ttft_ms, config.slo_tpot_ms)
+    return trace, reqs, result, metrics, stm, blocks
+
+
+def _efficiency(config: LabConfig) -> tuple[float, dict | None]:
+    """The efficiency to run with: the reader's, or the one fitted to a pasted benchmark."""
+    runs = benchsummary.parse(config.bench_text)
+    if not runs:
+        return config.efficiency, None
+    _gpu, _model, stm, blocks = hardware(config)
+    cfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens)
+    fitted = calibrate.fit(runs, cfg, stm, blocks)
+    return fitted["efficiency"], fitted
+
+
+# --- views ----------------------------------------------------------------------------
+def run(config: LabConfig, actions: list) -> dict:
+    assert not actions
+    if config.mode == "capacity":
+        return {"config": _echo(config), "capacity": capacity(config, config.sweep_points)}
+    efficiency, calibration = _efficiency(config)
+    if config.mode == "sweep_point":
+        return {"config": _echo(config),
+                "point": sweep_point(config, SWEEP_RATES[config.sweep_index], efficiency),
+                "num_points": len(SWEEP_RATES)}
+    if config.mode == "sweep":
+        points = [sweep_point(config, rate, efficiency) for rate in SWEEP_RATES]
+        return {"config": _echo(config), "points": points, "capacity": capacity(config, points),
+                "efficiency": efficiency, "calibration": calibration}
+    return replay_view(config, efficiency, calibration)
+
+
+def sweep_point(config: LabConfig, rate: float, efficiency: float) -> dict:
+    _trace, _reqs, result, m, _stm, _blocks = run_once(config, rate, efficiency)
+    return {"rate_scale": rate, "slo_attainment": m["slo_attainment"],
+            "request_goodput": m["request_goodput"], "request_throughput": m["request_throughput"],
+            "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"],
+            "num_preemptions": result.num_preemptions}
+
+
+def capacity(config: LabConfig, points: list[dict]) -> dict:
+    """Highest rate scale with attainment >= 90%, the req/s it means, replicas needed.
+
+    Between the last rate that meets the target and the first that misses it, the
+    crossing is interpolated linearly in attainment. Replicas for the trace's real
+    rate (scale 1): ceil(1 / that scale), splitting the traffic evenly.
+    """
+    points = sorted(points, key=lambda p: p["rate_scale"])
+    real_rate = traces.mean_rate(traces.load(config.trace), config.window_start_min,
+                                 config.window_minutes)
+    out = {"target": ATTAINMENT_TARGET, "real_rate_req_s": real_rate, "rate_scale": None,
+           "sustained_req_s": None, "replicas": None, "bound": None,
+           "num_points": len(points), "complete": len(points) == len(SWEEP_RATES)}
+    if not points:
+        return out
+    if points[0]["slo_attainment"] < ATTAINMENT_TARGET:
+        out["bound"] = "below"  # misses the target even at the lowest rate swept
+        out["replicas_at_least"] = math.floor(1 / points[0]["rate_scale"]) + 1
+        return out
+    scale = points[-1]["rate_scale"]
+    out["bound"] = "at_least"  # met at every rate swept
+    for a, b in zip(points, points[1:]):
+        if b["slo_attainment"] < ATTAINMENT_TARGET:
+            fa, fb = a["slo_attainment"], b["slo_attainment"]
+            scale = a["rate_scale"] + (fa - ATTAINMENT_TARGET) / (fa - fb) * (b["rate_scale"] - a["rate_scale"])
+            out["bound"] = None
+            break
+    out["rate_scale"] = scale
+    out["sustained_req_s"] = scale * real_rate
+    out["replicas"] = max(1, math.ceil(1 / scale - 1e-9))
+    return out
+
+
+def replay_view(config: LabConfig, efficiency: float, calibration: dict | None) -> dict:
+    trace, reqs, result, m, stm, blocks = run_once(config, config.rate_scale, efficiency)
+    gpu, model = GPUS[config.gpu], MODELS[config.model]
+    idx = traces.window(trace, config.window_start_min, config.window_minutes)
+    real_rate = len(idx) / (config.window_minutes * 60)
+    lone_decode_ms = stm.seconds(1, 1000) * 1000
+    return {
+        "config": _echo(config),
+        "note": NOTE,
+        "hardware": {
+            "gpu": gpu.label, "model": model.name, "efficiency": efficiency,
+            "num_gpu_blocks": blocks, "block_size": BLOCK_SIZE,
+            "kv_pool_tokens": (blocks - 1) * BLOCK_SIZE,
+            "kv_bytes_per_token": stm.kv_bytes_per_token, "weight_bytes": stm.weight_bytes,
+            "decode_step_ms_1k_context": lone_decode_ms,
+        },
+        "traffic": {
+            "trace": config.trace, "label": traces.TRACES[config.trace],
+            "arrivals": config.arrivals, "num_requests": len(reqs),
+            "real_rate_req_s": real_rate, "rate_req_s": real_rate * config.rate_scale,
+            **traces.stats(trace, idx),
+        },
+        "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
+        "summary": {k: m[k] for k in ("completed", "good", "duration_s", "request_throughput",
+                                      "request_goodput", "slo_attainment", "output_throughput")}
+        | {"num_preemptions": result.num_preemptions, "num_steps": result.num_steps},
+        "ttft_ms": m["ttft_ms"],
+        "tpot_ms": m["tpot_ms"],
+        "series": series(result),
+        "metric_names": METRICS,
+        "calibration": calibration,
+    }
+
+
+def series(result) -> dict:
+    """Gauges over time in NUM_BINS bins: the last value in each bin (as a scrape
+    would see it), output tokens per second, and preemptions per bin."""
+    t0 = result.sent[0]
+    span = max(result.seg_end[-1] - t0, 1e-9)
+    width = span / NUM_BINS
+    t = [round((k + 1) * width, 4) for k in range(NUM_BINS)]
+    running = [0] * NUM_BINS
+    waiting = [0] * NUM_BINS
+    usage = [0.0] * NUM_BINS
+    tokens = [0] * NUM_BINS
+    preempt = [0] * NUM_BINS
+    seen = [False] * NUM_BINS
+    for k, end in enumerate(result.seg_end):
+        b = min(NUM_BINS - 1, int((end - t0) / width))
+        running[b] = result.num_requests_running[k]
+        waiting[b] = result.num_requests_waiting[k]
+        usage[b] = result.kv_usage[k]
+        tokens[b] += result.seg_output_tokens[k]
+        preempt[b] += result.seg_preemptions[k]
+        seen[b] = True
+    for b in range(1, NUM_BINS):  # a bin with no step ending in it keeps the last value
+        if not seen[b]:
+            running[b], waiting[b], usage[b] = running[b - 1], waiting[b - 1], usage[b - 1]
+    return {"t_s": t, "num_requests_running": running, "num_requests_waiting": waiting,
+            "kv_cache_usage_perc": [round(u, 4) for u in usage],
+            "output_tokens_per_s": [round(x / width, 2) for x in tokens],
+            "num_preemptions": preempt, "bin_s": width}
+
+
+def _echo(config: LabConfig) -> dict:
+    out = {k: getattr(config, k) for k in config.__dataclass_fields__}
+    # A pasted benchmark can be 20,000 characters: echo its size, not its text.
+    out["bench_text"] = f"<{len(config.bench_text):,} characters>" if config.bench_text else ""
+    return out
+
+
+# --- the CLI's text -------------------------------------------------------------------
+def text(view: dict) -> str:
+    cfg = view["config"]
+    if "capacity" in view and "points" not in view:
+        return _capacity_text(view["capacity"])
+    if "point" in view:
+        p = view["point"]
+        return (f"rate x{p['rate_scale']:g}: attainment {p['slo_attainment']:.1%}, goodput "
+                f"{p['request_goodput']:.2f} req/s")
+    if "points" in view:
+        lines = [f"Capacity sweep: {cfg['trace']} trace, {cfg['window_minutes']} min from minute "
+                 f"{cfg['window_start_min']}, {cfg['gpu']} + {cfg['model']}, max_num_seqs "
+                 f"{cfg['max_num_seqs']}, max_num_batched_tokens {cfg['max_num_batched_tokens']}, "
+                 f"efficiency {view['efficiency']:.2f}; SLO TTFT <= {cfg['slo_ttft_ms']:g} ms, "
+                 f"TPOT <= {cfg['slo_tpot_ms']:g} ms",
+                 f"{'rate':>6} {'attain':>8} {'goodput':>9} {'thruput':>9} {'TTFT p90':>10} "
+                 f"{'TPOT p90':>9} {'preempt':>8}"]
+        for p in view["points"]:
+            lines.append(f"{'x' + format(p['rate_scale'], 'g'):>6} {p['slo_attainment']:>8.1%} "
+                         f"{p['request_goodput']:>9.2f} {p['request_throughput']:>9.2f} "
+                         f"{p['ttft_p90_ms']:>10.1f} {p['tpot_p90_ms']:>9.1f} {p['num_preemptions']:>8}")
+        lines.append(_capacity_text(view["capacity"]))
+        return "\n".join(lines)
+    s, h, tr = view["summary"], view["hardware"], view["traffic"]
+    lines = [
+        f"Serving lab ({view['note']})",
+        f"  traffic: {tr['label']}, {tr['num_requests']:,} requests in {cfg['window_minutes']} min "
+        f"from minute {cfg['window_start_min']}, {cfg['arrivals']} arrivals at x{cfg['rate_scale']:g} "
+        f"= {tr['rate_req_s']:.2f} req/s",
+        f"  hardware: {h['gpu']}, {h['model']}, efficiency {h['efficiency']:.2f}, num_gpu_blocks "
+        f"{h['num_gpu_blocks']:,} ({h['kv_pool_tokens']:,} tokens)",
+        f"  scheduler: max_num_seqs {cfg['max_num_seqs']}, max_num_batched_tokens "
+        f"{cfg['max_num_batched_tokens']}, chunked prefill on, prefix caching off",
+        f"  duration {s['duration_s']:.1f} s, {s['request_throughput']:.2f} req/s, "
+        f"{s['output_throughput']:.0f} output tok/s, {s['num_preemptions']} preemptions",
+        f"  TTFT ms: mean {view['ttft_ms']['mean']:.1f}  p50 {view['ttft_ms']['p50']:.1f}  "
+        f"p90 {view['ttft_ms']['p90']:.1f}  p99 {view['ttft_ms']['p99']:.1f}",
+        f"  TPOT ms: mean {view['tpot_ms']['mean']:.1f}  p50 {view['tpot_ms']['p50']:.1f}  "
+        f"p90 {view['tpot_ms']['p90']:.1f}  p99 {view['tpot_ms']['p99']:.1f}",
+        f"  SLO TTFT <= {cfg['slo_ttft_ms']:g} ms and TPOT <= {cfg['slo_tpot_ms']:g} ms: "
+        f"{s['good']:,} of {s['completed']:,} good ({s['slo_attainment']:.1%}), goodput "
+        f"{s['request_goodput']:.2f} req/s",
+    ]
+    cal = view.get("calibration")
+    if cal:
+        lines.append(f"  calibrated: efficiency {cal['efficiency_before']:.2f} -> {cal['efficiency']:.3f}, "
+                     f"TPOT error {cal['mean_abs_error_pct']['mean_tpot_ms']:.1f}% (mean over "
+                     f"{len(cal['runs'])} runs)")
+    return "\n".join(lines)
+
+
+def _capacity_text(c: dict) -> str:
+    if c["bound"] == "below":
+        return (f"Capacity: fewer than 90% of requests meet the SLO even at the lowest rate swept; "
+                f"more than {c['replicas_at_least']} replicas")
+    if c["rate_scale"] is None:
+        return "Capacity: no sweep points yet"
+    more = "at least " if c["bound"] == "at_least" else ""
+    return (f"Capacity: one replica sustains {more}x{c['rate_scale']:.2f} of the real rate "
+            f"({c['sustained_req_s']:.2f} of {c['real_rate_req_s']:.2f} req/s) at 90% attainment; "
+            f"replicas needed at x1: {c['replicas']}")
+
+
+# --- the page's figures ---------------------------------------------------------------
+def figures() -> dict:
+    """Every number docs/lab.md states, computed at build time (pysim.figures, group "lab")."""
+    base = LabConfig()
+    view = run(base, [])
+    conv, code = traces.load("conv"), traces.load("code")
+    out = {
+        "conv_requests": len(conv), "code_requests": len(code),
+        "conv_minutes": conv.span_minutes, "code_minutes": code.span_minutes,
+        "conv_rate": len(conv) / (conv.offsets_ms[-1] / 1000),
+        "code_rate": len(code) / (code.offsets_ms[-1] / 1000),
+        "window_minutes": base.window_minutes, "window_start_min": base.window_start_min,
+        "window_requests": view["traffic"]["num_requests"],
+        "window_rate": view["traffic"]["real_rate_req_s"],
+        "num_gpu_blocks": view["hardware"]["num_gpu_blocks"],
+        "kv_pool_tokens": view["hardware"]["kv_pool_tokens"],
+        "efficiency": base.efficiency,
+        "decode_step_ms": view["hardware"]["decode_step_ms_1k_context"],
+        "slo_ttft_ms": base.slo_ttft_ms, "slo_tpot_ms": base.slo_tpot_ms,
+        "max_num_seqs": base.max_num_seqs, "max_num_batched_tokens": base.max_num_batched_tokens,
+        "ttft_p50_ms": view["ttft_ms"]["p50"], "ttft_p99_ms": view["ttft_ms"]["p99"],
+        "tpot_p50_ms": view["tpot_ms"]["p50"], "tpot_p99_ms": view["tpot_ms"]["p99"],
+        "attainment_pct": view["summary"]["slo_attainment"] * 100,
+        "goodput": view["summary"]["request_goodput"],
+        "sweep_rates": len(SWEEP_RATES),
+        "sweep_lo": SWEEP_RATES[0], "sweep_hi": SWEEP_RATES[-1],
+    }
+    for key, gpu in (("h100", "H100"), ("l40s", "L40S")):
+        sweep = run(LabConfig(mode="sweep", gpu=gpu), [])
+        cap = sweep["capacity"]
+        assert cap["rate_scale"] is not None, f"{gpu}: the page expects a crossing"
+        out[f"{key}_scale"] = cap["rate_scale"]
+        out[f"{key}_req_s"] = cap["sustained_req_s"]
+        out[f"{key}_replicas"] = cap["replicas"]
+        out[f"{key}_label"] = GPUS[gpu].label
+        for i, p in enumerate(sweep["points"]):  # the page's table of the sweep
+            out[f"{key}_att_{i}"] = p["slo_attainment"] * 100
+            out[f"{key}_goodput_{i}"] = p["request_goodput"]
+            out[f"{key}_ttft_p90_{i}"] = p["ttft_p90_ms"]
+            out[f"{key}_tpot_p90_{i}"] = p["tpot_p90_ms"]
+    for i, rate in enumerate(SWEEP_RATES):
+        out[f"rate_{i}"] = rate
+    small = run(LabConfig(mode="sweep", max_num_batched_tokens=2048, max_num_seqs=256), [])
+    out["h100_2048_scale"] = small["capacity"]["rate_scale"]
+    out["h100_2048_replicas"] = small["capacity"]["replicas"]
+    return out
+
+
+# figures: computed only when a page names one (pysim.figures looks groups up lazily).
+SIMULATION = Simulation(name="lab", config_cls=LabConfig, run=run, text=text, figures=figures)

@@ -1,0 +1,397 @@
+"""The serving lab: traces, the step-time model, vLLM's metrics, the replay, capacity, CLI.
+
+Every expectation is worked out by hand in the comment beside it, or compared with an
+independent computation (the CSV itself, a hand-written replay loop, numpy).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from pysim import bridge, lab, slo, traces
+from pysim.__main__ import main
+from pysim.catalog import GPUS, MODELS
+from pysim.config import ConfigError, from_mapping
+from pysim.replay import engine_config, replay
+from pysim.steptime import StepTimeModel, num_gpu_blocks, step_time_model
+
+
+def cfg(**kw) -> lab.LabConfig:
+    return from_mapping(lab.LabConfig, kw)
+
+
+# ===================================================================== traces
+
+# Checked against the CSVs (AzureLLMInferenceTrace_{conv,code}.csv) and their README:
+# rows, first and last rows (arrival offset in ms, context tokens, generated tokens),
+# medians and maxima of the two token columns.
+EXPECTED = {
+    "conv": {"rows": 19_366, "first": (0, 374, 44), "second": (4_315, 396, 109),
+             "last": (3_501_722, 197, 183), "median": (1_020, 129), "max": (14_050, 1_000)},
+    "code": {"rows": 8_819, "first": (0, 4_808, 10), "second": (52, 3_180, 8),
+             "last": (3_435_948, 549, 173), "median": (1_469, 13), "max": (7_437, 1_899)},
+}
+
+
+@pytest.mark.parametrize("name", ["conv", "code"])
+def test_trace_file_has_the_csv_counts_rows_and_medians(name):
+    t, e = traces.load(name), EXPECTED[name]
+    assert len(t) == e["rows"]
+    row = lambda i: (t.offsets_ms[i], t.prompt_tokens[i], t.output_tokens[i])
+    assert row(0) == e["first"] and row(1) == e["second"] and row(-1) == e["last"]
+    s = traces.stats(t)
+    assert (s["num_prompt_tokens_median"], s["max_tokens_median"]) == e["median"]
+    assert (s["num_prompt_tokens_max"], s["max_tokens_max"]) == e["max"]
+
+
+def _csv_dir():
+    # The CSVs live outside the repository (../shared next to the checkout); inside
+    # Pyodide they are absent and this comparison is skipped (the test above still runs).
+    here = Path(__file__).resolve()
+    for parent in here.parents[:5]:
+        d = parent / "shared" / "data" / "azure-llm-inference-2023"
+        if d.is_dir():
+            return d
+    return None
+
+
+@pytest.mark.parametrize("name", ["conv", "code"])
+def test_trace_file_equals_the_csv_row_by_row(name):
+    d = _csv_dir()
+    if d is None:
+        pytest.skip("the Azure CSVs are not beside this checkout")
+    from datetime import datetime, timezone
+    with open(d / f"AzureLLMInferenceTrace_{name}.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    def us(stamp):  # exact: whole seconds plus the 7 fraction digits
+        whole, frac = stamp.split(".")
+        dt = datetime.strptime(whole, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+        return int(dt.timestamp()) * 10_000_000 + int((frac + "0000000")[:7])
+    t0 = us(rows[0]["TIMESTAMP"])
+    t = traces.load(name)
+    assert len(rows) == len(t)
+    for i, r in enumerate(rows):
+        # offsets rounded to the nearest ms from 100 ns units (round half up, twice:
+        # to us then to ms, as derive.py does)
+        offset_us = (us(r["TIMESTAMP"]) + 5) // 10 - (t0 + 5) // 10
+        assert t.offsets_ms[i] == (offset_us + 500) // 1000
+        assert t.prompt_tokens[i] == int(r["ContextTokens"])
+        assert t.output_tokens[i] == int(r["GeneratedTokens"])
+
+
+def test_window_and_rate_scale():
+    t = traces.load("conv")
+    idx = traces.window(t, 10, 5)
+    # The window holds exactly the rows arriving in [600,000 ms, 900,000 ms).
+    assert t.offsets_ms[idx.start] >= 600_000 > t.offsets_ms[idx.start - 1]
+    assert t.offsets_ms[idx.stop - 1] < 900_000 <= t.offsets_ms[idx.stop]
+    one = traces.requests(t, 10, 5, 1.0)
+    two = traces.requests(t, 10, 5, 2.0)
+    assert len(one) == len(two) == len(idx)
+    assert one[0].arrival_s == 0.0
+    # Doubling the rate halves every gap: the arrival times halve exactly.
+    assert all(b.arrival_s == a.arrival_s / 2 for a, b in zip(one, two))
+    assert [r.num_prompt_tokens for r in one] == [t.prompt_tokens[i] for i in idx]
+
+
+def test_poisson_arrivals_keep_the_requests_and_the_mean_rate():
+    t = traces.load("code")
+    real = traces.requests(t, 0, 3, 1.0)
+    fake = traces.requests(t, 0, 3, 1.0, arrivals="poisson", seed=7)
+    assert [r.max_tokens for r in fake] == [r.max_tokens for r in real]
+    n = len(fake)
+    # Rescaled as vLLM does: the last of n arrivals lands at n / rate, and the rate is
+    # the window's own mean, n / 180 s, so the last lands at 180 s.
+    assert fake[-1].arrival_s == pytest.approx(n / (n / 180), rel=1e-12)
+    assert all(a.arrival_s <= b.arrival_s for a, b in zip(fake, fake[1:]))
+    again = traces.requests(t, 0, 3, 1.0, arrivals="poisson", seed=7)
+    assert again == fake
+    assert traces.requests(t, 0, 3, 1.0, arrivals="poisson", seed=8) != fake
+
+
+# ===================================================================== step time, pool
+
+def test_step_time_by_hand_for_two_settings():
+    m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], 0.6)
+    # Llama 3.1 8B in 16 bits: 8.03e9 x 2 = 16.06e9 bytes of weights, KV 131,072 B/token.
+    # H100 SXM: 3.35e12 B/s, 989e12 FLOP/s.
+    # (1) one decode reading 1,000 tokens of KV, efficiency 0.6:
+    #     memory = (16.06e9 + 1,000 x 131,072) / 3.35e12 = 16.191072e9 / 3.35e12 = 4.8331558e-3 s
+    #     compute = 2 x 8.03e9 x 1 / 989e12 = 1.6239e-5 s  -> memory binds
+    #     step = 4.8331558e-3 / 0.6 = 8.0552597e-3 s
+    assert m.seconds(1, 1_000) == pytest.approx(8.0552597e-3, rel=1e-7)
+    # (2) an 8,192-token prompt chunk reading its own 8,192 tokens, efficiency 1:
+    #     memory = (16.06e9 + 8,192 x 131,072) / 3.35e12 = 17.133741824e9 / 3.35e12 = 5.1145e-3 s
+    #     compute = 16.06e9 x 8,192 / 989e12 = 1.3156352e14 / 9.89e14 = 0.13302681 s -> compute binds
+    assert m.with_efficiency(1.0).seconds(8_192, 8_192) == pytest.approx(0.13302681, rel=1e-7)
+
+
+def test_decode_run_closed_form_equals_the_sum_of_its_steps():
+    m = step_time_model(GPUS["L40S"], MODELS["qwen3-8b"], 0.7)
+    for batch, kv, steps in ((1, 10, 40), (64, 5_000, 300), (900, 0, 25), (300, 10**6, 1)):
+        one_by_one = sum(m.seconds(batch, kv + i * batch) for i in range(1, steps + 1))
+        assert m.decode_run_seconds(batch, kv, steps) == pytest.approx(one_by_one, rel=1e-12)
+
+
+def test_num_gpu_blocks_by_hand():
+    # H100: 80e9 x 0.9 = 72e9 usable; minus 16.06e9 of weights and the 4e9 reserve
+    # = 51.94e9 bytes; a block is 16 x 131,072 = 2,097,152 bytes; 51.94e9 / 2,097,152
+    # = 24,766.7 -> 24,766 blocks, block 0 (the null block) among them.
+    assert num_gpu_blocks(GPUS["H100"], MODELS["llama-3.1-8b"], 16) == 24_766
+
+
+# ===================================================================== vLLM's metrics
+
+def test_percentile_is_numpys_linear_rule():
+    v = [0.1, 0.2, 0.3, 2.0]
+    # rank h = (n - 1) p / 100: p50 -> 1.5 -> 0.2 + 0.5 x 0.1 = 0.25
+    # p90 -> 2.7 -> 0.3 + 0.7 x 1.7 = 1.49; p99 -> 2.97 -> 0.3 + 0.97 x 1.7 = 1.949
+    assert slo.percentile(v, 50) == pytest.approx(0.25)
+    assert slo.percentile(v, 90) == pytest.approx(1.49)
+    assert slo.percentile(v, 99) == pytest.approx(1.949)
+    assert slo.percentile([], 99) == 0.0 and slo.percentile([5.0], 90) == 5.0
+
+
+def test_percentile_against_numpy():
+    np = pytest.importorskip("numpy")
+    values = sorted((i * 7919) % 1000 / 7 for i in range(257))
+    for p in (0, 1, 50, 90, 99, 99.9, 100):
+        assert slo.percentile(values, p) == pytest.approx(float(np.percentile(values, p)), rel=1e-12)
+
+
+def test_goodput_and_tpot_by_hand():
+    # Four requests (seconds): TTFT, end-to-end latency, output tokens.
+    #   a: 0.1, 0.1, 1 token   -> TPOT none (0 for goodput)        good
+    #   b: 0.2, 0.7, 11 tokens -> TPOT (0.7 - 0.2) / 10 = 0.05     good
+    #   c: 0.3, 2.3, 21 tokens -> TPOT (2.3 - 0.3) / 20 = 0.1      bad: TPOT > 60 ms
+    #   d: 1.0, 1.5, 11 tokens -> TPOT 0.05, TTFT exactly 1,000 ms: good (slo >= value)
+    # Good 3 of 4; the run lasts 4 s: goodput 3 / 4 = 0.75 req/s, attainment 75%.
+    m = slo.summarize([0.1, 0.2, 0.3, 1.0], [0.1, 0.7, 2.3, 1.5], [1, 11, 21, 11],
+                      duration=4.0, slo_ttft_ms=1000, slo_tpot_ms=60)
+    assert m["good"] == 3 and m["completed"] == 4
+    assert m["request_goodput"] == pytest.approx(0.75)
+    assert m["slo_attainment"] == pytest.approx(0.75)
+    assert m["request_throughput"] == pytest.approx(1.0)
+    assert m["tpots"][0] is None
+    # TPOT statistics use only multi-token requests: [0.05, 0.05, 0.1] -> mean 66.67 ms,
+    # median 50 ms.
+    assert m["tpot_ms"]["mean"] == pytest.approx(200 / 3)
+    assert m["tpot_ms"]["p50"] == pytest.approx(50)
+    # Output throughput: (1 + 11 + 21 + 11) / 4 = 11 tokens/s.
+    assert m["output_throughput"] == pytest.approx(11)
+    assert len(m["ttft_ms"]["cdf"]) == 101 and m["ttft_ms"]["cdf"][-1] == pytest.approx(1000)
+
+
+# ===================================================================== the replay
+
+TOY = StepTimeModel(weight_bytes=1_000, kv_bytes_per_token=1, bandwidth=1_000,
+                    flops_per_token=1, peak_flops=10**9, efficiency=1.0)
+# A step lasts (1,000 + KV tokens read) / 1,000 s: 1 s plus 1 ms per token of context.
+HUGE = engine_config(num_gpu_blocks=100_001, block_size=16, max_num_seqs=10_000,
+                     max_num_batched_tokens=1_000_000)
+
+
+def test_two_requests_by_hand():
+    # A arrives at 0 (prompt 100, 3 tokens), B at 0.5 (prompt 200, 2 tokens).
+    # step 1 @0:     A prefills 100; reads 100 -> 1.1 s; A's first token at 1.1
+    # step 2 @1.1:   B has arrived; A decodes (101), B prefills 200: reads 301 -> 1.301 s;
+    #                ends 2.401: A's 2nd token, B's first (TTFT 2.401 - 0.5 = 1.901)
+    # step 3 @2.401: A (102) and B (201) decode: reads 303 -> 1.303 s; ends 3.704: both finish
+    r = replay([0.0, 0.5], [100, 200], [3, 2], HUGE, TOY, 100_001)
+    assert r.ttfts == pytest.approx([1.1, 1.901])
+    assert r.latencies == pytest.approx([3.704, 3.204])
+    assert r.num_steps == 3 and r.duration == pytest.approx(3.704)
+
+
+def hand_replay(arrivals, prompts, outputs, model):
+    """Continuous batching with no limits: every step admits everything that has
+    arrived and prefills it whole, and decodes everyone else (what V1's rules do when
+    the budget, the pool and max_num_seqs never bind)."""
+    n, now, nxt = len(arrivals), arrivals[0], 0
+    computed, produced = [0] * n, [0] * n
+    first, done, running = [None] * n, [None] * n, []
+    while nxt < n or running:
+        if not running and arrivals[nxt] > now:
+            now = arrivals[nxt]
+        while nxt < n and arrivals[nxt] <= now:
+            running.append(nxt)
+            nxt += 1
+        tokens = kv = 0
+        for i in running:
+            step = prompts[i] if computed[i] == 0 else 1
+            computed[i] += step
+            tokens += step
+            kv += computed[i]
+        now += model.seconds(tokens, kv)
+        for i in list(running):
+            produced[i] += 1
+            if first[i] is None:
+                first[i] = now
+            if produced[i] == outputs[i]:
+                done[i] = now
+                running.remove(i)
+    return [f - a for f, a in zip(first, arrivals)], [d - a for d, a in zip(done, arrivals)]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_no_limits_replay_equals_a_hand_written_loop_on_real_traffic(fast):
+    t = traces.load("conv")
+    reqs = traces.requests(t, 20, 1, 1.0)[:150]
+    m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], 0.6)
+    args = ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
+            [r.max_tokens for r in reqs])
+    r = replay(*args, HUGE, m, 100_001, fast=fast, fast_pool=fast)
+    assert r.num_preemptions == 0
+    ttft, latency = hand_replay(*args, m)
+    assert r.ttfts == pytest.approx(ttft, rel=1e-9, abs=1e-12)
+    assert r.latencies == pytest.approx(latency, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "priority"])
+def test_the_shortcuts_change_nothing_even_with_preemptions(policy):
+    # A small pool (A100 with Qwen3 8B's larger KV) at 8x with an 8192-token budget: the
+    # engine preempts (4 times). Stepping one by one with vLLM's linked-list pool and with
+    # both shortcuts must agree on every step count, preemption and time. Under either
+    # waiting queue (pysim/request_queue.py): the fast path peeks at the head through it;
+    # with equal priorities the priority queue sorts by arrival.
+    c = cfg(gpu="A100", model="qwen3-8b", window_minutes=1, window_start_min=30,
+            rate_scale=8, max_num_seqs=512, max_num_batched_tokens=8192)
+    _g, _m, stm, blocks = lab.hardware(c)
+    _t, reqs = lab.workload(c, c.rate_scale)
+    ec = engine_config(blocks, 16, c.max_num_seqs, c.max_num_batched_tokens, policy=policy)
+    args = ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
+            [r.max_tokens for r in reqs], ec, stm, blocks)
+    slow = replay(*args, fast=False, fast_pool=False)
+    quick = replay(*args)
+    assert slow.num_preemptions > 0  # so the preemption path is compared too
+    assert slow.num_steps == quick.num_steps and slow.num_preemptions == quick.num_preemptions
+    assert quick.first_token == pytest.approx(slow.first_token, rel=1e-9)
+    assert quick.finished == pytest.approx(slow.finished, rel=1e-9)
+    assert sum(quick.seg_steps) == quick.num_steps and len(quick.seg_end) < len(slow.seg_end)
+
+
+def test_max_concurrency_sends_the_next_request_when_one_finishes():
+    # Three requests at time 0, at most one in flight: each waits for the last to
+    # finish. Prompt 100, 2 tokens each, toy model:
+    #   1st: step @0 prefill (reads 100) 1.1 s -> first token 1.1; decode (reads 101) 1.101 s -> done 2.201
+    #   2nd is sent at 2.201 and takes the same 2.201 s: TTFT 1.1 from when it was sent.
+    r = replay([0.0, 0.0, 0.0], [100] * 3, [2] * 3, HUGE, TOY, 100_001, max_concurrency=1)
+    assert r.sent == pytest.approx([0.0, 2.201, 4.402])
+    assert r.ttfts == pytest.approx([1.1] * 3)
+    assert r.duration == pytest.approx(6.603)
+
+
+# ===================================================================== the lab's views
+
+def test_default_replay_view():
+    view = lab.run(cfg(window_minutes=2), [])
+    s, tr = view["summary"], view["traffic"]
+    assert s["completed"] == tr["num_requests"] > 500
+    assert 0 <= s["slo_attainment"] <= 1 and s["good"] <= s["completed"]
+    assert view["hardware"]["num_gpu_blocks"] == 24_766
+    for key in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
+                "output_tokens_per_s", "num_preemptions", "t_s"):
+        assert len(view["series"][key]) == lab.NUM_BINS
+    assert view["metric_names"]["kv_cache_usage_perc"] == "vllm:kv_cache_usage_perc"
+    assert all(0 <= u <= 1 for u in view["series"]["kv_cache_usage_perc"])
+    # Every output token is counted once over the bins: tokens/s x bin width sums to
+    # the total the requests produced.
+    total = sum(x * view["series"]["bin_s"] for x in view["series"]["output_tokens_per_s"])
+    produced = s["output_throughput"] * s["duration_s"]
+    assert total == pytest.approx(produced, rel=1e-3)
+    json.dumps(view, allow_nan=False)
+
+
+def test_capacity_by_hand():
+    c = cfg()
+    real = traces.mean_rate(traces.load("conv"), 10, 5)
+    pts = lambda *pairs: [{"rate_scale": s, "slo_attainment": a, "request_goodput": 0.0,
+                           "request_throughput": 0.0} for s, a in pairs]
+    # Crossing between x2 (95%) and x3 (80%): 2 + (0.95 - 0.9) / (0.95 - 0.8) = 2.3333
+    cap = lab.capacity(c, pts((1, 1.0), (2, 0.95), (3, 0.8), (4, 0.2)))
+    assert cap["rate_scale"] == pytest.approx(2 + 1 / 3)
+    assert cap["sustained_req_s"] == pytest.approx((2 + 1 / 3) * real)
+    assert cap["replicas"] == 1
+    # Crossing at 0.25 + (0.95 - 0.9) / (0.95 - 0.85) x 0.25 = 0.375: ceil(1 / 0.375) = 3
+    assert lab.capacity(c, pts((0.25, 0.95), (0.5, 0.85)))["replicas"] == 3
+    # Missed at the lowest rate: more than floor(1 / 0.25) = 4 replicas.
+    below = lab.capacity(c, pts((0.25, 0.5), (0.5, 0.2)))
+    assert below["bound"] == "below" and below["replicas_at_least"] == 5
+    # Met everywhere: at least x8, one replica.
+    top = lab.capacity(c, pts((0.25, 1.0), (8, 0.91)))
+    assert top["bound"] == "at_least" and top["rate_scale"] == 8 and top["replicas"] == 1
+
+
+def test_sweep_points_one_by_one_give_the_same_capacity_as_one_sweep():
+    base = dict(trace="code", window_minutes=1, window_start_min=5)
+    one = lab.run(cfg(mode="sweep", **base), [])
+    points = [lab.run(cfg(mode="sweep_point", sweep_index=i, **base), [])["point"]
+              for i in range(len(lab.SWEEP_RATES))]
+    assert points == one["points"]
+    cap = lab.run(cfg(mode="capacity", sweep_points=points, **base), [])["capacity"]
+    assert cap == one["capacity"]
+    assert [p["rate_scale"] for p in points] == list(lab.SWEEP_RATES)
+
+
+@pytest.mark.parametrize("config, field, words", [
+    ({"rate_scale": 9}, "rate_scale", "8"),
+    ({"window_minutes": 11}, "window_minutes", "10"),
+    ({"window_start_min": 55, "window_minutes": 5}, "window_start_min", "0 to 53"),
+    ({"trace": "code", "window_start_min": 50, "window_minutes": 10}, "window_start_min", "0 to 47"),
+    ({"max_num_seqs": 1024, "max_num_batched_tokens": 1000}, "max_num_batched_tokens", "max_num_seqs"),
+    ({"model": "llama-3.1-70b"}, "model", "do not fit"),
+    ({"sweep_points": [{"rate_scale": 1}]}, "sweep_points", "slo_attainment"),
+    ({"bench_text": "x" * 20_001}, "bench_text", "20,000"),
+])
+def test_bad_settings_name_the_field_and_the_bound(config, field, words):
+    with pytest.raises(ConfigError) as err:
+        cfg(**config)
+    assert err.value.field == field and words in err.value.message
+
+
+def test_bridge_answers_and_is_deterministic():
+    text = json.dumps({"config": {"window_minutes": 1, "trace": "code"}})
+    first = bridge.call("lab", text)
+    assert json.loads(first)["ok"] is True
+    assert bridge.call("lab", text) == first
+
+
+# ===================================================================== the CLI
+
+def test_cli_summary_json_and_sweep(capsys):
+    assert main(["lab", "--set", "trace=code", "--set", "window_minutes=1", "--set", "rate_scale=2"]) == 0
+    out = capsys.readouterr().out
+    assert "coding service" in out and "x2" in out and "goodput" in out
+    assert main(["lab", "--json", "--set", "trace=code", "--set", "window_minutes=1"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert view["config"]["trace"] == "code" and "ttft_ms" in view
+    assert main(["lab", "--set", "mode=sweep", "--set", "trace=code", "--set", "window_minutes=1"]) == 0
+    out = capsys.readouterr().out
+    assert "Capacity" in out and out.count("\n") >= len(lab.SWEEP_RATES) + 2
+
+
+def test_cli_bad_setting_exits_2_naming_the_field(capsys):
+    assert main(["lab", "--set", "rate_scale=20"]) == 2
+    err = capsys.readouterr().err
+    assert "rate_scale" in err and "0.25 to 8" in err
+
+
+def test_stack_pool_hands_out_the_same_blocks_as_the_linked_list_pool():
+    from pysim.blockpool import BlockPool
+    from pysim.replay import UncachedBlockPool
+    a, b = BlockPool(40, 16, enable_prefix_caching=False), UncachedBlockPool(40, 16)
+    assert a.free_queue() == b.free_queue() and a.num_free_blocks == b.num_free_blocks
+    # Take 5, 7 and 3; give back the 7 (last first, as KVCacheManager.free does), take 9.
+    t1, t2, t3 = (a.get_new_blocks(n) for n in (5, 7, 3))
+    u1, u2, u3 = (b.get_new_blocks(n) for n in (5, 7, 3))
+    assert (t1, t2, t3) == (u1, u2, u3)
+    a.free_blocks(reversed(t2))
+    b.free_blocks(reversed(u2))
+    assert a.free_queue() == b.free_queue()
+    assert a.get_new_blocks(9) == b.get_new_blocks(9)
+    assert a.num_free_blocks == b.num_free_blocks
