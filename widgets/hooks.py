@@ -145,6 +145,25 @@ def _fresh_plots():
     return module
 
 
+def _fresh_facts():
+    """widgets/facts.py (the facts table's loader and renderer), loaded anew like plots."""
+    spec = importlib.util.spec_from_file_location("pysim_facts", WIDGETS_DIR / "facts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fill_facts(markdown: str, page) -> str:
+    """{{ fact.KEY }} -> the fact from docs/facts.toml with its version and source linked;
+    a line {{ fact_sources }} -> every source of the table. (One call per page, before
+    the figures: a fact's text may not hold a figure, but a page may hold both.)"""
+    facts = _state["facts"]
+    try:
+        return facts.render(markdown, _state["fact_table"], page.file.src_path)
+    except facts.FactError as e:
+        raise SystemExit(f"pysim hook: {e}") from None
+
+
 def _pyodide_cli() -> str:
     """pyodide-build's CLI. It needs Python >= 3.12, so the Makefile gives it a venv
     of its own (.venv-lock); PYODIDE_CLI overrides the path."""
@@ -198,6 +217,11 @@ def on_pre_build(config, **kwargs):
     _state["bridge"] = bridge = _fresh_bridge()
     _state["figures"] = importlib.import_module("pysim.figures")
     _state["plots"] = _fresh_plots()
+    _state["facts"] = facts = _fresh_facts()
+    try:
+        _state["fact_table"] = facts.load(Path(config.docs_dir) / "facts.toml")
+    except facts.FactError as e:
+        raise SystemExit(f"pysim hook: {e}") from None
     # Every simulation's fields with their ranges: the widgets size their controls from it.
     _state["fields"] = json.loads(bridge.call("describe", ""))["result"]
     version = _pyodide_version()
@@ -235,6 +259,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     """Replace {{ plot.NAME }} lines with SVG plots and {{ figure }} placeholders with
     numbers, both computed by pysim.figures."""
     figures, plots = _state["figures"], _state["plots"]
+    markdown = _fill_facts(markdown, page)
 
     def draw(match: re.Match) -> str:
         name = match.group("name")
