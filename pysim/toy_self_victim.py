@@ -38,7 +38,7 @@ def gauges(s: ToyScheduler, batch_size: int, preemptions: int) -> dict:
     }
 
 
-def trace(scheduler_class, config: ToyConfig, prompts=(40, 44), output=20, iterations=40):
+def trace(scheduler_class, config: ToyConfig, prompts=(40, 44), max_tokens=20, iterations=40):
     """Run two requests that arrive together; one entry per iteration, then how it ended.
 
     Returns (entries, requests, end) with end "finished" (everyone done), "stuck"
@@ -46,7 +46,7 @@ def trace(scheduler_class, config: ToyConfig, prompts=(40, 44), output=20, itera
     bookkeeping failed, the message after the colon).
     """
     s = scheduler_class(config)
-    requests = [Request(i, 0, p, output) for i, p in enumerate(prompts)]
+    requests = [Request(i, 0, p, max_tokens) for i, p in enumerate(prompts)]
     for r in requests:
         s.add(r)
     entries, preemptions = [], 0
@@ -64,18 +64,18 @@ def trace(scheduler_class, config: ToyConfig, prompts=(40, 44), output=20, itera
     return entries, requests, "still running"
 
 
-def figures(block_size=16, pool_blocks=6, prompts=(40, 44), output=20) -> dict:
+def figures(block_size=16, num_gpu_blocks=6, prompts=(40, 44), max_tokens=20) -> dict:
     """Exercise 4's numbers: both versions after the first iteration that preempts."""
-    cfg = ToyConfig(block_size=block_size, total_blocks=pool_blocks)
-    ok, ok_requests, ok_end = trace(ToyScheduler, cfg, prompts, output)
-    bug, bug_requests, bug_end = trace(SelfVictimScheduler, cfg, prompts, output)
+    cfg = ToyConfig(block_size=block_size, total_blocks=num_gpu_blocks)
+    ok, ok_requests, ok_end = trace(ToyScheduler, cfg, prompts, max_tokens)
+    bug, bug_requests, bug_end = trace(SelfVictimScheduler, cfg, prompts, max_tokens)
     assert ok_end == "finished" and bug_end == "stuck", (ok_end, bug_end)
     step = next(e["iteration"] for e in ok if e["preemptions"])
     assert step == next(e["iteration"] for e in bug if e["preemptions"])
     a, b = ok[step], bug[step]
     head = bug_requests[0]  # A, first in line after both were preempted
     out = {
-        "block_size": block_size, "pool_blocks": pool_blocks, "output": output,
+        "block_size": block_size, "num_gpu_blocks": num_gpu_blocks, "max_tokens": max_tokens,
         "requests": len(prompts), "step": step,
         "prompt_a": prompts[0], "prompt_b": prompts[1],
         "blocks_a": blocks_for(prompts[0], block_size), "blocks_b": blocks_for(prompts[1], block_size),
@@ -85,7 +85,7 @@ def figures(block_size=16, pool_blocks=6, prompts=(40, 44), output=20) -> dict:
         "bug_head_needs": blocks_for(head.tokens, block_size),
         "bug_free": bug[-1]["free"],
         "bug_stuck_at": bug[-1]["iteration"],
-        "bug_usage": b["blocks"] / pool_blocks,
+        "bug_usage": b["blocks"] / num_gpu_blocks,
     }
     for name, entry in (("ok", a), ("bug", b)):
         out.update({f"{name}_{key}": entry[key] for key in
