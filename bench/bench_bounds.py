@@ -13,7 +13,7 @@ The budget this must meet: the slowest allowed input of every simulation answers
 under 1 s in CPython and under 2.5 s in Pyodide, in the page's worker (the page never
 freezes: it keeps drawing while the worker computes; runtime.call gives up after 20 s).
 The exercise's reader code is not bounded here: it is the reader's own program, stopped
-by the page's time limit (pysim.exercise.TIME_LIMIT_S).
+by the page's time limit (pysim.exercises.TIME_LIMIT_S).
 """
 
 from __future__ import annotations
@@ -64,21 +64,21 @@ def smallest_allowed(name: str, field: str, config: dict) -> int | None:
 # ------------------------------------------------------------------ candidates
 
 def race_candidates():
-    n = hi("race", "requests")
-    for pmin, pmax in ((1, hi("race", "prompt_blocks_max")), (hi("race", "prompt_blocks_max"),) * 2):
-        for amin, amax in ((1, hi("race", "answer_steps_max")), (hi("race", "answer_steps_max"),) * 2):
+    n = hi("naive_batching", "requests")
+    for pmin, pmax in ((1, hi("naive_batching", "prompt_blocks_max")), (hi("naive_batching", "prompt_blocks_max"),) * 2):
+        for amin, amax in ((1, hi("naive_batching", "answer_blocks_max")), (hi("naive_batching", "answer_blocks_max"),) * 2):
             base = {"requests": n, "prompt_blocks_min": pmin, "prompt_blocks_max": pmax,
-                    "answer_steps_min": amin, "answer_steps_max": amax}
-            least = smallest_allowed("race", "pool_blocks", base)
-            for pool in sorted({least, least + pmax + amax, hi("race", "pool_blocks")}):
-                for running in (1, hi("race", "max_running")):
-                    yield {"config": {**base, "pool_blocks": pool, "max_running": running}}
+                    "answer_blocks_min": amin, "answer_blocks_max": amax}
+            least = smallest_allowed("naive_batching", "num_gpu_blocks", base)
+            for pool in sorted({least, least + pmax + amax, hi("naive_batching", "num_gpu_blocks")}):
+                for running in (1, hi("naive_batching", "max_num_seqs")):
+                    yield {"config": {**base, "num_gpu_blocks": pool, "max_num_seqs": running}}
 
 
 def kvcache_candidates():
-    from pysim import kvcache
+    from pysim import paged_kv_cache
 
-    n, words, answer = kvcache.MAX_REQUESTS, kvcache.MAX_PROMPT_WORDS, kvcache.MAX_ANSWER_TOKENS
+    n, words, answer = paged_kv_cache.MAX_REQUESTS, paged_kv_cache.MAX_PROMPT_WORDS, paged_kv_cache.MAX_ANSWER_TOKENS
 
     def word(i):  # short distinct words, so the payload stays under the bridge's limit
         digits = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -91,41 +91,41 @@ def kvcache_candidates():
                                  + [word(r * words + j) for j in range(words // 2)],
     }
     for label, make in prompts.items():
-        reqs = [{"name": f"r{r}", "prompt": make(r), "answer_tokens": answer} for r in range(n)]
+        reqs = [{"name": f"r{r}", "prompt": make(r), "max_tokens": answer} for r in range(n)]
         for bs in (1, 16):
             base = {"block_size": bs, "requests": reqs}
-            least = smallest_allowed("kvcache", "pool_blocks", base)
-            for pool in sorted({least, 4 * least, hi("kvcache", "pool_blocks")}):
+            least = smallest_allowed("paged_kv_cache", "num_gpu_blocks", base)
+            for pool in sorted({least, 4 * least, hi("paged_kv_cache", "num_gpu_blocks")}):
                 for caching in (True, False):
-                    yield {"config": {**base, "pool_blocks": pool, "caching": caching},
+                    yield {"config": {**base, "num_gpu_blocks": pool, "enable_prefix_caching": caching},
                            "actions": ["run"], "_label": f"{n} x ({words} words, {label}) + {answer}"}
         # The longest action list: admit everything one by one, generate, admit again...
         actions = (["admit"] * n + ["gen"] * answer) * 4
-        actions = (actions + ["run"])[:kvcache.MAX_ACTIONS - 1] + ["run"]
-        yield {"config": {"block_size": 1, "pool_blocks": hi("kvcache", "pool_blocks"),
+        actions = (actions + ["run"])[:paged_kv_cache.MAX_ACTIONS - 1] + ["run"]
+        yield {"config": {"block_size": 1, "num_gpu_blocks": hi("paged_kv_cache", "num_gpu_blocks"),
                           "requests": reqs}, "actions": actions,
                "_label": f"{n} x ({words} words, {label}), {len(actions)} actions"}
 
 
 def budget_candidates():
-    fields = {f["name"]: f for f in describe(SIMS["budget"].config_cls)}
+    fields = {f["name"]: f for f in describe(SIMS["chunked_prefill"].config_cls)}
     for scenario in fields["scenario"]["options"]:
-        for budget in (lo("budget", "budget"), 2048, hi("budget", "budget")):
+        for budget in (lo("chunked_prefill", "max_num_batched_tokens"), 2048, hi("chunked_prefill", "max_num_batched_tokens")):
             for chunked in (True, False):
-                base = {"scenario": scenario, "budget": budget, "chunked_prefill": chunked}
+                base = {"scenario": scenario, "max_num_batched_tokens": budget, "enable_chunked_prefill": chunked}
                 try:
-                    from_mapping(SIMS["budget"].config_cls, base)
+                    from_mapping(SIMS["chunked_prefill"].config_cls, base)
                 except ConfigError as exc:
-                    if exc.field == "budget":
+                    if exc.field == "max_num_batched_tokens":
                         continue  # chunking off needs a budget that holds a whole sequence
-                least = smallest_allowed("budget", "pool_blocks", base)
-                seqs_least = smallest_allowed("budget", "max_num_seqs", base)
-                for pool in sorted({least, 4096, hi("budget", "pool_blocks")}):
-                    for seqs in sorted({seqs_least, hi("budget", "max_num_seqs")}):
+                least = smallest_allowed("chunked_prefill", "num_gpu_blocks", base)
+                seqs_least = smallest_allowed("chunked_prefill", "max_num_seqs", base)
+                for pool in sorted({least, 4096, hi("chunked_prefill", "num_gpu_blocks")}):
+                    for seqs in sorted({seqs_least, hi("chunked_prefill", "max_num_seqs")}):
                         for caching in (True, False):
                             for policy in fields["policy"]["options"]:
-                                yield {"config": {**base, "pool_blocks": pool, "max_num_seqs": seqs,
-                                                  "prefix_caching": caching, "policy": policy}}
+                                yield {"config": {**base, "num_gpu_blocks": pool, "max_num_seqs": seqs,
+                                                  "enable_prefix_caching": caching, "policy": policy}}
 
 
 def batch_size_candidates():
@@ -142,29 +142,29 @@ def batch_size_candidates():
 
 
 def toy_candidates():
-    n = hi("toy", "requests")
-    for bs in (1, 16, hi("toy", "block_size")):
-        least = smallest_allowed("toy", "total_blocks", {"block_size": bs})
-        for blocks in sorted({least, 2 * least, hi("toy", "total_blocks")}):
-            for budget in (lo("toy", "token_budget"), hi("toy", "token_budget")):
-                for seqs in (1, hi("toy", "max_seqs")):
-                    yield {"config": {"requests": n, "block_size": bs, "total_blocks": blocks,
-                                      "token_budget": budget, "max_seqs": seqs}}
+    n = hi("toy_scheduler", "requests")
+    for bs in (1, 16, hi("toy_scheduler", "block_size")):
+        least = smallest_allowed("toy_scheduler", "num_gpu_blocks", {"block_size": bs})
+        for blocks in sorted({least, 2 * least, hi("toy_scheduler", "num_gpu_blocks")}):
+            for budget in (lo("toy_scheduler", "max_num_batched_tokens"), hi("toy_scheduler", "max_num_batched_tokens")):
+                for seqs in (1, hi("toy_scheduler", "max_num_seqs")):
+                    yield {"config": {"requests": n, "block_size": bs, "num_gpu_blocks": blocks,
+                                      "max_num_batched_tokens": budget, "max_num_seqs": seqs}}
 
 
 def exercise_candidates():
-    from pysim import exercise
+    from pysim import exercises
 
     yield {"config": {"mode": "start"}}
     yield {"config": {"mode": "run"}}
     yield {"config": {"mode": "check"}, "_label": "check, the starter code"}
-    yield {"config": {"mode": "check", "code": exercise.solution_code()},
+    yield {"config": {"mode": "check", "code": exercises.solution_code()},
            "_label": "check, the worked solution"}
 
 
-CANDIDATES = {"race": race_candidates, "kvcache": kvcache_candidates, "budget": budget_candidates,
-              "batch_size": batch_size_candidates, "toy": toy_candidates,
-              "exercise": exercise_candidates}
+CANDIDATES = {"naive_batching": race_candidates, "paged_kv_cache": kvcache_candidates, "chunked_prefill": budget_candidates,
+              "batch_size": batch_size_candidates, "toy_scheduler": toy_candidates,
+              "exercises": exercise_candidates}
 
 
 def describe_payload(payload: dict) -> str:

@@ -1,6 +1,7 @@
 """Command line: `python -m pysim NAME [--json] [--set key=value ...] [--actions a,b,...]`.
 
-NAME is a simulation (race, kvcache, budget, batch-size, toy). Without `--json`
+NAME is a simulation (naive-batching, paged-kv-cache, chunked-prefill, batch-size,
+toy-scheduler, exercises). Without `--json`
 it prints a readable summary; with it, the full view model the widget draws.
 Bad settings exit with status 2 and one line naming the field.
 """

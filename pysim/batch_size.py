@@ -65,15 +65,21 @@ PRESETS: dict[str, dict] = {
 
 @dataclass(frozen=True)
 class BatchSizeConfig:
-    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, no tensor parallelism)")
-    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served")
+    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, no tensor parallelism)", label="GPU",
+                      option_labels={k: g.label for k, g in GPUS.items()})
+    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
+                        option_labels={k: m.name for k, m in MODELS.items()})
     context_tokens: int = bounded(2_048, 128, 131_072,
                                   "tokens of context each running request holds "
-                                  "(at most the model's own maximum)")
+                                  "(at most the model's own maximum)",
+                                  label="Context per request (tokens)", unit="tokens", scale="log")
     target_tok_s: float = bounded(30.0, 1, 1_000, "the speed each user must see, tokens/s",
-                                  integer=False)
-    kv_fp8: bool = flag(False, "store the KV cache in FP8 (1 byte a number instead of 2)")
-    weights_fp8: bool = flag(False, "store the weights in FP8 (1 byte a parameter instead of 2)")
+                                  integer=False, label="Target speed per user (tokens/s)",
+                                  unit="tokens/s", scale="log")
+    kv_fp8: bool = flag(False, "store the KV cache in FP8 (1 byte a number instead of 2)",
+                        label="FP8 KV cache")
+    weights_fp8: bool = flag(False, "store the weights in FP8 (1 byte a parameter instead of 2)",
+                             label="FP8 weights")
 
     def check(self) -> None:
         model = MODELS[self.model]

@@ -2,7 +2,7 @@
 
 Follows vLLM V1 (0.33) `BlockPool`, `FreeKVCacheBlockQueue` and `KVCacheManager`
 (vllm-v1-semantics.md sections A-E), with one teaching simplification from
-widgets.md section 2: there is no null block, so all `num_blocks` blocks are usable.
+widgets.md section 2: there is no null block, so all `num_gpu_blocks` blocks are usable.
 
 The vocabulary:
 - A *block* holds `block_size` token slots; a request's *block table* lists the
@@ -50,24 +50,24 @@ def hash_full_blocks(token_ids: Sequence[int], block_size: int,
 
 
 class BlockPool:
-    """Blocks 0..num_blocks-1, their ref counts and hashes, the free queue, the cache."""
+    """Blocks 0..num_gpu_blocks-1, their ref counts and hashes, the free queue, the cache."""
 
-    def __init__(self, num_blocks: int, block_size: int, enable_caching: bool):
-        assert num_blocks >= 1 and block_size >= 1
-        self.num_blocks = num_blocks
+    def __init__(self, num_gpu_blocks: int, block_size: int, enable_prefix_caching: bool):
+        assert num_gpu_blocks >= 1 and block_size >= 1
+        self.num_gpu_blocks = num_gpu_blocks
         self.block_size = block_size
-        self.enable_caching = enable_caching
-        self._ref = [0] * num_blocks
-        self._hash: list[BlockHash | None] = [None] * num_blocks
+        self.enable_prefix_caching = enable_prefix_caching
+        self._ref = [0] * num_gpu_blocks
+        self._hash: list[BlockHash | None] = [None] * num_gpu_blocks
         # hash -> {block id: None}: a dict keeps insertion order, so the first block
         # registered under a hash that is still present is the first key (C3).
         self._cached: dict[BlockHash, dict[int, None]] = {}
         # The free queue: a circular doubly-linked list over arrays indexed by block id,
-        # with a sentinel at index num_blocks, so unlinking any block is O(1) (E1).
-        s = num_blocks
-        self._next = list(range(1, num_blocks + 1)) + [0]
-        self._prev = [s] + list(range(num_blocks))
-        self._num_free = num_blocks  # all blocks, in ascending id order (A1)
+        # with a sentinel at index num_gpu_blocks, so unlinking any block is O(1) (E1).
+        s = num_gpu_blocks
+        self._next = list(range(1, num_gpu_blocks + 1)) + [0]
+        self._prev = [s] + list(range(num_gpu_blocks))
+        self._num_free = num_gpu_blocks  # all blocks, in ascending id order (A1)
         self.num_evictions = 0  # cached hashes dropped because their block was handed out
         self.num_allocations = 0  # blocks handed out by get_new_blocks
 
@@ -90,8 +90,8 @@ class BlockPool:
 
     def free_queue(self) -> list[int]:
         """Block ids from head (handed out next) to tail (evicted last)."""
-        out, b = [], self._next[self.num_blocks]
-        while b != self.num_blocks:
+        out, b = [], self._next[self.num_gpu_blocks]
+        while b != self.num_gpu_blocks:
             out.append(b)
             b = self._next[b]
         return out
@@ -125,7 +125,7 @@ class BlockPool:
         assert 0 <= n <= self._num_free, f"asked for {n} blocks, {self._num_free} free"
         out = []
         for _ in range(n):
-            b = self._next[self.num_blocks]
+            b = self._next[self.num_gpu_blocks]
             self._unlink(b)
             assert self._ref[b] == 0
             if self._hash[b] is not None:
@@ -146,7 +146,7 @@ class BlockPool:
 
     def cache_full_block(self, block_id: int, h: BlockHash) -> None:
         """Register a full, in-use block under hash `h`. No de-duplication (E3)."""
-        assert self.enable_caching and self._ref[block_id] > 0
+        assert self.enable_prefix_caching and self._ref[block_id] > 0
         assert self._hash[block_id] is None, "a block never changes its hash while in use (E2)"
         self._hash[block_id] = h
         self._cached.setdefault(h, {})[block_id] = None
@@ -166,22 +166,22 @@ class BlockPool:
             if self._ref[b] == 0:
                 (to_tail if self._hash[b] is not None else to_head).append(b)
         for b in to_tail:
-            self._insert_after(self._prev[self.num_blocks], b)
+            self._insert_after(self._prev[self.num_gpu_blocks], b)
         for b in reversed(to_head):
-            self._insert_after(self.num_blocks, b)
+            self._insert_after(self.num_gpu_blocks, b)
 
     def check_invariants(self, block_tables: Iterable[Sequence[int]] | None = None) -> None:
         """Assert the pool is consistent; with `block_tables`, also the ref counts."""
         queue = self.free_queue()
         assert len(queue) == self._num_free == len(set(queue))
         in_queue = set(queue)
-        for b in range(self.num_blocks):
+        for b in range(self.num_gpu_blocks):
             assert (b in in_queue) == (self._ref[b] == 0), f"block {b}: queue xor in use"
             assert self._ref[b] >= 0
         used = sum(1 for r in self._ref if r > 0)
-        assert used + self._num_free == self.num_blocks
+        assert used + self._num_free == self.num_gpu_blocks
         if block_tables is not None:
-            holders = [0] * self.num_blocks
+            holders = [0] * self.num_gpu_blocks
             for table in block_tables:
                 assert len(set(table)) == len(table), "a table holds a block twice"
                 for b in table:
@@ -194,7 +194,7 @@ class BlockPool:
                 assert self._hash[b] == h
             entries += len(blocks)
         assert entries == sum(1 for h in self._hash if h is not None)
-        assert self.enable_caching or not self._cached
+        assert self.enable_prefix_caching or not self._cached
 
 
 def cdiv(a: int, b: int) -> int:
@@ -236,7 +236,7 @@ class KVCacheManager:
         blocks beyond them are hashed here.
         """
         pool = self.pool
-        if not pool.enable_caching:
+        if not pool.enable_prefix_caching:
             return [], 0
         bs, cached, known = pool.block_size, pool._cached, len(block_hashes)
         hits: list[int] = []
@@ -283,7 +283,7 @@ class KVCacheManager:
         new = cdiv(num_tokens_total, pool.block_size) - len(table)
         if new > 0:
             table.extend(pool.get_new_blocks(new))
-        if pool.enable_caching:
+        if pool.enable_prefix_caching:
             num_tokens = min(num_tokens_total, len(token_ids))
             hashes, bs = self._hashes[req_id], pool.block_size
             for i in range(len(hashes), num_tokens // bs):

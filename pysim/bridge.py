@@ -5,7 +5,7 @@ sends a simulation name and a JSON payload `{"config": {...}, "actions": [...]}`
 The answer is always JSON, never an exception:
 
     {"ok": true,  "result": <view model>}
-    {"ok": false, "error": {"field": "pool_blocks", "message": "got -1, expected ..."}}
+    {"ok": false, "error": {"field": "num_gpu_blocks", "message": "got -1, expected ..."}}
 
 so a bad slider value or a crafted link can only ever produce a message.
 """
@@ -23,7 +23,7 @@ from typing import Any, Callable
 from .config import ConfigError, describe, from_mapping
 
 # A payload larger than this, or nested deeper, is refused before parsing: no allowed
-# input needs it (the deepest, kvcache's requests, is 4 levels).
+# input needs it (the deepest, paged_kv_cache's requests, is 4 levels).
 MAX_PAYLOAD_CHARS = 200_000
 MAX_DEPTH = 32
 
@@ -41,7 +41,7 @@ class Simulation:
 
 
 # Each simulation is defined by the pysim module of the same name, as SIMULATION.
-NAMES = ("race", "kvcache", "budget", "batch_size", "toy", "exercise")
+NAMES = ("naive_batching", "paged_kv_cache", "chunked_prefill", "batch_size", "toy_scheduler", "exercises")
 
 
 def simulation(name: str) -> Simulation:

@@ -27,35 +27,55 @@ class ConfigError(ValueError):
         self.message = message
 
 
-def bounded(default: float, lo: float, hi: float, help: str, *, integer: bool = True):
-    """A number field allowed in [lo, hi]; integers unless `integer=False`."""
+def bounded(default: float, lo: float, hi: float, help: str, *, integer: bool = True,
+            label: str = "", unit: str = "", step: float | None = None, scale: str = "linear",
+            slider_max: float | None = None):
+    """A number field allowed in [lo, hi]; integers unless `integer=False`.
+
+    The keywords describe the widget's control: `label` (the short text shown beside
+    it), `unit` ("tokens", "ms", "" for a plain count), `step` (the slider's step: 1
+    for integers unless given, any value for floats when None), `scale` ("linear", or
+    "log" for a slider that walks the range by ratios) and `slider_max` (where the
+    slider stops when the allowed range is too wide to drag through; a typed value
+    may still go up to `hi`).
+    """
+    assert lo <= default <= hi, f"default {default} outside [{lo}, {hi}]"
+    assert scale in SCALES, scale
+    assert slider_max is None or lo <= slider_max <= hi
     kind = "int" if integer else "float"
-    return dataclasses.field(
-        default=default, metadata={"kind": kind, "lo": lo, "hi": hi, "help": help}
-    )
+    if step is None and integer:
+        step = 1
+    return dataclasses.field(default=default, metadata={
+        "kind": kind, "lo": lo, "hi": hi, "help": help, "label": label, "unit": unit,
+        "step": step, "scale": scale, "slider_max": slider_max})
 
 
-def flag(default: bool, help: str):
-    """An on/off field."""
-    return dataclasses.field(default=default, metadata={"kind": "bool", "help": help})
+SCALES = ("linear", "log")
 
 
-def choice(default: str, options: tuple[str, ...], help: str):
-    """A field that must be one of a fixed set of names."""
+def flag(default: bool, help: str, *, label: str = ""):
+    """An on/off field (a checkbox labelled `label`)."""
+    return dataclasses.field(default=default, metadata={"kind": "bool", "help": help, "label": label})
+
+
+def choice(default: str, options: tuple[str, ...], help: str, *, label: str = "",
+           option_labels: Mapping[str, str] | None = None):
+    """A field that must be one of a fixed set of names; `option_labels` names each for the reader."""
     assert default in options
-    return dataclasses.field(
-        default=default, metadata={"kind": "choice", "options": options, "help": help}
-    )
+    assert option_labels is None or set(option_labels) == set(options)
+    return dataclasses.field(default=default, metadata={
+        "kind": "choice", "options": options, "help": help, "label": label,
+        "option_labels": dict(option_labels) if option_labels else {o: o for o in options}})
 
 
-def data(default_factory, help: str, check=None):
+def data(default_factory, help: str, check=None, *, label: str = ""):
     """A structured field (a list of requests, say), validated by `check(value)`.
 
     `check` returns the normalised value or raises ConfigError itself.
     """
     return dataclasses.field(
         default_factory=default_factory,
-        metadata={"kind": "data", "check": check, "help": help},
+        metadata={"kind": "data", "check": check, "help": help, "label": label},
     )
 
 
@@ -161,7 +181,8 @@ def to_mapping(config) -> dict:
 
 
 def describe(cls) -> list[dict]:
-    """Each field's kind, range and help, for the widget's controls."""
+    """Each field's kind, range, help and control metadata (label, unit, step, scale),
+    so a widget builds its controls from pysim instead of typing them again."""
     out = []
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)

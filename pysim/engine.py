@@ -43,7 +43,7 @@ Not modelled (single model, plain decoder): max_model_len, long_prefill_token_th
 the watermark (0 by default), speculative decoding, KV connectors, async scheduling.
 
 Time is not in here: the engine counts tokens. `run_timed` adds a step-time model given
-by the caller (the budget simulation's is in pysim.budget).
+by the caller (the budget simulation's is in pysim.chunked_prefill).
 """
 
 from __future__ import annotations
@@ -69,14 +69,14 @@ class EngineConfig:
 
     max_num_batched_tokens: int = 2048  # the per-step token budget
     max_num_seqs: int = 128  # most requests RUNNING at once
-    num_blocks: int = 4096  # KV pool size (all usable: no null block, widgets.md)
+    num_gpu_blocks: int = 4096  # KV pool size (all usable: no null block, widgets.md)
     block_size: int = 16
-    enable_caching: bool = False  # prefix caching
+    enable_prefix_caching: bool = False  # prefix caching
     enable_chunked_prefill: bool = True
     policy: str = "fcfs"  # or "priority": lower value first, then arrival
 
     def __post_init__(self):
-        for name in ("max_num_batched_tokens", "max_num_seqs", "num_blocks", "block_size"):
+        for name in ("max_num_batched_tokens", "max_num_seqs", "num_gpu_blocks", "block_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -88,21 +88,21 @@ class Request:
     """One request's scheduling state. Read its fields; only the engine changes them."""
 
     __slots__ = (
-        "id", "seq", "arrival", "priority", "prompt_len", "max_tokens", "token_ids",
+        "id", "seq", "arrival", "priority", "num_prompt_tokens", "max_tokens", "token_ids",
         "num_tokens", "num_computed", "num_output", "status", "limit", "sched_n",
         "num_preemptions", "recomputed_tokens", "cached_tokens", "served_tokens",
         "prefilled", "first_token_step", "finish_step",
     )
 
-    def __init__(self, req_id, seq, arrival, priority, prompt_len, max_tokens, token_ids):
+    def __init__(self, req_id, seq, arrival, priority, num_prompt_tokens, max_tokens, token_ids):
         self.id = req_id
         self.seq = seq  # add order: breaks every tie, as vLLM's arrival timestamps do
         self.arrival = arrival
         self.priority = priority
-        self.prompt_len = prompt_len
+        self.num_prompt_tokens = num_prompt_tokens
         self.max_tokens = max_tokens  # answer length: finished after this many samples
         self.token_ids = token_ids  # prompt + sampled tokens; None when caching is off
-        self.num_tokens = prompt_len  # prompt + tokens sampled so far
+        self.num_tokens = num_prompt_tokens  # prompt + tokens sampled so far
         self.num_computed = 0  # tokens whose KV is in the cache
         self.num_output = 0  # tokens sampled so far
         self.status = PENDING
@@ -128,7 +128,7 @@ class StepResult:
 
     __slots__ = (
         "index", "parts", "decode_tokens", "prefill_tokens", "sampled", "finished",
-        "preempted", "admitted", "arrived", "num_running", "num_waiting", "num_free_blocks",
+        "preempted", "admitted", "arrived", "num_requests_running", "num_requests_waiting", "num_free_blocks",
     )
 
     def __init__(self, index):
@@ -141,8 +141,8 @@ class StepResult:
         self.preempted: list = []  # ids preempted, in the order it happened
         self.admitted: list = []  # ids moved from waiting to running (new or resumed)
         self.arrived: list = []  # ids that entered the waiting queue at this step's start
-        self.num_running = 0  # after the step
-        self.num_waiting = 0
+        self.num_requests_running = 0  # after the step
+        self.num_requests_waiting = 0
         self.num_free_blocks = 0
 
     @property
@@ -165,7 +165,7 @@ class Engine:
 
     def __init__(self, config: EngineConfig = EngineConfig()):
         self.config = config
-        self.pool = BlockPool(config.num_blocks, config.block_size, config.enable_caching)
+        self.pool = BlockPool(config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
         self.kv = KVCacheManager(self.pool)
         self.requests: dict = {}  # every request ever added, by id
         self.running: list[Request] = []  # admission order
@@ -177,7 +177,7 @@ class Engine:
         self.num_preemptions = 0
 
     # --- adding work -------------------------------------------------------------
-    def add_request(self, req_id, prompt_tokens: int, max_tokens: int, *, arrival=0,
+    def add_request(self, req_id, num_prompt_tokens: int, max_tokens: int, *, arrival=0,
                     priority: int = 0, token_ids=None, prefilled: bool = False) -> Request:
         """Queue a request that enters `waiting` at the first step starting at or after `arrival`.
 
@@ -190,27 +190,27 @@ class Engine:
         cfg = self.config
         if req_id in self.requests:
             raise ValueError(f"request id {req_id!r} added twice")
-        if prompt_tokens < 1 or max_tokens < 1 + prefilled:
+        if num_prompt_tokens < 1 or max_tokens < 1 + prefilled:
             raise ValueError(f"request {req_id!r}: needs at least 1 prompt token and "
                              f"{1 + prefilled} output tokens")
         # The longest sequence it ever holds KV for is prompt + answer - 1 tokens.
-        longest = prompt_tokens + max_tokens - 1
-        if cdiv(longest, cfg.block_size) > cfg.num_blocks:
+        longest = num_prompt_tokens + max_tokens - 1
+        if cdiv(longest, cfg.block_size) > cfg.num_gpu_blocks:
             raise ValueError(f"request {req_id!r} needs {cdiv(longest, cfg.block_size)} blocks "
-                             f"at its longest; the pool has {cfg.num_blocks}")
+                             f"at its longest; the pool has {cfg.num_gpu_blocks}")
         if not cfg.enable_chunked_prefill and longest > cfg.max_num_batched_tokens:
             # vLLM requires max_num_batched_tokens >= max_model_len without chunking (I10):
             # otherwise a resumed request could never be prefilled in one step.
             raise ValueError(f"request {req_id!r} has {longest} tokens at its longest, more than "
                              f"the budget {cfg.max_num_batched_tokens}, and chunked prefill is off")
         seq = len(self.requests)
-        if cfg.enable_caching:
-            token_ids = list(token_ids) if token_ids is not None else [-(seq + 1)] * prompt_tokens
-            if len(token_ids) != prompt_tokens:
-                raise ValueError(f"request {req_id!r}: {len(token_ids)} token ids for {prompt_tokens} tokens")
+        if cfg.enable_prefix_caching:
+            token_ids = list(token_ids) if token_ids is not None else [-(seq + 1)] * num_prompt_tokens
+            if len(token_ids) != num_prompt_tokens:
+                raise ValueError(f"request {req_id!r}: {len(token_ids)} token ids for {num_prompt_tokens} tokens")
         else:
             token_ids = None  # nothing is hashed: no need to carry ids
-        r = Request(req_id, seq, arrival, priority, prompt_tokens, max_tokens, token_ids)
+        r = Request(req_id, seq, arrival, priority, num_prompt_tokens, max_tokens, token_ids)
         if prefilled:
             self._start_prefilled(r)  # may refuse it: register it only once accepted
         else:
@@ -223,11 +223,11 @@ class Engine:
         if self.num_steps or len(self.running) >= self.config.max_num_seqs:
             raise ValueError(f"request {r.id!r}: prefilled requests are added before step 0, "
                              f"at most max_num_seqs of them")
-        if not self.kv.allocate_slots(r.id, r.token_ids, r.prompt_len):
+        if not self.kv.allocate_slots(r.id, r.token_ids, r.num_prompt_tokens):
             raise ValueError(f"request {r.id!r}: the pool cannot hold its prompt")
         r.status = RUNNING
         r.prefilled = True
-        r.num_computed = r.prompt_len
+        r.num_computed = r.num_prompt_tokens
         r.first_token_step = -1
         self._set_limit(r)
         self.running.append(r)
@@ -276,7 +276,7 @@ class Engine:
         for r in self.running:
             assert r.status == RUNNING
             assert len(tables.get(r.id, ())) * cfg.block_size >= r.num_computed
-            assert r.num_computed < r.num_tokens == r.prompt_len + r.num_output
+            assert r.num_computed < r.num_tokens == r.num_prompt_tokens + r.num_output
             assert r.num_output < r.max_tokens
         for r in waiting:
             assert r.status == WAITING and r.num_computed == 0 and not tables.get(r.id)
@@ -330,8 +330,8 @@ class Engine:
         self._apply(batch, result)
         assert budget >= 0
         self.num_steps += 1
-        result.num_running = len(self.running)
-        result.num_waiting = len(self.waiting)
+        result.num_requests_running = len(self.running)
+        result.num_requests_waiting = len(self.waiting)
         result.num_free_blocks = self.pool.num_free_blocks
         return result
 
@@ -399,7 +399,7 @@ class Engine:
         waiting, running, kv = self.waiting, self.running, self.kv
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting[0][-1] if self._priority else waiting[0]
-            hits, hit = kv.lookup(r.token_ids) if cfg.enable_caching else ((), 0)
+            hits, hit = kv.lookup(r.token_ids) if cfg.enable_prefix_caching else ((), 0)
             n = r.num_tokens - hit  # cache hits cost no budget
             if n > budget:
                 if not cfg.enable_chunked_prefill:
@@ -429,7 +429,7 @@ class Engine:
         """Tokens its table covers before the KV manager must be asked again."""
         bs = self.config.block_size
         slots = len(self.kv.block_table(r.id)) * bs
-        if self.config.enable_caching:
+        if self.config.enable_prefix_caching:
             # Ask again when the next block becomes full, so it is cached on schedule (D5).
             slots = min(slots, (self.kv.num_cached_blocks(r.id) + 1) * bs - 1)
         r.limit = slots

@@ -47,14 +47,14 @@ def batch_for_fraction(t0_ms: float, beta_ms: float, fraction: float) -> float:
     return fraction * t0_ms / (beta_ms * (1 - fraction))
 
 
-def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, output_tokens=500) -> dict:
+def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, max_tokens=500) -> dict:
     """The stability check of page 2: what the device delivers vs what users ask for."""
     delivered = throughput_tok_s(t0_ms, beta_ms, b_max)
     per_stream = 1000 / step_ms(t0_ms, beta_ms, b_max)
-    w_s = output_tokens / per_stream  # time one request stays resident
+    w_s = max_tokens / per_stream  # time one request stays resident
     return {
         "t0_ms": t0_ms, "beta_ms": beta_ms, "b_max": b_max, "rate_per_s": rate_per_s,
-        "output_tokens": output_tokens,
+        "max_tokens": max_tokens,
         "step_ms": step_ms(t0_ms, beta_ms, b_max),
         "delivered_tok_s": delivered,
         "per_stream_tok_s": per_stream,
@@ -62,17 +62,17 @@ def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, output_token
         "l_resident": rate_per_s * w_s,
         # Little's L against the batch the KV cache holds: how many times too many.
         "resident_ratio": rate_per_s * w_s / b_max,
-        "offered_tok_s": rate_per_s * output_tokens,
-        "oversubscription": rate_per_s * output_tokens / delivered,
+        "offered_tok_s": rate_per_s * max_tokens,
+        "oversubscription": rate_per_s * max_tokens / delivered,
         # Requests per second the device can finish, and how fast the queue grows beyond it.
-        "served_per_s": delivered / output_tokens,
-        "queue_growth_per_s": rate_per_s - delivered / output_tokens,
-        "queue_growth_per_min": 60 * (rate_per_s - delivered / output_tokens),
+        "served_per_s": delivered / max_tokens,
+        "queue_growth_per_s": rate_per_s - delivered / max_tokens,
+        "queue_growth_per_min": 60 * (rate_per_s - delivered / max_tokens),
         # Identical replicas needed to serve the offered load (each delivering `delivered`).
         # (rounded to 9 places first, so 5.000000001 from float error still means 5)
-        "replicas": int(-(-round(rate_per_s * output_tokens / delivered, 9) // 1)),
+        "replicas": int(-(-round(rate_per_s * max_tokens / delivered, 9) // 1)),
         # Even with unlimited KV memory one device tops out at 1 / beta.
-        "offered_over_roofline": rate_per_s * output_tokens / roofline_tok_s(beta_ms),
+        "offered_over_roofline": rate_per_s * max_tokens / roofline_tok_s(beta_ms),
     }
 
 
@@ -166,19 +166,19 @@ def head_of_line(batch=64, t0_ms=20.0, beta_ms=0.2, window_ms=20.0) -> dict:
 
 def race_figures(small_pool=100) -> dict:
     """The scheduler race (simulation 1) at its defaults and with a small pool."""
-    from .race import RaceConfig, admit_limit, run
+    from .naive_batching import NaiveBatchingConfig, admit_limit, run
 
-    default = run(RaceConfig(), [])
-    small = run(RaceConfig(pool_blocks=small_pool), [])
+    default = run(NaiveBatchingConfig(), [])
+    small = run(NaiveBatchingConfig(num_gpu_blocks=small_pool), [])
     c = default["config"]
     d, sm = default["schedulers"], small["schedulers"]
-    longest = c["prompt_blocks_max"] + c["answer_steps_max"]
+    longest = c["prompt_blocks_max"] + c["answer_blocks_max"]
     return {
-        "requests": c["requests"], "pool_blocks": c["pool_blocks"], "max_running": c["max_running"],
+        "requests": c["requests"], "num_gpu_blocks": c["num_gpu_blocks"], "max_num_seqs": c["max_num_seqs"],
         "prompt_min": c["prompt_blocks_min"], "prompt_max": c["prompt_blocks_max"],
-        "answer_min": c["answer_steps_min"], "answer_max": c["answer_steps_max"],
+        "answer_min": c["answer_blocks_min"], "answer_max": c["answer_blocks_max"],
         "longest": longest,
-        "admit_limit": admit_limit(c["pool_blocks"]),
+        "admit_limit": admit_limit(c["num_gpu_blocks"]),
         "reserved_concurrent": d["static"]["max_concurrent"],
         "static_steps": d["static"]["steps_to_finish"],
         "reserved_steps": d["continuous_reserved"]["steps_to_finish"],
@@ -323,13 +323,13 @@ def exercise2(t0_ms=20.0, beta_ms=0.2) -> dict:
     return out
 
 
-def exercise3(block_size=16, pool_blocks=400, max_num_seqs=64) -> dict:
+def exercise3(block_size=16, num_gpu_blocks=400, max_num_seqs=64) -> dict:
     long_prompt_blocks = cdiv(600, block_size)
     short_prompt_blocks = cdiv(40, block_size)
     per_request_100 = cdiv(100, block_size)
     return {
         "long_prompt_blocks": long_prompt_blocks,
-        "long_prompts_fit": pool_blocks // long_prompt_blocks,
+        "long_prompts_fit": num_gpu_blocks // long_prompt_blocks,
         "short_prompt_blocks": short_prompt_blocks,
         # Tokens the short prompt's last block still has room for; the next one needs a block.
         "short_free_slots": short_prompt_blocks * block_size - 40,
@@ -337,27 +337,27 @@ def exercise3(block_size=16, pool_blocks=400, max_num_seqs=64) -> dict:
         "short_next_block_number": short_prompt_blocks + 1,
         "len100_blocks_each": per_request_100,
         "len100_blocks_total": 64 * per_request_100,
-        "len100_fit": pool_blocks // per_request_100,
+        "len100_fit": num_gpu_blocks // per_request_100,
         # Admitting ten 600-token prompts leaves this many blocks for their answers,
         # and each prompt's last block has this many free slots.
-        "long_spare_blocks": pool_blocks - (pool_blocks // long_prompt_blocks) * long_prompt_blocks,
+        "long_spare_blocks": num_gpu_blocks - (num_gpu_blocks // long_prompt_blocks) * long_prompt_blocks,
         "long_free_slots": long_prompt_blocks * block_size - 600,
         # Growing together, each answer gets its last block's free slots and an equal
         # share of the spare blocks before the pool is empty.
-        "long_spare_each": (pool_blocks - (pool_blocks // long_prompt_blocks) * long_prompt_blocks)
-                           // (pool_blocks // long_prompt_blocks),
+        "long_spare_each": (num_gpu_blocks - (num_gpu_blocks // long_prompt_blocks) * long_prompt_blocks)
+                           // (num_gpu_blocks // long_prompt_blocks),
         "long_tokens_before_preempt": long_prompt_blocks * block_size - 600
-                                      + block_size * ((pool_blocks - (pool_blocks // long_prompt_blocks)
-                                                       * long_prompt_blocks) // (pool_blocks // long_prompt_blocks)),
+                                      + block_size * ((num_gpu_blocks - (num_gpu_blocks // long_prompt_blocks)
+                                                       * long_prompt_blocks) // (num_gpu_blocks // long_prompt_blocks)),
         # 64 x 100 tokens is exactly the pool's token capacity, yet it does not fit: each
         # request's last block is partly empty.
         "max_num_seqs": max_num_seqs,
-        "pool_tokens": pool_blocks * block_size,
+        "pool_tokens": num_gpu_blocks * block_size,
         "len100_tokens_total": 64 * 100,
         "len100_slack_each": per_request_100 * block_size - 100,
         "len100_slack_total": 64 * (per_request_100 * block_size - 100),
-        "len100_running": min(max_num_seqs, pool_blocks // per_request_100),
-        "binding": "KV-cache memory" if pool_blocks // per_request_100 < max_num_seqs else "max_num_seqs",
+        "len100_running": min(max_num_seqs, num_gpu_blocks // per_request_100),
+        "binding": "KV-cache memory" if num_gpu_blocks // per_request_100 < max_num_seqs else "max_num_seqs",
         "len100_next_block_at_token": per_request_100 * block_size - 100 + 1,
     }
 
@@ -425,14 +425,14 @@ def prefix_sharing(system_tokens=1000, block_size=16, chats=50, model="llama-3.1
     }
 
 
-def hit_cap(block_size=16, prompt_tokens=48) -> dict:
+def hit_cap(block_size=16, num_prompt_tokens=48) -> dict:
     """vLLM's cap on a prefix-cache hit: at most prompt - 1 tokens, whole blocks only."""
-    hit = (prompt_tokens - 1) // block_size * block_size
+    hit = (num_prompt_tokens - 1) // block_size * block_size
     return {
-        "block_size": block_size, "prompt_tokens": prompt_tokens,
-        "prompt_blocks": cdiv(prompt_tokens, block_size),
+        "block_size": block_size, "num_prompt_tokens": num_prompt_tokens,
+        "prompt_blocks": cdiv(num_prompt_tokens, block_size),
         "hit_tokens": hit, "hit_blocks": hit // block_size,
-        "recomputed": prompt_tokens - hit,
+        "recomputed": num_prompt_tokens - hit,
     }
 
 
@@ -440,7 +440,7 @@ def hit_cap(block_size=16, prompt_tokens=48) -> dict:
 STEP_BASE_MS, STEP_DECODE_MS, STEP_PREFILL_MS = 5.0, 0.02, 0.035
 
 
-def admission_run(requests: int, prompt: int, answer: int, pool_blocks: int,
+def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
                   max_num_seqs: int, block_size=16, budget=2048) -> dict:
     """One run of the chapter's engine (vLLM V1 rules, FCFS, recompute preemption):
     `requests` identical requests all waiting at time 0. Times use the step-time model
@@ -448,7 +448,7 @@ def admission_run(requests: int, prompt: int, answer: int, pool_blocks: int,
     from .engine import Engine, EngineConfig, run_timed
 
     engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
-                                 num_blocks=pool_blocks, block_size=block_size))
+                                 num_gpu_blocks=num_gpu_blocks, block_size=block_size))
     for i in range(requests):
         engine.add_request(i, prompt, answer)
 
@@ -461,7 +461,7 @@ def admission_run(requests: int, prompt: int, answer: int, pool_blocks: int,
         steps += 1
         computed += result.num_tokens
         sampled += len(result.sampled)
-        usage_ms += (1 - result.num_free_blocks / pool_blocks) * duration
+        usage_ms += (1 - result.num_free_blocks / num_gpu_blocks) * duration
         end_ms = start + duration
     done = engine.requests.values()
     recomputed = sum(r.recomputed_tokens for r in done)
@@ -472,7 +472,7 @@ def admission_run(requests: int, prompt: int, answer: int, pool_blocks: int,
         "never_preempted": sum(r.num_preemptions == 0 for r in done),
         "computed_tokens": computed, "recomputed_tokens": recomputed,
         "recomputed_pct": 100 * recomputed / computed,
-        "answer_tokens": sampled,
+        "max_tokens": sampled,
         "seconds": end_ms / 1000,
         "tok_s": sampled / (end_ms / 1000),
         "kv_usage_pct": 100 * usage_ms / end_ms,
@@ -597,18 +597,18 @@ def load_test(rate_per_s=20, prompts=1000, input_len=1024, output_len=256) -> di
 
 
 def toy_figures() -> dict:
-    """The toy scheduler's driver results per policy (page 4), e.g. toy.fcfs_mean_ttft;
-    tests/unit/test_toy.py recomputes the FCFS row with the engine."""
-    from .toy import figures
+    """The toy scheduler's driver results per policy (page 4), e.g. toy_scheduler.fcfs_mean_ttft;
+    tests/unit/test_toy_scheduler.py recomputes the FCFS row with the engine."""
+    from .toy_scheduler import figures
 
     return figures()
 
 
 def kv_walkthrough() -> dict:
-    """The numbers page 3's "Try this" quotes, from the kvcache simulation's defaults."""
-    from .kvcache import KVCacheConfig, run
+    """The numbers page 3's "Try this" quotes, from the paged_kv_cache simulation's defaults."""
+    from .paged_kv_cache import PagedKVCacheConfig, run
 
-    on, off = KVCacheConfig(), KVCacheConfig(caching=False)
+    on, off = PagedKVCacheConfig(), PagedKVCacheConfig(enable_prefix_caching=False)
     shared = run(on, ["admit", "admit"])
     b_on = shared["requests"][1]
     a_on = shared["requests"][0]
@@ -660,9 +660,9 @@ def kv_walkthrough() -> dict:
 def chunked_prefill() -> dict:
     """Page 5's numbers: the "Long document" scenario of the budget simulation at the
     four budget presets, plus the step-time model's pieces."""
-    from .budget import BudgetConfig, run
+    from .chunked_prefill import ChunkedPrefillConfig, run
 
-    base = run(BudgetConfig(), [])
+    base = run(ChunkedPrefillConfig(), [])
     model, reqs = base["model"], base["requests"]
     streams = [r for r in reqs if r["streaming_at_start"]]
     doc = next(r for r in reqs if not r["streaming_at_start"])
@@ -670,14 +670,14 @@ def chunked_prefill() -> dict:
     out = {
         "base_ms": model["base_ms"], "per_decode_ms": model["per_decode_ms"],
         "per_prefill_token_ms": model["per_prefill_token_ms"],
-        "streams": len(streams), "doc_tokens": doc["prompt_tokens"], "doc_arrival_ms": doc["arrival_ms"],
+        "streams": len(streams), "doc_tokens": doc["num_prompt_tokens"], "doc_arrival_ms": doc["arrival_ms"],
         "decode_step_ms": decode_step,
         # The whole document prefilled in one step beside the streams' decodes.
-        "whole_step_ms": decode_step + model["per_prefill_token_ms"] * doc["prompt_tokens"],
-        "whole_over_decode": (decode_step + model["per_prefill_token_ms"] * doc["prompt_tokens"]) / decode_step,
+        "whole_step_ms": decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"],
+        "whole_over_decode": (decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"]) / decode_step,
     }
-    for budget in base["budget_presets"]:
-        view = run(BudgetConfig(budget=budget), [])
+    for budget in base["max_num_batched_tokens_presets"]:
+        view = run(ChunkedPrefillConfig(max_num_batched_tokens=budget), [])
         summary = view["summary"]
         out[f"ttft_{budget}"] = summary["ttft_ms"][doc["id"]]
         out[f"itl_max_{budget}"] = summary["itl_max_ms"]
@@ -690,7 +690,7 @@ def chunked_prefill() -> dict:
             for step in view["steps"])
         # The "Burst of chats" scenario: nobody streams at the start, so the number of
         # steps, each paying the fixed cost, depends on the budget.
-        burst = run(BudgetConfig(scenario="burst_of_chats", budget=budget), [])["summary"]
+        burst = run(ChunkedPrefillConfig(scenario="burst_of_chats", max_num_batched_tokens=budget), [])["summary"]
         out[f"burst_steps_{budget}"] = burst["steps"]
         out[f"burst_total_{budget}"] = burst["total_ms"]
     out["burst_extra_steps"] = out["burst_steps_512"] - out["burst_steps_16384"]
@@ -731,9 +731,9 @@ def batch_size_page() -> dict:
 
 def _all() -> dict:
     return {
-        "kv": kv_walkthrough(),
-        "chunk": chunked_prefill(),
-        "bs": batch_size_page(),
+        "paged_kv_cache": kv_walkthrough(),
+        "chunked_prefill": chunked_prefill(),
+        "batch_size": batch_size_page(),
         "little": littles_law(),
         "multiplier": static_vs_continuous(),
         "ex2": exercise2(),
@@ -742,7 +742,7 @@ def _all() -> dict:
         "decode": decode_step(),
         "padding": padding(),
         "hol": head_of_line(),
-        "race": race_figures(),
+        "naive_batching": race_figures(),
         "paged": paged_vs_contiguous(),
         "prefix": prefix_sharing(),
         "hitcap": hit_cap(),
@@ -752,7 +752,7 @@ def _all() -> dict:
         "overlap": cpu_overlap(),
         "llamacpp": llamacpp_slots(),
         "bench": load_test(),
-        "toy": toy_figures(),
+        "toy_scheduler": toy_figures(),
     }
 
 

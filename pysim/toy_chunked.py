@@ -1,6 +1,6 @@
 """The toy scheduler with chunked prefill: pysim's own answer to exercise 5.
 
-Same rules as pysim.toy, plus the one idea of Sarathi-Serve's chunked prefill (chapter
+Same rules as pysim.toy_scheduler, plus the one idea of Sarathi-Serve's chunked prefill (chapter
 page 5): a prompt no longer has to fit in one iteration. Each request tracks how many of
 its tokens are computed (have KV in the cache), and every iteration
 
@@ -9,7 +9,7 @@ its tokens are computed (have KV in the cache), and every iteration
 2. lets running requests that are part-way through their prompt take the next chunk:
    as many of their remaining tokens as the budget still allows;
 3. admits waiting requests from the head of the queue while budget, memory and
-   `max_seqs` allow, giving each a first chunk cut to what is left of the budget.
+   `max_num_seqs` allow, giving each a first chunk cut to what is left of the budget.
 
 A request samples a token only in an iteration where its computed tokens catch up
 with its sequence, that is, with its last chunk, and then with each decode.
@@ -19,14 +19,14 @@ and for a resumed request the tokens it had generated), so chunks never need new
 (vLLM allocates chunk by chunk after checking the whole sequence would fit; the
 decisions differ only when memory is tight.)
 
-The exercise checker (pysim.exercise) runs a reader's version against this one.
+The exercise checker (pysim.exercises) runs a reader's version against this one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pysim.toy import FINISHED, RUNNING, Request, ToyConfig, ToyScheduler, blocks_for, iterate
+from pysim.toy_scheduler import FINISHED, RUNNING, Request, ToyConfig, ToyScheduler, blocks_for, iterate
 
 
 # --8<-- [start:request]
@@ -45,7 +45,7 @@ class ChunkedScheduler(ToyScheduler):
     # --8<-- [start:schedule]
     def schedule(self):
         cfg = self.config
-        budget = cfg.token_budget
+        budget = cfg.max_num_batched_tokens
         batch, preempted = [], []
         # 1. Decodes first, with block growth and preemption as in the toy.
         i = 0
@@ -75,7 +75,7 @@ class ChunkedScheduler(ToyScheduler):
                 batch.append((r, "prefill", n))
                 budget -= n
         # 3. New (or resumed) requests: a first chunk that fills what is left.
-        while self.waiting and not preempted and budget > 0 and len(self.running) < cfg.max_seqs:
+        while self.waiting and not preempted and budget > 0 and len(self.running) < cfg.max_num_seqs:
             r = self.waiting[0]
             need = blocks_for(r.tokens, cfg.block_size)
             if need > self.free_blocks:
@@ -100,7 +100,7 @@ class ChunkedScheduler(ToyScheduler):
             r.generated += 1
             if r.first_token is None:
                 r.first_token = now
-            if r.generated == r.output:
+            if r.generated == r.max_tokens:
                 r.state, r.finished_at = FINISHED, now
                 self.free_blocks += r.blocks
                 r.blocks = 0

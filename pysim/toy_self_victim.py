@@ -1,6 +1,6 @@
 """Exercise 4's bug, built on the real toy: a victim choice that may pick the requester.
 
-The toy of page 4 (pysim/toy.py) preempts the newest running request *other than* the
+The toy of page 4 (pysim/toy_scheduler.py) preempts the newest running request *other than* the
 one asking for a block. `SelfVictimScheduler` "tidies" that into "the newest running
 request, whoever it is", and nothing else changes. `trace` runs both versions on the same
 small case, one iteration at a time, and reads what a metrics endpoint would show after
@@ -11,7 +11,7 @@ preemptions so far. The exercise's table and its prose come from here.
 
 from __future__ import annotations
 
-from .toy import WAITING, Request, ToyConfig, ToyScheduler, blocks_for
+from .toy_scheduler import WAITING, Request, ToyConfig, ToyScheduler, blocks_for
 
 
 class SelfVictimScheduler(ToyScheduler):
@@ -32,7 +32,7 @@ def gauges(s: ToyScheduler, batch_size: int, preemptions: int) -> dict:
     cfg = s.config
     return {
         "running": len(s.running), "waiting": len(s.waiting), "batch": batch_size,
-        "blocks": cfg.total_blocks - s.free_blocks,
+        "blocks": cfg.num_gpu_blocks - s.free_blocks,
         "blocks_waiting": sum(r.blocks for r in s.waiting),
         "free": s.free_blocks, "preemptions": preemptions,
     }
@@ -66,7 +66,7 @@ def trace(scheduler_class, config: ToyConfig, prompts=(40, 44), max_tokens=20, i
 
 def figures(block_size=16, num_gpu_blocks=6, prompts=(40, 44), max_tokens=20) -> dict:
     """Exercise 4's numbers: both versions after the first iteration that preempts."""
-    cfg = ToyConfig(block_size=block_size, total_blocks=num_gpu_blocks)
+    cfg = ToyConfig(block_size=block_size, num_gpu_blocks=num_gpu_blocks)
     ok, ok_requests, ok_end = trace(ToyScheduler, cfg, prompts, max_tokens)
     bug, bug_requests, bug_end = trace(SelfVictimScheduler, cfg, prompts, max_tokens)
     assert ok_end == "finished" and bug_end == "stuck", (ok_end, bug_end)

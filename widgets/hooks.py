@@ -64,7 +64,7 @@ VENDOR_LATER = {
     # Exercise 5's editor: Ace (a classic script exposing `ace`), with its Python mode
     # and a light and a dark theme, so Ace never fetches a module itself. Until it
     # comes, the code sits in a plain text area.
-    "exercise": ("ace-builds/src-min-noconflict/ace.js",
+    "exercises": ("ace-builds/src-min-noconflict/ace.js",
                  "ace-builds/src-min-noconflict/mode-python.js",
                  "ace-builds/src-min-noconflict/theme-chrome.js",
                  "ace-builds/src-min-noconflict/theme-tomorrow_night.js"),

@@ -206,7 +206,7 @@
       for (const part of hash.split("&")) if (part && !part.startsWith(prefix + ".")) keep.push(part);
     }
     for (const [key, value] of Object.entries(state)) {
-      // "," and ":" stay readable (kvcache.actions=admit,admit:B,gen); both are safe in a hash.
+      // "," and ":" stay readable (paged_kv_cache.actions=admit,admit:B,gen); both are safe in a hash.
       keep.push(`${prefix}.${encodeURIComponent(key)}=${encodeURIComponent(String(value)).replace(/%2C/g, ",").replace(/%3A/g, ":")}`);
     }
     history.replaceState(null, "", "#" + keep.join("&"));

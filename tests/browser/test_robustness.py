@@ -23,7 +23,7 @@ import re
 import pytest
 from conftest import SITE, page_url, wait_for_python, until
 
-from pysim import bridge, exercise
+from pysim import bridge, exercises
 
 ACTIONS = 250  # random actions per widget page
 PAGES = {p.stem: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', p.read_text())
@@ -116,11 +116,11 @@ def act_randomly(page, widget: str, rng: random.Random, n: int) -> dict:
 
 def race_answers(page):
     """Set the race's four controls and read the finished table: pysim's numbers."""
-    from test_race_page import ORDER, table_steps
+    from test_naive_batching_page import ORDER, table_steps
 
-    root = page.locator(root_of("race"))
+    root = page.locator(root_of("naive_batching"))
     page.get_by_label("Schedulers to show").select_option("all")
-    for name, value in (("requests", 60), ("pool_blocks", 160), ("max_running", 16), ("seed", 3)):
+    for name, value in (("requests", 60), ("num_gpu_blocks", 160), ("max_num_seqs", 16), ("seed", 3)):
         box = root.locator(f'.pysim-control[data-field="{name}"] input[type="number"]')
         box.fill(str(value))
         box.press("Enter")
@@ -130,12 +130,12 @@ def race_answers(page):
     root.get_by_role("button", name="Pause").click()
     root.get_by_role("button", name="Run").click()
     until(page, "document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length === 3")
-    want = call("race", {"seed": 3})
+    want = call("naive_batching", {"seed": 3})
     assert table_steps(page) == {n: want["schedulers"][n]["steps_to_finish"] for n in ORDER}
 
 
 def kvcache_answers(page):
-    root = page.locator(root_of("kvcache"))
+    root = page.locator(root_of("paged_kv_cache"))
     caching = root.get_by_role("checkbox", name="Prefix caching", exact=True)
     if not caching.is_checked():
         caching.check()
@@ -145,14 +145,14 @@ def kvcache_answers(page):
     for _ in range(2):
         root.get_by_role("button", name="Admit next", exact=True).click()
         page.wait_for_timeout(200)
-    answer = json.loads(bridge.call("kvcache", json.dumps({"config": {}, "actions": ["admit", "admit"]})))
+    answer = json.loads(bridge.call("paged_kv_cache", json.dumps({"config": {}, "actions": ["admit", "admit"]})))
     want = [b["state"] for b in answer["result"]["blocks"]]
     until(page, f"JSON.stringify([...document.querySelectorAll('.kv-block')].map(b => b.dataset.state))"
                 f" === {json.dumps(json.dumps(want, separators=(',', ':')))}")
 
 
 def budget_answers(page):
-    from test_budget_page import ROOT, choose, expected, expected_summary, run_all, summary
+    from test_chunked_prefill_page import ROOT, choose, expected, expected_summary, run_all, summary
 
     page.locator(ROOT).get_by_label("Pace").select_option("1")
     choose(page, "long_document", 2048)
@@ -174,33 +174,33 @@ def batch_size_answers(page):
 
 
 def toy_answers(page):
-    root = page.locator(root_of("toy"))
+    root = page.locator(root_of("toy_scheduler"))
     root.get_by_label("Policy").select_option("fcfs")
     fields = {f["name"]: f["default"] for f in json.loads(
         root.locator("script.pysim-prerender").text_content())["fields"]}
-    for name in ("block_size", "total_blocks", "token_budget", "max_seqs", "requests", "seed"):
+    for name in ("block_size", "num_gpu_blocks", "max_num_batched_tokens", "max_num_seqs", "requests", "seed"):
         box = root.locator(f'.pysim-control[data-field="{name}"] input[type="number"]')
         box.fill(str(fields[name]))
         box.press("Enter")
     page.wait_for_timeout(400)
     root.get_by_role("button", name="Run the driver").click()
-    iterations = f"{call('toy', {})['results']['iterations']:,}"
-    until(page, f"document.querySelector('{root_of('toy')} .toy-card[data-metric=\"iterations\"] dd')"
+    iterations = f"{call('toy_scheduler', {})['results']['iterations']:,}"
+    until(page, f"document.querySelector('{root_of('toy_scheduler')} .toy-card[data-metric=\"iterations\"] dd')"
                 f".textContent === {json.dumps(iterations)}")
     assert root.locator('.toy-card[data-metric="finished"] dd').inner_text() == "200 of 200"
 
 
 def exercise_answers(page):
-    from test_exercise_page import paste, press
+    from test_exercises_page import paste, press
 
-    root = page.locator(root_of("exercise"))
-    paste(page, exercise.solution_code())
+    root = page.locator(root_of("exercises"))
+    paste(page, exercises.solution_code())
     press(page, "Check")
     assert root.get_attribute("data-result") == "pass"
 
 
-NORMAL = {"race": race_answers, "kvcache": kvcache_answers, "budget": budget_answers,
-          "batch_size": batch_size_answers, "toy": toy_answers, "exercise": exercise_answers}
+NORMAL = {"naive_batching": race_answers, "paged_kv_cache": kvcache_answers, "chunked_prefill": budget_answers,
+          "batch_size": batch_size_answers, "toy_scheduler": toy_answers, "exercises": exercise_answers}
 
 
 @pytest.mark.parametrize("page_name", sorted(PAGES))
@@ -234,12 +234,12 @@ def test_killed_worker_is_restarted_and_the_widget_recovers(page, site_url):
     assert page.evaluate("!!PySim.runtime.worker")
     # Killed behind the runtime's back: no error event, no message, just silence.
     page.evaluate("PySim.runtime.worker.terminate()")
-    outcome = page.evaluate("""PySim.runtime.call('race', {config: {seed: 3}}, {timeoutMs: 3000})
+    outcome = page.evaluate("""PySim.runtime.call('naive_batching', {config: {seed: 3}}, {timeoutMs: 3000})
                                .then(a => 'answered', e => String(e && e.message))""")
     assert outcome == "timeout"  # nobody answered: the runtime gives up on that worker...
     wait_for_python(page, timeout=120000)  # ...and starts a fresh one
-    answer = page.evaluate("PySim.runtime.call('race', {config: {seed: 3}})")
-    assert answer["ok"] and answer["result"] == call("race", {"seed": 3})
+    answer = page.evaluate("PySim.runtime.call('naive_batching', {config: {seed: 3}})")
+    assert answer["ok"] and answer["result"] == call("naive_batching", {"seed": 3})
     race_answers(page)
 
 
@@ -258,8 +258,8 @@ def test_broken_interpreter_is_replaced(page, site_url, watch):
     assert answer.get("ok") is False and answer["error"]["message"].startswith("Python failed"), answer
     until(page, "PySim.runtime.state !== 'ready'", timeout=10)  # it is being replaced
     wait_for_python(page, timeout=120000)
-    answer = page.evaluate("PySim.runtime.call('race', {config: {}})")
-    assert answer["ok"] and answer["result"] == call("race", {})
+    answer = page.evaluate("PySim.runtime.call('naive_batching', {config: {}})")
+    assert answer["ok"] and answer["result"] == call("naive_batching", {})
     exercise_answers(page)
 
 
@@ -278,9 +278,9 @@ def test_failed_download_shows_the_reason_and_retry_works(make_page, site_url, w
 
     page.context.route("**/*.wasm", wasm)
     page.goto(page_url(site_url, "naive-batching"))
-    root = page.locator(root_of("race"))
+    root = page.locator(root_of("naive_batching"))
     root.scroll_into_view_if_needed()
-    until(page, f"document.querySelector('{root_of('race')}').dataset.runtime === 'failed'", timeout=120)
+    until(page, f"document.querySelector('{root_of('naive_batching')}').dataset.runtime === 'failed'", timeout=120)
     status = root.locator(".pysim-status-text").inner_text()
     assert "could not start" in status and len(status) > len("Python could not start: ")
     retry = root.get_by_role("button", name="Retry")
@@ -297,7 +297,7 @@ def test_failed_download_shows_the_reason_and_retry_works(make_page, site_url, w
 # ===================================================================== the reader's code
 
 def run_code(page, code: str, timeout_ms: int = 30000):
-    return page.evaluate("""([code, t]) => PySim.runtime.call('exercise', {config: {mode: 'run', code}},
+    return page.evaluate("""([code, t]) => PySim.runtime.call('exercises', {config: {mode: 'run', code}},
                                                              {timeoutMs: t})
                             .then(a => a, e => ({rejected: String(e && e.message)}))""", [code, timeout_ms])
 
@@ -326,10 +326,10 @@ def test_readers_code_cannot_reach_the_page(page, site_url):
             "for i in range(1, 200):\n"
             "    js.postMessage(to_js({'type': 'result', 'id': i, 'ms': 0, 'text': text},"
             " dict_converter=js.Object.fromEntries))\n")
-    root = page.locator(root_of("exercise"))
-    page.evaluate("code => document.querySelector('%s').pysimEditor.set(code)" % root_of("exercise"), code)
+    root = page.locator(root_of("exercises"))
+    page.evaluate("code => document.querySelector('%s').pysimEditor.set(code)" % root_of("exercises"), code)
     root.get_by_role("button", name="Run", exact=True).click()
-    until(page, f"document.querySelector('{root_of('exercise')}').dataset.busy === 'false'")
+    until(page, f"document.querySelector('{root_of('exercises')}').dataset.busy === 'false'")
     page.wait_for_timeout(500)
     assert page.evaluate("window.__pwned") is None
     assert root.locator("img").count() == 0
@@ -338,7 +338,7 @@ def test_readers_code_cannot_reach_the_page(page, site_url):
     # Closing its own worker stops nothing but that worker: the next call gets no answer,
     # times out (the exercise's limit), and the runtime starts a fresh Python.
     run_code(page, "import js\njs.close()\n")
-    answer = run_code(page, "x = 1\n", timeout_ms=exercise.TIME_LIMIT_S * 1000)
+    answer = run_code(page, "x = 1\n", timeout_ms=exercises.TIME_LIMIT_S * 1000)
     assert answer == {"rejected": "timeout"}
     wait_for_python(page, timeout=120000)
     exercise_answers(page)

@@ -62,7 +62,7 @@ def crafted_hash(page_name: str, widgets: list[str]) -> str:
     parts = []
     for widget in widgets:
         keys = prerendered_fields(page_name, widget) + [
-            "actions", "view", "step", "scenario", "pin_budget", "caching",  # keys some widgets read
+            "actions", "view", "step", "scenario", "pin_max_num_batched_tokens", "enable_prefix_caching",  # keys some widgets read
             "<b>unknown</b>", "__proto__", "constructor", "on" + "load", "x" * 300]
         for i, key in enumerate(keys):
             value = EVIL[i % len(EVIL)]
@@ -213,7 +213,7 @@ def test_injected_code_is_blocked(page, site_url, watch):
     assert any(v["blocked"] == "eval" for v in seen)
     assert any(v["blocked"].startswith("http://127.0.0.2") for v in seen)
     # The widgets did not notice: the race still answers.
-    assert page.evaluate("PySim.runtime.call('race', {config: {seed: 3}}).then(a => a.ok)")
+    assert page.evaluate("PySim.runtime.call('naive_batching', {config: {seed: 3}}).then(a => a.ok)")
 
 
 def test_pictures_draw_under_the_policy_from_disk(make_page):

@@ -184,10 +184,10 @@ ops = st.lists(st.tuples(st.sampled_from("agf"), st.integers(0, 3), st.integers(
 
 
 @settings(max_examples=80, deadline=None)
-@given(ops=ops, caching=st.booleans(), num_blocks=st.integers(1, 10),
+@given(ops=ops, caching=st.booleans(), num_gpu_blocks=st.integers(1, 10),
        block_size=st.integers(1, 3))
-def test_pool_invariants_hold_under_random_use(ops, caching, num_blocks, block_size):
-    pool = BlockPool(num_blocks, block_size, caching)
+def test_pool_invariants_hold_under_random_use(ops, caching, num_gpu_blocks, block_size):
+    pool = BlockPool(num_gpu_blocks, block_size, caching)
     kv = KVCacheManager(pool)
     seqs: dict[int, list[int]] = {}
     for op, req, n in ops:

@@ -87,7 +87,7 @@ MALFORMED = [
     '{"config": ' + '{"a": ' * (DEEP // 6) + "1" + "}" * (DEEP // 6) + "}",
     '{"config": {"requests": ' + "[" * DEEP + "]" * DEEP + "}}",
     '{"actions": ' + "[" * DEEP + "]" * DEEP + "}",
-    # kvcache also takes its requests as JSON text (for the command line): as deep.
+    # paged_kv_cache also takes its requests as JSON text (for the command line): as deep.
     '{"config": {"requests": "' + "[" * DEEP + "]" * DEEP + '"}}',
     "1" * 4400,  # more digits than Python converts to an int
     '{"config": {"x": ' + "9" * 4400 + "}}",
@@ -112,8 +112,8 @@ def test_unknown_simulation_names(name):
 
 
 @pytest.mark.parametrize("name, text", [
-    (None, "{}"), ("race", None), (5, "{}"), ("race", 5), ("race", b"{}"), (["race"], "{}"),
-    ("race", {"config": {}}), ("race", ["{}"]), (b"race", "{}"), ("race", 1e308),
+    (None, "{}"), ("naive_batching", None), (5, "{}"), ("naive_batching", 5), ("naive_batching", b"{}"), (["naive_batching"], "{}"),
+    ("naive_batching", {"config": {}}), ("naive_batching", ["{}"]), (b"naive_batching", "{}"), ("naive_batching", 1e308),
 ])
 def test_wrong_argument_types(name, text):
     refused(ask(name, text), "", "must be strings")
@@ -121,7 +121,7 @@ def test_wrong_argument_types(name, text):
 
 def test_payload_over_the_limit_names_the_limit():
     text = json.dumps({"config": {}, "pad": "x" * bridge.MAX_PAYLOAD_CHARS})
-    refused(ask("race", text), "", "payload too large", fmt(bridge.MAX_PAYLOAD_CHARS))
+    refused(ask("naive_batching", text), "", "payload too large", fmt(bridge.MAX_PAYLOAD_CHARS))
 
 
 def test_nesting_is_bounded_before_parsing():
@@ -129,12 +129,12 @@ def test_nesting_is_bounded_before_parsing():
     # JSON parser: a fatal error that killed the page's Python instead of an answer.
     limit = bridge.MAX_DEPTH
     deep = '{"config": {"requests": ' + "[" * (limit - 2) + "]" * (limit - 2) + "}}"
-    assert "nested" not in ask("kvcache", deep)["error"]["message"]  # parsed, then refused
+    assert "nested" not in ask("paged_kv_cache", deep)["error"]["message"]  # parsed, then refused
     deeper = '{"config": {"requests": ' + "[" * (limit - 1) + "]" * (limit - 1) + "}}"
-    refused(ask("kvcache", deeper), "", f"at most {limit}")
+    refused(ask("paged_kv_cache", deeper), "", f"at most {limit}")
     # Brackets inside strings, escaped quotes included, are text, not nesting.
     text = json.dumps({"config": {"requests": '\\"[' * 1000 + "{" * 1000}})
-    refused(ask("kvcache", text), "requests")
+    refused(ask("paged_kv_cache", text), "requests")
 
 
 # ===================================================================== bad values
@@ -212,7 +212,7 @@ def test_one_past_each_bound_is_refused_with_the_range_in_the_message(name):
         if meta["kind"] == "int" and hi > lo:
             # A fraction inside the range is not a whole number.
             refused(ask(name, json.dumps({"config": {field: lo + 0.5}})), field, "whole number")
-    if name in ("race", "budget", "batch_size", "toy"):
+    if name in ("naive_batching", "chunked_prefill", "batch_size", "toy_scheduler"):
         assert checked >= 6
 
 
@@ -225,35 +225,35 @@ def test_each_upper_bound_alone_is_answered_quickly(name):
             ask(name, json.dumps({"config": {field: meta["hi"]}}))
 
 
-@pytest.mark.skipif("kvcache" not in SIMS, reason="no kvcache simulation")
+@pytest.mark.skipif("paged_kv_cache" not in SIMS, reason="no paged_kv_cache simulation")
 def test_kvcache_list_bounds_are_refused_with_the_bound():
-    from pysim import kvcache
+    from pysim import paged_kv_cache
 
     def req(i, words=3, answer=2):
-        return {"name": f"r{i}", "prompt": ["w"] * words, "answer_tokens": answer}
+        return {"name": f"r{i}", "prompt": ["w"] * words, "max_tokens": answer}
 
-    n = kvcache.MAX_REQUESTS
-    assert ask("kvcache", json.dumps({"config": {"requests": [req(i) for i in range(n)]}}))["ok"]
-    refused(ask("kvcache", json.dumps({"config": {"requests": [req(i) for i in range(n + 1)]}})),
+    n = paged_kv_cache.MAX_REQUESTS
+    assert ask("paged_kv_cache", json.dumps({"config": {"requests": [req(i) for i in range(n)]}}))["ok"]
+    refused(ask("paged_kv_cache", json.dumps({"config": {"requests": [req(i) for i in range(n + 1)]}})),
             "requests", f"1 to {n}")
-    words = kvcache.MAX_PROMPT_WORDS
-    refused(ask("kvcache", json.dumps({"config": {"requests": [req(0, words + 1)]}})),
+    words = paged_kv_cache.MAX_PROMPT_WORDS
+    refused(ask("paged_kv_cache", json.dumps({"config": {"requests": [req(0, words + 1)]}})),
             "requests", f"1 to {words} words")
-    answer = kvcache.MAX_ANSWER_TOKENS
-    refused(ask("kvcache", json.dumps({"config": {"requests": [req(0, 3, answer + 1)]}})),
+    answer = paged_kv_cache.MAX_ANSWER_TOKENS
+    refused(ask("paged_kv_cache", json.dumps({"config": {"requests": [req(0, 3, answer + 1)]}})),
             "requests", f"from 1 to {answer}")
-    limit = kvcache.MAX_ACTIONS
-    assert ask("kvcache", json.dumps({"config": {}, "actions": ["gen"] * limit}))["ok"]
-    refused(ask("kvcache", json.dumps({"config": {}, "actions": ["gen"] * (limit + 1)})),
+    limit = paged_kv_cache.MAX_ACTIONS
+    assert ask("paged_kv_cache", json.dumps({"config": {}, "actions": ["gen"] * limit}))["ok"]
+    refused(ask("paged_kv_cache", json.dumps({"config": {}, "actions": ["gen"] * (limit + 1)})),
             "actions", f"at most {limit:,}")
 
 
-@pytest.mark.skipif("exercise" not in SIMS, reason="no exercise simulation")
+@pytest.mark.skipif("exercises" not in SIMS, reason="no exercise simulation")
 def test_exercise_code_bound_and_the_readers_exits():
-    from pysim import exercise
+    from pysim import exercises
 
-    limit = exercise.MAX_CODE_CHARS
-    refused(ask("exercise", json.dumps({"config": {"mode": "run", "code": "#" * (limit + 1)}})),
+    limit = exercises.MAX_CODE_CHARS
+    refused(ask("exercises", json.dumps({"config": {"mode": "run", "code": "#" * (limit + 1)}})),
             "code", f"at most {limit:,}")
     # The reader's own code may end the program, raise, or print without end: each is
     # reported in the answer (before the fix, sys.exit() escaped bridge.call).
@@ -261,11 +261,11 @@ def test_exercise_code_bound_and_the_readers_exits():
                  "class X(BaseException): pass\nraise X()", "def f(: pass", "1/0",
                  "print('x' * 1_000_000)"):
         for mode in ("run", "check"):
-            answer = ask("exercise", json.dumps({"config": {"mode": mode, "code": code}}))
+            answer = ask("exercises", json.dumps({"config": {"mode": mode, "code": code}}))
             assert answer["ok"], answer
             view = answer["result"]
             assert view["error"], (code, mode)
-            assert len(view["output"]) <= exercise.MAX_OUTPUT_CHARS + 100
+            assert len(view["output"]) <= exercises.MAX_OUTPUT_CHARS + 100
 
 
 # ===================================================================== random input
@@ -298,7 +298,7 @@ if given is not None:
         known = sorted(fields(name)) if name in SIMS else ["x"]
         config = draw(st.dictionaries(st.one_of(st.sampled_from(known), st.text(max_size=10)),
                                       values, max_size=4))
-        if name == "exercise" and isinstance(config.get("code"), str):
+        if name == "exercises" and isinstance(config.get("code"), str):
             config["code"] = "x = 1"  # random text is never run as a program here
         payload = {"config": config} if draw(st.booleans()) else draw(values)
         if isinstance(payload, dict) and draw(st.booleans()):

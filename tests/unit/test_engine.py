@@ -131,7 +131,7 @@ def test_head_of_line_blocking_on_memory():
     # 3rd block for its 9th token (1 left free). W1 (prompt 12) heads the queue and
     # needs 3 blocks for its whole prompt (I5): admission stops, and W2 (prompt 2,
     # 1 block, would fit) is never tried.
-    e = Engine(EngineConfig(num_blocks=4, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=4, block_size=4))
     e.add_request("R", 8, 4)
     e.add_request("W1", 12, 1, arrival=1)
     e.add_request("W2", 2, 1, arrival=1)
@@ -156,7 +156,7 @@ def test_fcfs_preempts_the_newest_running_request():
     # Step 6: A and B sample their 7th token, finish, free everything.
     # Step 7: C comes back: prompt 4 + 5 sampled tokens = 9 tokens to prefill again,
     #   samples its 6th token. Step 8: C decodes its 7th and finishes.
-    e = Engine(EngineConfig(num_blocks=6, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=6, block_size=4))
     for rid in "ABC":
         e.add_request(rid, 4, 7)
     results = drain(e)
@@ -175,7 +175,7 @@ def test_fcfs_request_can_preempt_itself():
     # newest running request is B itself: it preempts itself and the running loop
     # ends (FCFS). Step 2: B (resumed, 5 tokens = 2 blocks) does not fit 1 free block.
     # Step 3: A samples its 4th token and finishes. Step 4: B re-prefills 5 tokens.
-    e = Engine(EngineConfig(num_blocks=3, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=3, block_size=4))
     e.add_request("A", 5, 4)
     e.add_request("B", 4, 4)
     results = drain(e)
@@ -194,7 +194,7 @@ def _three_way(policy):
     #   step 1: C c=4 -> 2nd block; D admitted, 1 block    -> 2 free
     #   step 3: A c=4 -> 2nd block; D c=4 -> 2nd block     -> 0 free
     #   step 5: C c=8 needs a 3rd block, and none is free.
-    e = Engine(EngineConfig(max_num_batched_tokens=100, num_blocks=6, block_size=4,
+    e = Engine(EngineConfig(max_num_batched_tokens=100, num_gpu_blocks=6, block_size=4,
                             policy=policy))
     e.add_request("A", 2, 20, priority=0)
     e.add_request("C", 4, 20, priority=2)
@@ -232,7 +232,7 @@ def test_priority_victim_already_scheduled_gives_its_tokens_back():
     #           max (priority, arrival) = B, already in the batch: it is taken out of
     #           the batch, its token goes back to the budget, and its 2 blocks are freed.
     #           A takes 1. B's 6 computed tokens are thrown away.
-    e = Engine(EngineConfig(max_num_batched_tokens=100, num_blocks=4, block_size=4,
+    e = Engine(EngineConfig(max_num_batched_tokens=100, num_gpu_blocks=4, block_size=4,
                             policy="priority"))
     e.add_request("B", 4, 10, priority=2)
     e.add_request("A", 7, 10, arrival=1, priority=0)
@@ -261,7 +261,7 @@ def test_prefix_cache_hit_in_the_same_step():
     # Blocks of 4, caching on. A and B share their first 8 token ids of 9. A is
     # scheduled first and its 2 full blocks are cached at schedule time (D5), so B,
     # admitted later in the same step, hits both: it prefills only its 9th token.
-    e = Engine(EngineConfig(block_size=4, enable_caching=True))
+    e = Engine(EngineConfig(block_size=4, enable_prefix_caching=True))
     e.add_request("A", 9, 2, token_ids=list(range(9)))
     e.add_request("B", 9, 2, token_ids=list(range(8)) + [99])
     assert parts_of(e) == [p("A", 9), p("B", 1)]
@@ -280,7 +280,7 @@ def test_prefilled_request_starts_by_decoding():
 
 
 def test_bad_requests_are_refused():
-    e = Engine(EngineConfig(num_blocks=4, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=4, block_size=4))
     with pytest.raises(ValueError, match="needs 5 blocks"):
         e.add_request("big", 16, 2)  # 17 tokens at its longest = 5 blocks > 4
     e.add_request("ok", 4, 1)
@@ -306,16 +306,16 @@ def workloads(draw):
     config = EngineConfig(
         max_num_batched_tokens=draw(st.integers(1, 300)),
         max_num_seqs=draw(st.integers(1, 8)),
-        num_blocks=draw(st.integers(8, 60)),
+        num_gpu_blocks=draw(st.integers(8, 60)),
         block_size=draw(st.sampled_from([1, 2, 4, 16])),
-        enable_caching=draw(st.booleans()),
+        enable_prefix_caching=draw(st.booleans()),
         enable_chunked_prefill=draw(st.booleans()),
         policy=draw(st.sampled_from(["fcfs", "priority"])),
     )
     reqs = []
     for prompt, answer, arrival, prio, pattern in draw(st.lists(request_st, min_size=1, max_size=10)):
         longest = prompt + answer - 1
-        if -(-longest // config.block_size) > config.num_blocks:
+        if -(-longest // config.block_size) > config.num_gpu_blocks:
             continue  # could never fit the pool: add_request refuses it
         if not config.enable_chunked_prefill and longest > config.max_num_batched_tokens:
             continue
@@ -336,7 +336,7 @@ def simulate(config, reqs):
         kinds = [k for _, k, _ in r.parts]
         assert kinds == sorted(kinds, key=lambda k: k != DECODE)
         assert len({rid for rid, _, _ in r.parts}) == len(r.parts)
-        assert r.num_running <= config.max_num_seqs
+        assert r.num_requests_running <= config.max_num_seqs
     return e, trace
 
 
@@ -357,16 +357,16 @@ def test_properties(workload):
         # away, minus what prefix-cache hits saved.
         assert served.get(i, 0) == r.served_tokens == \
             prompt + answer - 1 + r.recomputed_tokens - r.cached_tokens
-        if not config.enable_caching:
+        if not config.enable_prefix_caching:
             assert r.cached_tokens == 0
-    assert e.pool.num_free_blocks == config.num_blocks
+    assert e.pool.num_free_blocks == config.num_gpu_blocks
     # Deterministic: the same input gives the same trace.
     assert simulate(config, reqs)[1] == trace
 
 
 def test_preemption_happens_in_a_tight_pool():
     # A guard that the property test's kind of workload does reach the preemption path.
-    config = EngineConfig(max_num_batched_tokens=64, max_num_seqs=8, num_blocks=12, block_size=4)
+    config = EngineConfig(max_num_batched_tokens=64, max_num_seqs=8, num_gpu_blocks=12, block_size=4)
     reqs = [(8 + 3 * i, 20, 0, i % 3, [0]) for i in range(8)]
     e, trace = simulate(config, [(pr, a, t, q, ids * pr) for pr, a, t, q, ids in reqs])
     assert e.num_preemptions > 0

@@ -150,7 +150,7 @@ def test_thrashing_runs_account_for_every_token():
             k = f"{name}_{label}_"
             # Every answer token is sampled once; every request is served prompt +
             # answer - 1 tokens, plus what preemptions threw away.
-            assert t[k + "answer_tokens"] == n * answer
+            assert t[k + "max_tokens"] == n * answer
             assert t[k + "computed_tokens"] == n * (prompt + answer - 1) + t[k + "recomputed_tokens"]
             assert t[k + "tok_s"] == pytest.approx(n * answer / t[k + "seconds"])
             assert 0 < t[k + "kv_usage_pct"] <= 100
@@ -264,33 +264,33 @@ def test_padding_and_head_of_line_by_hand():
 
 
 def test_race_figures_are_consistent():
-    from pysim import race
+    from pysim import naive_batching
 
     # Reserving the longest possible request (6 + 24 = 30 blocks): 160 // 30 = 5 run at
     # once, and with a pool of 100 blocks, 100 // 30 = 3. The paged admission limit is
     # floor(0.9 * 160) = 144.
-    assert figure("race.longest") == 30
-    assert figure("race.reserved_concurrent") == 160 // 30 == 5
-    assert figure("race.small_reserved_concurrent") == 100 // 30 == 3
-    assert figure("race.admit_limit") == 144
-    assert figure("race.small_paged_peak") <= figure("race.max_running") == 16
+    assert figure("naive_batching.longest") == 30
+    assert figure("naive_batching.reserved_concurrent") == 160 // 30 == 5
+    assert figure("naive_batching.small_reserved_concurrent") == 100 // 30 == 3
+    assert figure("naive_batching.admit_limit") == 144
+    assert figure("naive_batching.small_paged_peak") <= figure("naive_batching.max_num_seqs") == 16
     # Every answer block is written once, so mean running x steps = all answer blocks.
-    blocks = sum(a for _, a in race.workload(race.RaceConfig()))
-    assert figure("race.static_mean_running") == pytest.approx(blocks / figure("race.static_steps"), abs=1e-3)
-    assert figure("race.paged_mean_running") == pytest.approx(blocks / figure("race.paged_steps"), abs=1e-3)
+    blocks = sum(a for _, a in naive_batching.workload(naive_batching.NaiveBatchingConfig()))
+    assert figure("naive_batching.static_mean_running") == pytest.approx(blocks / figure("naive_batching.static_steps"), abs=1e-3)
+    assert figure("naive_batching.paged_mean_running") == pytest.approx(blocks / figure("naive_batching.paged_steps"), abs=1e-3)
     # Static needs at least 12 batches (60 / 5) and paged at least blocks / 16 steps.
-    assert figure("race.static_steps") > figure("race.reserved_steps") > figure("race.paged_steps") >= blocks / 16
-    assert figure("race.static_over_paged") == pytest.approx(figure("race.static_steps") / figure("race.paged_steps"))
+    assert figure("naive_batching.static_steps") > figure("naive_batching.reserved_steps") > figure("naive_batching.paged_steps") >= blocks / 16
+    assert figure("naive_batching.static_over_paged") == pytest.approx(figure("naive_batching.static_steps") / figure("naive_batching.paged_steps"))
 
 
 @pytest.mark.parametrize("pool", [160, 100])
 def test_race_ranking_does_not_depend_on_the_seed(pool):
     # The naive-batching page tells the reader the ranking survives a new seed.
-    from pysim import race
+    from pysim import naive_batching
 
     for seed in range(10):
-        view = race.run(race.RaceConfig(seed=seed, pool_blocks=pool), [])
-        steps = [view["schedulers"][n]["steps_to_finish"] for n in race.SCHEDULERS]
+        view = naive_batching.run(naive_batching.NaiveBatchingConfig(seed=seed, num_gpu_blocks=pool), [])
+        steps = [view["schedulers"][n]["steps_to_finish"] for n in naive_batching.SCHEDULERS]
         assert steps[0] > steps[1] > steps[2], (seed, steps)
 
 
@@ -343,17 +343,17 @@ def test_exercise4_is_traced_on_the_real_toy():
 
 
 def test_the_self_victim_toy_differs_from_the_toy_only_in_the_victim():
-    from pysim.toy import ToyConfig, ToyScheduler
+    from pysim.toy_scheduler import ToyConfig, ToyScheduler
     from pysim.toy_self_victim import SelfVictimScheduler, trace
 
-    cfg = ToyConfig(block_size=16, total_blocks=6)
+    cfg = ToyConfig(block_size=16, num_gpu_blocks=6)
     ok, _, ok_end = trace(ToyScheduler, cfg)
     bug, _, bug_end = trace(SelfVictimScheduler, cfg)
     assert (ok_end, bug_end) == ("finished", "stuck")
     assert ok[:5] == bug[:5]  # identical until the first block shortage, in iteration 5
     assert all(e["blocks_waiting"] == 0 for e in ok)  # the invariant the bug breaks
     # With a roomy pool nobody is ever preempted, and the two are the same scheduler.
-    roomy = ToyConfig(block_size=16, total_blocks=20)
+    roomy = ToyConfig(block_size=16, num_gpu_blocks=20)
     assert trace(ToyScheduler, roomy)[0] == trace(SelfVictimScheduler, roomy)[0]
 
 
@@ -435,55 +435,55 @@ def test_kv_walkthrough_matches_a_hand_trace():
     # Default pool: 24 blocks of 4 tokens; A and B start with the same 8-token system
     # prompt = 2 full blocks. A (11 tokens) takes blocks 0,1,2; B (10 tokens) hits 0 and 1
     # (ref 2), skips 8 tokens and computes its last 2 tokens into 1 new block.
-    kv = figure("kv.block_size"), figure("kv.shared_blocks"), figure("kv.shared_ref")
+    kv = figure("paged_kv_cache.block_size"), figure("paged_kv_cache.shared_blocks"), figure("paged_kv_cache.shared_ref")
     assert kv == (4, 2, 2)
-    assert figure("kv.skipped_tokens") == 8
-    assert figure("kv.b_new_blocks") == 1
+    assert figure("paged_kv_cache.skipped_tokens") == 8
+    assert figure("paged_kv_cache.b_new_blocks") == 1
     # Caching off: B needs ceil(10 / 4) = 3 blocks of its own, 2 more than with caching.
-    assert figure("kv.b_own_blocks") == 3
-    assert figure("kv.extra_blocks") == 2
+    assert figure("paged_kv_cache.b_own_blocks") == 3
+    assert figure("paged_kv_cache.extra_blocks") == 2
     # Caching on, run to completion: B, C and E each reuse the 2 system-prompt blocks.
-    assert figure("kv.run_blocks_saved") == 3 * 2
+    assert figure("paged_kv_cache.run_blocks_saved") == 3 * 2
     # ... and skip 8 tokens each: 24 fewer prefill tokens than with caching off.
-    assert figure("kv.run_prefill_off") - figure("kv.run_prefill_on") == 3 * 8
-    assert figure("kv.preempt_victim") == "E"  # the newest of the five running requests
+    assert figure("paged_kv_cache.run_prefill_off") - figure("paged_kv_cache.run_prefill_on") == 3 * 8
+    assert figure("paged_kv_cache.preempt_victim") == "E"  # the newest of the five running requests
 
 
 def test_chunked_prefill_page_by_hand():
     # Six streams decode one token each: 5 + 0.02 * 6 = 5.12 ms per step.
-    assert figure("chunk.decode_step_ms") == pytest.approx(5.12)
+    assert figure("chunked_prefill.decode_step_ms") == pytest.approx(5.12)
     # The 16,000-token document prefilled whole beside them: 5.12 + 0.035 * 16,000 = 565.12 ms.
-    assert figure("chunk.whole_step_ms") == pytest.approx(565.12)
-    assert figure("chunk.whole_over_decode") == pytest.approx(565.12 / 5.12)
+    assert figure("chunked_prefill.whole_step_ms") == pytest.approx(565.12)
+    assert figure("chunked_prefill.whole_over_decode") == pytest.approx(565.12 / 5.12)
     # At a 16,384 budget the document fits one step, so a stream's worst gap is that step.
-    assert figure("chunk.chunks_16384") == 1
-    assert figure("chunk.itl_max_16384") == pytest.approx(565.12)
+    assert figure("chunked_prefill.chunks_16384") == 1
+    assert figure("chunked_prefill.itl_max_16384") == pytest.approx(565.12)
     # At 2,048 each step gives 2,048 - 6 = 2,042 tokens to the prompt: ceil(16,000 / 2,042) = 8
     # chunks, and the worst gap is one such step: 5.12 + 0.035 * 2,042 = 76.59 ms.
-    assert figure("chunk.chunks_2048") == 8
-    assert figure("chunk.itl_max_2048") == pytest.approx(5.12 + 0.035 * 2042, abs=0.01)
+    assert figure("chunked_prefill.chunks_2048") == 8
+    assert figure("chunked_prefill.itl_max_2048") == pytest.approx(5.12 + 0.035 * 2042, abs=0.01)
     # 512: ceil(16,000 / 506) = 32 chunks; 8,192: ceil(16,000 / 8,186) = 2.
-    assert figure("chunk.chunks_512") == 32 and figure("chunk.chunks_8192") == 2
+    assert figure("chunked_prefill.chunks_512") == 32 and figure("chunked_prefill.chunks_8192") == 2
     # The trade: a bigger budget never delays the document and never smooths the streams.
-    ttft = [figure(f"chunk.ttft_{b}") for b in (512, 2048, 8192, 16384)]
-    itl = [figure(f"chunk.itl_max_{b}") for b in (512, 2048, 8192, 16384)]
+    ttft = [figure(f"chunked_prefill.ttft_{b}") for b in (512, 2048, 8192, 16384)]
+    itl = [figure(f"chunked_prefill.itl_max_{b}") for b in (512, 2048, 8192, 16384)]
     assert ttft == sorted(ttft, reverse=True) and itl == sorted(itl)
 
 
 def test_batch_size_page_by_hand():
     # 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes = 131,072 bytes = 128 KiB.
-    assert figure("bs.kv_bytes_per_token") == 2 * 32 * 8 * 128 * 2
-    assert figure("bs.kv_kib_per_token") == 128
+    assert figure("batch_size.kv_bytes_per_token") == 2 * 32 * 8 * 128 * 2
+    assert figure("batch_size.kv_kib_per_token") == 128
     # Pool: 0.9 * 80 GB - 8.03e9 * 2 bytes - 4 GB = 72 - 16.06 - 4 = 51.94 GB.
-    assert figure("bs.pool_gb") == pytest.approx(51.94)
+    assert figure("batch_size.pool_gb") == pytest.approx(51.94)
     # 51.94e9 / 131,072 = 396,270 tokens; / 2,048 tokens per request = 193 requests.
-    assert figure("bs.pool_tokens") == 51_940_000_000 // 131_072
-    assert figure("bs.max_batch_memory") == 396_270 // 2048 == 193
+    assert figure("batch_size.pool_tokens") == 51_940_000_000 // 131_072
+    assert figure("batch_size.max_batch_memory") == 396_270 // 2048 == 193
     # FP8 KV halves bytes per token: the pool holds twice the tokens (to rounding).
-    assert figure("bs.fp8_pool_tokens") == 51_940_000_000 // 65_536
-    assert figure("bs.fp8_max_batch_memory") == 386
+    assert figure("batch_size.fp8_pool_tokens") == 51_940_000_000 // 65_536
+    assert figure("batch_size.fp8_max_batch_memory") == 386
     # 32,768-token contexts: 396,270 // 32,768 = 12.
-    assert figure("bs.coding_max_batch_memory") == 12
+    assert figure("batch_size.coding_max_batch_memory") == 12
 
 
 def test_beta_stands_for_a_context_length():
@@ -506,25 +506,25 @@ def test_exercise3_room_for_the_long_answers():
 def test_chunked_prefill_steps_set_the_total():
     # Long document: the streams decode for 149 steps at every budget, and the
     # document's chunks ride inside them, so every budget has 149 steps and one total.
-    assert {figure(f"chunk.steps_{b}") for b in (512, 2048, 8192, 16384)} == {149}
-    totals = {round(figure(f"chunk.total_{b}"), 6) for b in (512, 2048, 8192, 16384)}
+    assert {figure(f"chunked_prefill.steps_{b}") for b in (512, 2048, 8192, 16384)} == {149}
+    totals = {round(figure(f"chunked_prefill.total_{b}"), 6) for b in (512, 2048, 8192, 16384)}
     assert totals == {1319.42}
     # Burst of chats: 70 steps at 512, 63 at 16,384. The same tokens are computed, so the
     # 7 extra steps add exactly 7 fixed costs of 5 ms: 569.945 - 534.945 = 35 ms.
-    assert (figure("chunk.burst_steps_512"), figure("chunk.burst_steps_16384")) == (70, 63)
-    assert figure("chunk.burst_extra_steps") == 7
-    assert figure("chunk.burst_total_512") == pytest.approx(569.945)
-    assert figure("chunk.burst_total_16384") == pytest.approx(534.945)
-    assert figure("chunk.burst_total_512") - figure("chunk.burst_total_16384") == pytest.approx(7 * 5.0)
+    assert (figure("chunked_prefill.burst_steps_512"), figure("chunked_prefill.burst_steps_16384")) == (70, 63)
+    assert figure("chunked_prefill.burst_extra_steps") == 7
+    assert figure("chunked_prefill.burst_total_512") == pytest.approx(569.945)
+    assert figure("chunked_prefill.burst_total_16384") == pytest.approx(534.945)
+    assert figure("chunked_prefill.burst_total_512") - figure("chunked_prefill.burst_total_16384") == pytest.approx(7 * 5.0)
 
 
 
 def test_a_tiny_toy_pool_costs_concurrency_more_than_recomputation():
     # 60 blocks, the longest request needing 54 (855 tokens / 16): page 4's "Try this" 3.
-    assert figure("toy.small_pool_blocks") == 60 and figure("toy.longest_blocks") == 54
+    assert figure("toy_scheduler.small_pool_blocks") == 60 and figure("toy_scheduler.longest_blocks") == 54
     # What the page says it shows: about 2.6 requests at a time, against 13.5 with the
     # default pool, and preemptions in barely 1% of the iterations.
-    assert figure("toy.small_pool_mean_batch") == pytest.approx(2.6, abs=0.05)
-    assert figure("toy.small_pool_mean_batch") < figure("toy.fcfs_mean_batch") / 4
-    assert figure("toy.small_pool_preemptions") / figure("toy.small_pool_iterations") < 0.015
-    assert figure("toy.small_pool_iterations") > 5 * figure("toy.fcfs_iterations")
+    assert figure("toy_scheduler.small_pool_mean_batch") == pytest.approx(2.6, abs=0.05)
+    assert figure("toy_scheduler.small_pool_mean_batch") < figure("toy_scheduler.fcfs_mean_batch") / 4
+    assert figure("toy_scheduler.small_pool_preemptions") / figure("toy_scheduler.small_pool_iterations") < 0.015
+    assert figure("toy_scheduler.small_pool_iterations") > 5 * figure("toy_scheduler.fcfs_iterations")

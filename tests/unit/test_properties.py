@@ -126,26 +126,26 @@ def test_every_simulation_answers_in_range_configs_and_is_deterministic(case):
 
 # ===================================================================== race
 
-if "race" in SIMS:
-    from pysim.race import SCHEDULERS, min_pool
-    from pysim.race import run as race_run
-    from pysim.race import RaceConfig
+if "naive_batching" in SIMS:
+    from pysim.naive_batching import SCHEDULERS, min_pool
+    from pysim.naive_batching import run as race_run
+    from pysim.naive_batching import NaiveBatchingConfig
 
 
 @st.composite
 def race_configs(draw):
-    f = fields("race")
-    p = sorted(draw(st.integers(*int_range("race", "prompt_blocks_max"))) for _ in range(2))
-    a = sorted(draw(st.integers(*int_range("race", "answer_steps_max"))) for _ in range(2))
+    f = fields("naive_batching")
+    p = sorted(draw(st.integers(*int_range("naive_batching", "prompt_blocks_max"))) for _ in range(2))
+    a = sorted(draw(st.integers(*int_range("naive_batching", "answer_blocks_max"))) for _ in range(2))
     need = min_pool(p[1] + a[1])
-    lo, hi = int_range("race", "pool_blocks")
+    lo, hi = int_range("naive_batching", "num_gpu_blocks")
     pool = draw(st.integers(max(lo, need), min(hi, need + 150)))
-    return RaceConfig(requests=draw(st.integers(*int_range("race", "requests", cap=30))),
-                      pool_blocks=pool,
-                      max_running=draw(st.integers(*int_range("race", "max_running"))),
-                      seed=draw(st.integers(*int_range("race", "seed"))),
+    return NaiveBatchingConfig(requests=draw(st.integers(*int_range("naive_batching", "requests", cap=30))),
+                      num_gpu_blocks=pool,
+                      max_num_seqs=draw(st.integers(*int_range("naive_batching", "max_num_seqs"))),
+                      seed=draw(st.integers(*int_range("naive_batching", "seed"))),
                       prompt_blocks_min=p[0], prompt_blocks_max=p[1],
-                      answer_steps_min=a[0], answer_steps_max=a[1],
+                      answer_blocks_min=a[0], answer_blocks_max=a[1],
                       scheduler=draw(st.sampled_from(f["scheduler"]["options"])))
 
 
@@ -154,7 +154,7 @@ def nearest_rank_90(values):
     return ordered[-(-9 * len(ordered) // 10) - 1]
 
 
-@pytest.mark.skipif("race" not in SIMS, reason="no race simulation")
+@pytest.mark.skipif("naive_batching" not in SIMS, reason="no race simulation")
 @FEW
 @given(race_configs())
 def test_race_tokens_metrics_and_selection(config):
@@ -164,8 +164,8 @@ def test_race_tokens_metrics_and_selection(config):
     for i, w in enumerate(view["workload"]):
         assert w["id"] == i
         assert c["prompt_blocks_min"] <= w["prompt_blocks"] <= c["prompt_blocks_max"]
-        assert c["answer_steps_min"] <= w["answer_steps"] <= c["answer_steps_max"]
-    answers = [w["answer_steps"] for w in view["workload"]]
+        assert c["answer_blocks_min"] <= w["answer_blocks"] <= c["answer_blocks_max"]
+    answers = [w["answer_blocks"] for w in view["workload"]]
     prompts = [w["prompt_blocks"] for w in view["workload"]]
     for name, r in view["schedulers"].items():
         steps = r["steps_to_finish"]
@@ -200,7 +200,7 @@ def test_race_tokens_metrics_and_selection(config):
     # Running one scheduler alone gives exactly its part of the full race.
     if config.scheduler == "all":
         for name in SCHEDULERS:
-            alone = race_run(RaceConfig(**{**c, "scheduler": name}), [])
+            alone = race_run(NaiveBatchingConfig(**{**c, "scheduler": name}), [])
             assert alone["schedulers"] == {name: view["schedulers"][name]}
     # Deterministic.
     assert digest(race_run(config, [])) == digest(view)
@@ -208,9 +208,9 @@ def test_race_tokens_metrics_and_selection(config):
 
 # ===================================================================== kvcache
 
-if "kvcache" in SIMS:
-    from pysim import kvcache
-    from pysim.kvcache import KVCacheConfig
+if "paged_kv_cache" in SIMS:
+    from pysim import paged_kv_cache
+    from pysim.paged_kv_cache import PagedKVCacheConfig
 
 NAME_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 VOCAB = ["you", "are", "a", "helpful", "bot", ".", "x"]  # small, so prefixes are shared
@@ -218,7 +218,7 @@ VOCAB = ["you", "are", "a", "helpful", "bot", ".", "x"]  # small, so prefixes ar
 
 @st.composite
 def kv_cases(draw):
-    lo_bs, hi_bs = int_range("kvcache", "block_size")
+    lo_bs, hi_bs = int_range("paged_kv_cache", "block_size")
     bs = draw(st.one_of(st.integers(lo_bs, min(hi_bs, 6)), st.integers(lo_bs, hi_bs)))
     names = draw(st.lists(st.text(NAME_ALPHABET, min_size=1, max_size=12), min_size=1,
                           max_size=6, unique=True))
@@ -226,14 +226,14 @@ def kv_cases(draw):
     reqs = []
     for name in names:
         own = draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=10))
-        reqs.append({"name": name, "prompt": (common + own)[:kvcache.MAX_PROMPT_WORDS],
-                     "answer_tokens": draw(st.integers(1, 12))})
-    need = max(cdiv(len(r["prompt"]) + r["answer_tokens"], bs) for r in reqs)
-    lo, hi = int_range("kvcache", "pool_blocks")
+        reqs.append({"name": name, "prompt": (common + own)[:paged_kv_cache.MAX_PROMPT_WORDS],
+                     "max_tokens": draw(st.integers(1, 12))})
+    need = max(cdiv(len(r["prompt"]) + r["max_tokens"], bs) for r in reqs)
+    lo, hi = int_range("paged_kv_cache", "num_gpu_blocks")
     pool = draw(st.integers(max(lo, need), min(hi, need + 12)))
     words = ["admit", "gen", "run"] + [f"admit:{n}" for n in names]
     actions = draw(st.lists(st.sampled_from(words), max_size=40))
-    raw = {"pool_blocks": pool, "block_size": bs, "caching": draw(st.booleans()),
+    raw = {"num_gpu_blocks": pool, "block_size": bs, "enable_prefix_caching": draw(st.booleans()),
            "requests": reqs}
     return raw, actions
 
@@ -242,12 +242,12 @@ def check_kv_view(v: dict, config) -> None:
     """What the KV-cache widget draws must add up."""
     pool, bs = v["pool"], config.block_size
     blocks = v["blocks"]
-    assert [b["id"] for b in blocks] == list(range(config.pool_blocks))
+    assert [b["id"] for b in blocks] == list(range(config.num_gpu_blocks))
     states = [b["state"] for b in blocks]
     # Blocks are conserved: each is used, free-but-cached or free, and the counts add up.
     assert (pool["used"], pool["cached"], pool["free"]) == \
         (states.count("used"), states.count("cached"), states.count("free"))
-    assert pool["used"] + pool["cached"] + pool["free"] == pool["num_blocks"] == config.pool_blocks
+    assert pool["used"] + pool["cached"] + pool["free"] == pool["num_gpu_blocks"] == config.num_gpu_blocks
     assert pool["num_free_blocks"] == pool["cached"] + pool["free"] == len(v["free_queue"])
     assert sorted(v["free_queue"]) == [b["id"] for b in blocks if b["state"] != "used"]
     for i, b in enumerate(v["free_queue"]):
@@ -258,7 +258,7 @@ def check_kv_view(v: dict, config) -> None:
         assert (b["state"] == "used") == (b["ref_count"] > 0)
         assert (b["free_queue_position"] is None) == (b["state"] == "used")
         if b["hash"] is not None:  # only full blocks are hashed
-            assert config.caching and len(b["tokens"]) == bs
+            assert config.enable_prefix_caching and len(b["tokens"]) == bs
         else:
             assert b["state"] != "cached"
     # Every request is in exactly one place: waiting (new or preempted), running, finished.
@@ -274,8 +274,8 @@ def check_kv_view(v: dict, config) -> None:
         # Tokens: the sequence is prompt + generated; a running request's table covers
         # exactly its tokens; nobody generates past its answer length.
         assert r["num_tokens"] == len(r["prompt"]) + len(r["generated"])
-        assert len(r["generated"]) <= r["answer_tokens"]
-        assert (r["status"] == "finished") == (len(r["generated"]) == r["answer_tokens"])
+        assert len(r["generated"]) <= r["max_tokens"]
+        assert (r["status"] == "finished") == (len(r["generated"]) == r["max_tokens"])
         if in_running:
             assert len(r["block_table"]) == cdiv(r["num_tokens"], bs)
             words = r["prompt"] + r["generated"]
@@ -300,64 +300,64 @@ def check_kv_view(v: dict, config) -> None:
     assert c["preemptions"] == sum(r["preemptions"] for r in v["requests"])
     assert c["blocks_saved_by_caching"] * bs == c["prefill_tokens_skipped"]
     assert c["evictions"] <= c["allocations"]
-    if not config.caching:
+    if not config.enable_prefix_caching:
         assert c["prefill_tokens_skipped"] == 0 and pool["cached"] == 0
     assert 0 <= v["last_action_log_start"] <= len(v["log"])
 
 
-@pytest.mark.skipif("kvcache" not in SIMS, reason="no kvcache simulation")
+@pytest.mark.skipif("paged_kv_cache" not in SIMS, reason="no paged_kv_cache simulation")
 @PROPS
 @given(kv_cases())
 def test_kvcache_view_conserves_blocks_and_tokens_and_run_finishes(case):
     raw, actions = case
-    config = from_mapping(KVCacheConfig, raw)
-    sim = kvcache.simulate(config, [])
+    config = from_mapping(PagedKVCacheConfig, raw)
+    sim = paged_kv_cache.simulate(config, [])
     for a in actions:
         sim.apply(a)
-        check_kv_view(kvcache.view(sim), config)
+        check_kv_view(paged_kv_cache.view(sim), config)
     # Everything fits the pool alone (the config check), so "run" finishes everyone
     # and gives every block back.
-    end = kvcache.run(config, actions + ["run"])
+    end = paged_kv_cache.run(config, actions + ["run"])
     check_kv_view(end, config)
     assert end["next_actions"]["done"] and not end["waiting"] and not end["running"]
     assert all(r["status"] == "finished" for r in end["requests"])
-    assert end["pool"]["used"] == 0 and end["pool"]["num_free_blocks"] == config.pool_blocks
+    assert end["pool"]["used"] == 0 and end["pool"]["num_free_blocks"] == config.num_gpu_blocks
     # Deterministic, and the bridge answers the same view.
-    assert digest(kvcache.run(config, actions)) == digest(kvcache.run(config, actions))
-    answer = call("kvcache", {"config": raw, "actions": actions + ["run"]})
+    assert digest(paged_kv_cache.run(config, actions)) == digest(paged_kv_cache.run(config, actions))
+    answer = call("paged_kv_cache", {"config": raw, "actions": actions + ["run"]})
     assert answer["ok"] and digest(answer["result"]) == digest(end)
 
 
 # ===================================================================== budget
 
-if "budget" in SIMS:
-    from pysim.budget import StepTime, BudgetConfig
-    from pysim.budget import run as budget_run
+if "chunked_prefill" in SIMS:
+    from pysim.chunked_prefill import StepTime, ChunkedPrefillConfig
+    from pysim.chunked_prefill import run as budget_run
 
 
 @st.composite
 def budget_configs(draw):
-    f = fields("budget")
+    f = fields("chunked_prefill")
     raw = {}
     for name, meta in f.items():
         if meta["kind"] == "float":
             raw[name] = draw(st.floats(meta["lo"], meta["hi"], allow_nan=False))
         elif meta["kind"] in ("bool", "choice"):
             raw[name] = draw(scaled_value(meta))
-    raw["budget"] = draw(st.one_of(st.integers(*int_range("budget", "budget", cap=4096)),
-                                   st.integers(*int_range("budget", "budget"))))
-    raw["max_num_seqs"] = draw(st.integers(*int_range("budget", "max_num_seqs")))
-    raw["pool_blocks"] = draw(st.one_of(st.integers(1000, 1500),
-                                        st.integers(*int_range("budget", "pool_blocks"))))
+    raw["max_num_batched_tokens"] = draw(st.one_of(st.integers(*int_range("chunked_prefill", "max_num_batched_tokens", cap=4096)),
+                                   st.integers(*int_range("chunked_prefill", "max_num_batched_tokens"))))
+    raw["max_num_seqs"] = draw(st.integers(*int_range("chunked_prefill", "max_num_seqs")))
+    raw["num_gpu_blocks"] = draw(st.one_of(st.integers(1000, 1500),
+                                        st.integers(*int_range("chunked_prefill", "num_gpu_blocks"))))
     try:
-        return from_mapping(BudgetConfig, raw)
+        return from_mapping(ChunkedPrefillConfig, raw)
     except ConfigError as exc:
         # A cross-field rule: its message states the range that would be allowed.
         assert exc.field in f and "expected a whole number from" in exc.message
         assume(False)
 
 
-@pytest.mark.skipif("budget" not in SIMS, reason="no budget simulation")
+@pytest.mark.skipif("chunked_prefill" not in SIMS, reason="no budget simulation")
 @FEW
 @given(budget_configs())
 def test_budget_time_tokens_and_arrivals(config):
@@ -381,7 +381,7 @@ def test_budget_time_tokens_and_arrivals(config):
         assert s["decode_tokens"] == sum(p[2] for p in s["parts"] if p[1] == DECODE) \
             == sum(1 for p in s["parts"] if p[1] == DECODE)
         assert s["prefill_tokens"] == sum(p[2] for p in s["parts"] if p[1] == PREFILL)
-        assert 0 < s["decode_tokens"] + s["prefill_tokens"] <= config.budget
+        assert 0 < s["decode_tokens"] + s["prefill_tokens"] <= config.max_num_batched_tokens
         for rid in s["arrived"]:
             # It arrives at the first step starting at or after its arrival time.
             assert rid not in arrived_at
@@ -398,8 +398,8 @@ def test_budget_time_tokens_and_arrivals(config):
         # Tokens are conserved: a request is served its prompt and answer but the last
         # sampled token (a stream at t = 0 had its prompt done already), less what the
         # prefix cache saved; a preemption can only add recomputation.
-        need = r["output_tokens"] - 1 + (0 if r["streaming_at_start"] else
-                                         r["prompt_tokens"] - r["cached_tokens"])
+        need = r["max_tokens"] - 1 + (0 if r["streaming_at_start"] else
+                                         r["num_prompt_tokens"] - r["cached_tokens"])
         if r["preemptions"] == 0:
             assert served[r["id"]] == need
         else:
@@ -428,9 +428,9 @@ def engine_cases(draw):
     config = EngineConfig(
         max_num_batched_tokens=draw(st.integers(1, 200)),
         max_num_seqs=draw(st.integers(1, 6)),
-        num_blocks=draw(st.integers(4, 40)),
+        num_gpu_blocks=draw(st.integers(4, 40)),
         block_size=draw(st.sampled_from([1, 2, 4, 16])),
-        enable_caching=draw(st.booleans()),
+        enable_prefix_caching=draw(st.booleans()),
         enable_chunked_prefill=draw(st.booleans()),
         policy=draw(st.sampled_from(["fcfs", "priority"])))
     reqs = draw(st.lists(st.tuples(
@@ -479,7 +479,7 @@ def drive(config, reqs, gaps):
         for rid in r.finished:
             assert e.requests[rid].status == FINISHED and not e.kv.block_table(rid)
         assert r.num_free_blocks == e.pool.num_free_blocks
-        assert r.num_running == len(snap["running"]) <= config.max_num_seqs
+        assert r.num_requests_running == len(snap["running"]) <= config.max_num_seqs
         trace.append((now, r.parts, r.preempted, r.finished, snap))
         now += gaps[k % len(gaps)]
     return e, trace, kept
@@ -492,13 +492,13 @@ def test_engine_stepped_at_random_times(case):
     e, trace, kept = drive(config, reqs, gaps)
     # Everything that was accepted fits, so everything finishes and frees its blocks.
     assert not e.has_unfinished()
-    assert e.pool.num_free_blocks == config.num_blocks
+    assert e.pool.num_free_blocks == config.num_gpu_blocks
     for i in kept:
         r = e.requests[i]
         assert r.status == FINISHED and r.num_output == r.max_tokens
         # Tokens are conserved (a stream's prompt and first token came before step 0).
-        before = r.prompt_len if r.prefilled else 0
-        assert r.served_tokens == r.prompt_len + r.max_tokens - 1 - before \
+        before = r.num_prompt_tokens if r.prefilled else 0
+        assert r.served_tokens == r.num_prompt_tokens + r.max_tokens - 1 - before \
             + r.recomputed_tokens - r.cached_tokens
     assert drive(config, reqs, gaps)[1] == trace  # deterministic
 
@@ -511,18 +511,18 @@ pool_ops = st.lists(st.tuples(st.sampled_from("alg f"), st.integers(0, 4),
 
 
 def pool_state(pool: BlockPool):
-    hashes = [pool.block_hash(b) for b in range(pool.num_blocks)]
-    return (pool.free_queue(), [pool.ref_count(b) for b in range(pool.num_blocks)], hashes,
+    hashes = [pool.block_hash(b) for b in range(pool.num_gpu_blocks)]
+    return (pool.free_queue(), [pool.ref_count(b) for b in range(pool.num_gpu_blocks)], hashes,
             [pool.get_cached_block(h) for h in hashes if h is not None],
             pool.num_evictions, pool.num_allocations)
 
 
 @PROPS
-@given(ops=pool_ops, caching=st.booleans(), num_blocks=st.integers(1, 12),
+@given(ops=pool_ops, caching=st.booleans(), num_gpu_blocks=st.integers(1, 12),
        block_size=st.integers(1, 4))
-def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, caching, num_blocks,
+def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, caching, num_gpu_blocks,
                                                                       block_size):
-    pool = BlockPool(num_blocks, block_size, caching)
+    pool = BlockPool(num_gpu_blocks, block_size, caching)
     kv = KVCacheManager(pool)
     seqs: dict[int, list[int]] = {}
     for op, req, tokens in ops:
@@ -555,13 +555,13 @@ def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, cachi
             del seqs[req]
         # Blocks are conserved: held by someone or in the free queue, never both.
         held = {b for t in kv.tables().values() for b in t}
-        assert len(held) + pool.num_free_blocks == num_blocks
+        assert len(held) + pool.num_free_blocks == num_gpu_blocks
         assert not held & set(pool.free_queue())
         assert pool.num_evictions <= pool.num_allocations
     for req in list(seqs):
         kv.free(req)
-    assert pool.num_free_blocks == num_blocks and sorted(pool.free_queue()) == list(range(num_blocks))
-    assert all(pool.ref_count(b) == 0 for b in range(num_blocks))
+    assert pool.num_free_blocks == num_gpu_blocks and sorted(pool.free_queue()) == list(range(num_gpu_blocks))
+    assert all(pool.ref_count(b) == 0 for b in range(num_gpu_blocks))
     pool.check_invariants([])
 
 
@@ -593,50 +593,50 @@ def test_batch_size_full_ranges_answer_and_stay_small(data):
 
 # ===================================================================== toy and its chunked twin
 
-if "toy" in SIMS:
-    from pysim import toy, toy_chunked
+if "toy_scheduler" in SIMS:
+    from pysim import toy_scheduler, toy_chunked
 
 
 @st.composite
 def toy_cases(draw):
-    f = fields("toy")
+    f = fields("toy_scheduler")
     bs = draw(st.sampled_from([1, 4, 16, f["block_size"]["hi"]]))
-    need = toy.blocks_for(toy.LONGEST, bs)
-    lo, hi = int_range("toy", "total_blocks")
-    config = toy.ToyConfig(
+    need = toy_scheduler.blocks_for(toy_scheduler.LONGEST, bs)
+    lo, hi = int_range("toy_scheduler", "num_gpu_blocks")
+    config = toy_scheduler.ToyConfig(
         policy=draw(st.sampled_from(f["policy"]["options"])), block_size=bs,
-        total_blocks=draw(st.integers(max(lo, need), min(hi, need + 3 * need))),
-        token_budget=draw(st.integers(*int_range("toy", "token_budget", cap=2048))),
-        max_seqs=draw(st.integers(*int_range("toy", "max_seqs", cap=40))),
-        requests=draw(st.integers(*int_range("toy", "requests", cap=30))),
-        seed=draw(st.integers(*int_range("toy", "seed"))))
-    return config, draw(st.sampled_from(["toy", "chunked"]))
+        num_gpu_blocks=draw(st.integers(max(lo, need), min(hi, need + 3 * need))),
+        max_num_batched_tokens=draw(st.integers(*int_range("toy_scheduler", "max_num_batched_tokens", cap=2048))),
+        max_num_seqs=draw(st.integers(*int_range("toy_scheduler", "max_num_seqs", cap=40))),
+        requests=draw(st.integers(*int_range("toy_scheduler", "requests", cap=30))),
+        seed=draw(st.integers(*int_range("toy_scheduler", "seed"))))
+    return config, draw(st.sampled_from(["toy_scheduler", "chunked"]))
 
 
-@pytest.mark.skipif("toy" not in SIMS, reason="no toy simulation")
+@pytest.mark.skipif("toy_scheduler" not in SIMS, reason="no toy simulation")
 @FEW
 @given(toy_cases())
 def test_toy_and_chunked_toy_conserve_blocks_and_tokens(case):
     config, which = case
-    module = toy if which == "toy" else toy_chunked
-    specs = toy.workload(config.requests, config.seed)
+    module = toy_scheduler if which == "toy_scheduler" else toy_chunked
+    specs = toy_scheduler.workload(config.requests, config.seed)
     requests, reports = module.simulate(specs, config)
     by_id = {r.id: r for r in requests}
     sampled = {r.id: 0 for r in requests}
     for rep in reports:
         ids = [rid for rid, _, _ in rep["batch"]]
         assert len(ids) == len(set(ids)) and not set(rep["preempted"]) & set(ids)
-        assert 0 < sum(n for _, _, n in rep["batch"]) <= config.token_budget
+        assert 0 < sum(n for _, _, n in rep["batch"]) <= config.max_num_batched_tokens
         for rid, kind, n in rep["batch"]:
             assert kind in ("decode", "prefill") and n >= 1
             assert specs[rid]["arrival"] <= rep["iteration"], "scheduled before arriving"
     # Everyone finishes, with exactly its answer, and all the memory comes back.
-    assert all(r.state == toy.FINISHED and r.generated == r.output for r in requests)
-    if which == "toy":  # whole prompts: every appearance in a batch samples one token
+    assert all(r.state == toy_scheduler.FINISHED and r.generated == r.max_tokens for r in requests)
+    if which == "toy_scheduler":  # whole prompts: every appearance in a batch samples one token
         for rep in reports:
             for rid, _, _ in rep["batch"]:
                 sampled[rid] += 1
-        assert all(sampled[i] == by_id[i].output for i in sampled)
+        assert all(sampled[i] == by_id[i].max_tokens for i in sampled)
     else:
         # Chunks: a request is served its prompt and answer but the last token, plus
         # what each preemption threw away (it recomputes everything it had).
@@ -646,24 +646,24 @@ def test_toy_and_chunked_toy_conserve_blocks_and_tokens(case):
                 served[rid] += n
         for r in requests:
             if r.preemptions == 0:
-                assert served[r.id] == r.prompt + r.output - 1
+                assert served[r.id] == r.num_prompt_tokens + r.max_tokens - 1
             else:
-                assert served[r.id] > r.prompt + r.output - 1
-    summary = toy.summarize(requests, reports)
+                assert served[r.id] > r.num_prompt_tokens + r.max_tokens - 1
+    summary = toy_scheduler.summarize(requests, reports)
     assert summary["finished"] == config.requests
     assert summary["preemptions"] == sum(r.preemptions for r in requests)
     assert module.simulate(specs, config)[1] == reports  # deterministic
 
 
-@pytest.mark.skipif("toy" not in SIMS, reason="no toy simulation")
+@pytest.mark.skipif("toy_scheduler" not in SIMS, reason="no toy simulation")
 def test_toy_view_agrees_with_itself():
-    view = call("toy", {"config": {"requests": 40, "seed": 5}})["result"]
+    view = call("toy_scheduler", {"config": {"requests": 40, "seed": 5}})["result"]
     # The view carries the chosen policy only; the other two are compare_policies'.
-    assert view["results"] == toy.compare_policies(toy.ToyConfig(requests=40, seed=5))["fcfs"]
+    assert view["results"] == toy_scheduler.compare_policies(toy_scheduler.ToyConfig(requests=40, seed=5))["fcfs"]
     assert view["results"]["finished"] == 40
     series = view["series"]
     assert len(series["start"]) == len(series["batch"]) == len(series["tokens"]) \
-        <= toy.SERIES_POINTS
+        <= toy_scheduler.SERIES_POINTS
     assert series["start"] == list(range(0, series["bucket"] * len(series["start"]),
                                          series["bucket"]))
 
@@ -675,23 +675,23 @@ def test_toy_view_agrees_with_itself():
 # byte-identical answers. A deliberate change to a simulation changes its digest:
 # the failure message prints the new one to paste here.
 DIGESTS = [
-    ("race", '{"config": {}}',
-     "943c5197465525105b7f0b403e859981d634951a94b46ed98973d7a2c9bad20d"),
-    ("race", '{"config": {"requests": 25, "pool_blocks": 40, "max_running": 7, "seed": 3}}',
-     "cdde88912901de1d08ee817b19aa3e49857b9575a10448b4c961ee0a77ec434c"),
-    ("kvcache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}',
-     "2960ab1b8695fcf69f4857a2d48398a2f5ca917b3818dc929e43ca323f405fa6"),
-    ("kvcache", '{"config": {"caching": false, "pool_blocks": 12}, "actions": ["run"]}',
-     "58039d4a022b5ffcb9f6df99a927ebd829bc713c9d123be80702e97e97f62692"),
-    ("budget", '{"config": {}}',
-     "b17dcc7d4def52b02b8dda0438ec9b8a3557b8dfbf9731900237f822ac6e63fc"),
-    ("budget", '{"config": {"scenario": "mixed", "budget": 512, "prefix_caching": true, '
-               '"policy": "priority", "pool_blocks": 1200}}',
-     "d64661fe9d05ff7e809aefdffc483eedf0803e188f5677405cf9dbfdb3abb217"),
+    ("naive_batching", '{"config": {}}',
+     "96b90e1372481e4b132122d1f194ce9dbf895689272275bd96dab8e5d66890d8"),
+    ("naive_batching", '{"config": {"requests": 25, "num_gpu_blocks": 40, "max_num_seqs": 7, "seed": 3}}',
+     "9ad98b1e1ff27652747b806ddc81f08376cd5b8b6921433080b2c0b3598b0a87"),
+    ("paged_kv_cache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}',
+     "653cdb0e3edc3aff9bf7212074b4867805427084933c97de78c0f05af5192d1e"),
+    ("paged_kv_cache", '{"config": {"enable_prefix_caching": false, "num_gpu_blocks": 12}, "actions": ["run"]}',
+     "81e32be3a47ee2862e64da4203eb98f2b237505afc7f1f4c71c424739c89fe42"),
+    ("chunked_prefill", '{"config": {}}',
+     "de40a9c1a4b965e2067bc9109433aa1f151dbc57c0ed5a1cf84357fd57c2501e"),
+    ("chunked_prefill", '{"config": {"scenario": "mixed", "max_num_batched_tokens": 512, "enable_prefix_caching": true, '
+               '"policy": "priority", "num_gpu_blocks": 1200}}',
+     "03a488c3aafd6a45977c95580506a1902785472d53b667fddcac9628a7c056fe"),
     ("batch_size", '{"config": {}}',
      "67a6e79fca60a4365e0de93bf235a12b3b9a7842055836db4a671da58825f762"),
-    ("toy", '{"config": {"requests": 60, "seed": 7, "total_blocks": 120}}',
-     "90210f7eace1a7d81a63cb0fc101970112a2070ff4dd00a6cc2c3502b5ee9732"),
+    ("toy_scheduler", '{"config": {"requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
+     "386670077e6cb44b5b363a3038fdf4dc126e245147bb275f9868105cb23c62b3"),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
      "f7eb351560e50aef2be4156b7ba396148acc20c8e3c4889eaaa0fae43287221d"),
@@ -713,8 +713,8 @@ ENGINE_DIGEST = "bc938e6c91a24dd44774254ad950138a7ece3a7bb6ea4336b7d3d017f394a2c
 
 
 def test_engine_trace_digest_is_pinned():
-    config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_blocks=19,
-                          block_size=4, enable_caching=True, policy="priority")
+    config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_gpu_blocks=19,
+                          block_size=4, enable_prefix_caching=True, policy="priority")
     reqs = [(20 + 7 * i, 6 + i, 3 * i, i % 3, i % 4 == 0, i % 3) for i in range(9)]
     e, trace, kept = drive(config, reqs, [0, 1, 5])
     assert e.num_preemptions > 0  # the pinned trace covers preemption

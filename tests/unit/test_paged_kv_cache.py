@@ -5,24 +5,24 @@ import json
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from pysim import bridge, kvcache
+from pysim import bridge, paged_kv_cache
 from pysim.__main__ import main
 from pysim.config import ConfigError, from_mapping
-from pysim.kvcache import KVCacheConfig, simulate
+from pysim.paged_kv_cache import PagedKVCacheConfig, simulate
 
 ALT = ["admit", "gen"] * 5  # the walk-through: alternate admit and gen for A..E
 
 
-def cfg(**kw) -> KVCacheConfig:
-    return from_mapping(KVCacheConfig, kw)
+def cfg(**kw) -> PagedKVCacheConfig:
+    return from_mapping(PagedKVCacheConfig, kw)
 
 
 def req(name, prompt, answer):
-    return {"name": name, "prompt": prompt.split(), "answer_tokens": answer}
+    return {"name": name, "prompt": prompt.split(), "max_tokens": answer}
 
 
 def state(config, actions):
-    v = kvcache.run(config, actions)
+    v = paged_kv_cache.run(config, actions)
     return v, {r["name"]: r for r in v["requests"]}
 
 
@@ -33,11 +33,11 @@ def test_default_requests_follow_the_spec():
     assert [r["name"] for r in reqs] == list("ABCDE")
     system = reqs[0]["prompt"][:8]
     for r in reqs:
-        assert 10 <= len(r["prompt"]) <= 14 and 6 <= r["answer_tokens"] <= 12
+        assert 10 <= len(r["prompt"]) <= 14 and 6 <= r["max_tokens"] <= 12
         assert (r["prompt"][:8] == system) == (r["name"] != "D")
     assert reqs[3]["prompt"][:4] != system[:4]  # D shares no block, not even the first
     c = cfg()
-    assert (c.pool_blocks, c.block_size, c.caching) == (24, 4, True)
+    assert (c.num_gpu_blocks, c.block_size, c.enable_prefix_caching) == (24, 4, True)
 
 
 # --- the walk-through ------------------------------------------------------------------
@@ -61,7 +61,7 @@ def test_walkthrough_caching_on_b_shares_two_blocks():
 
 
 def test_walkthrough_caching_off_b_gets_its_own_copies():
-    v, r = state(cfg(caching=False), ["admit", "admit"])
+    v, r = state(cfg(enable_prefix_caching=False), ["admit", "admit"])
     assert r["B"]["block_table"] == [3, 4, 5]
     assert all(b["ref_count"] <= 1 and b["hash"] is None for b in v["blocks"])
     assert r["B"]["skipped_by_cache"] == 0 and r["B"]["prefilled"] == 10
@@ -80,9 +80,9 @@ def test_walkthrough_caching_off_runs_out_and_preempts_e():
     #   gen8 A19; B17 needs a block, none free: preempt the newest, E (frees 5 blocks,
     #        last block 23 first at the head); B takes 23; C18, D18; E produces nothing.
     #        A (8 answers) and C (6) finish at the end of gen8.
-    v7, r7 = state(cfg(caching=False), ALT + ["gen", "gen"])
+    v7, r7 = state(cfg(enable_prefix_caching=False), ALT + ["gen", "gen"])
     assert v7["pool"]["num_free_blocks"] == 0 and v7["counters"]["preemptions"] == 0
-    v, r = state(cfg(caching=False), ALT + ["gen", "gen", "gen"])
+    v, r = state(cfg(enable_prefix_caching=False), ALT + ["gen", "gen", "gen"])
     assert v["counters"]["preemptions"] == 1 and v["step"] == 8
     assert r["E"]["status"] == "preempted" and r["E"]["preemptions"] == 1
     assert r["E"]["generated"] == ["e1", "e2", "e3"] and r["E"]["block_table"] == []
@@ -104,7 +104,7 @@ def test_counting_blocks_saved_on_a_full_run():
     # ceil((prompt + answer) / 4) blocks: A 19 -> 5, B 20 -> 5, C 18 -> 5, D 25 -> 7,
     # E 23 -> 6, total 28. With caching B, C and E each reuse A's 2 system-prompt
     # blocks: 6 blocks saved, 28 - 6 = 22 allocations, 3 x 8 = 24 prefill tokens skipped.
-    off, _ = state(cfg(caching=False), ["run"])
+    off, _ = state(cfg(enable_prefix_caching=False), ["run"])
     on, r = state(cfg(), ["run"])
     assert off["next_actions"]["done"] and on["next_actions"]["done"]
     assert all(x["status"] == "finished" for x in r.values())
@@ -131,7 +131,7 @@ def test_finished_request_hashed_blocks_to_tail_last_first_partial_to_head():
 
 
 def test_cache_hit_takes_a_free_block_out_of_the_queue_and_handing_out_evicts():
-    config = cfg(pool_blocks=4, block_size=2, requests=[req("P", "x y z", 1), req("Q", "x y w", 1),
+    config = cfg(num_gpu_blocks=4, block_size=2, requests=[req("P", "x y z", 1), req("Q", "x y w", 1),
                                                          req("R", "k l m n o p", 1)])
     v, r = state(config, ["admit", "gen"])  # P: 4 tokens in 0,1 (both full), then finished
     assert v["free_queue"] == [2, 3, 1, 0]
@@ -164,7 +164,7 @@ def test_preemption_picks_the_newest_running_request():
     # Caching off, 4 blocks of 2. P, Q, R (2-token prompts) take blocks 0, 1, 2.
     # gen: P grows to 3 tokens -> block 3; Q needs a block, none free -> preempt R
     # (the newest, not Q itself, not P); Q takes R's block 2; R produces nothing.
-    config = cfg(pool_blocks=4, block_size=2, caching=False,
+    config = cfg(num_gpu_blocks=4, block_size=2, enable_prefix_caching=False,
                  requests=[req("P", "a b", 3), req("Q", "c d", 3), req("R", "e f", 3),
                            req("S", "g h", 3)])
     v, r = state(config, ["admit", "admit", "admit", "gen"])
@@ -178,14 +178,14 @@ def test_a_request_can_preempt_itself():
     # 3 blocks of 2, caching off. P "a" (1 token) in block 0, Q (4 tokens) in 1, 2.
     # gen: P grows to 2 tokens, still block 0. Q needs a 3rd block, none is free, and Q
     # is the newest running request: it preempts itself and produces nothing.
-    config = cfg(pool_blocks=3, block_size=2, caching=False,
+    config = cfg(num_gpu_blocks=3, block_size=2, enable_prefix_caching=False,
                  requests=[req("P", "a", 3), req("Q", "c d e f", 1)])
     v, r = state(config, ["admit", "admit", "gen"])
     assert r["Q"]["status"] == "preempted" and r["Q"]["generated"] == []
     assert r["P"]["generated"] == ["p1"] and v["free_queue"] == [2, 1]
     assert v["log"][-1].startswith("out of blocks: Q needs a block, preempt itself")
     # The other way round, P needing a block preempts Q and takes Q's last block.
-    config = cfg(pool_blocks=3, block_size=2, caching=False,
+    config = cfg(num_gpu_blocks=3, block_size=2, enable_prefix_caching=False,
                  requests=[req("P", "a b", 2), req("Q", "c d e f", 2)])
     v, r = state(config, ["admit", "admit", "gen"])
     assert r["Q"]["status"] == "preempted" and r["P"]["block_table"] == [0, 2]
@@ -199,7 +199,7 @@ def test_preempted_request_readmitted_with_caching_reuses_what_survived():
     # admit Q: tokens d e f q1; hit cap 3 tokens -> 1 block: block 2 ([d e]) survived.
     #       Needs 1 new + 1 evictable hit = 2 <= 2 free; the new block is 3 (head),
     #       whose stale hash is evicted.
-    config = cfg(pool_blocks=5, block_size=2,
+    config = cfg(num_gpu_blocks=5, block_size=2,
                  requests=[req("P", "a b c", 4), req("Q", "d e f", 4)])
     v, r = state(config, ["admit", "admit", "gen", "gen"])
     assert r["Q"]["status"] == "preempted" and v["free_queue"] == [3, 2]
@@ -211,7 +211,7 @@ def test_preempted_request_readmitted_with_caching_reuses_what_survived():
 
 
 def test_admission_that_does_not_fit_stays_waiting_with_the_reason():
-    config = cfg(pool_blocks=5, caching=False,
+    config = cfg(num_gpu_blocks=5, enable_prefix_caching=False,
                  requests=[req("A", "s s s s t t t t a", 3), req("B", "s s s s t t t t b", 3)])
     v, r = state(config, ["admit", "admit"])
     assert r["B"]["status"] == "waiting" and r["B"]["block_table"] == []
@@ -224,8 +224,8 @@ def test_caching_can_need_more_allocations_when_it_lets_more_requests_in():
     # off B does not fit (3 blocks, 2 free) and allocates nothing; with caching on B
     # shares 2 blocks, fits, and allocates 1 block: 4 allocations against 3.
     reqs = [req("A", "s s s s t t t t a", 3), req("B", "s s s s t t t t b", 3)]
-    off, _ = state(cfg(pool_blocks=5, caching=False, requests=reqs), ["admit", "admit"])
-    on, _ = state(cfg(pool_blocks=5, requests=reqs), ["admit", "admit"])
+    off, _ = state(cfg(num_gpu_blocks=5, enable_prefix_caching=False, requests=reqs), ["admit", "admit"])
+    on, _ = state(cfg(num_gpu_blocks=5, requests=reqs), ["admit", "admit"])
     assert (off["counters"]["allocations"], on["counters"]["allocations"]) == (3, 4)
 
 
@@ -242,7 +242,7 @@ def test_admit_by_name_and_no_op_actions_are_logged():
 
 
 def test_run_waits_for_a_request_that_does_not_fit():
-    config = cfg(pool_blocks=5, caching=False,
+    config = cfg(num_gpu_blocks=5, enable_prefix_caching=False,
                  requests=[req("A", "s s s s t t t t a", 3), req("B", "s s s s t t t t b", 3)])
     v, r = state(config, ["run"])
     assert all(x["status"] == "finished" for x in r.values())
@@ -259,7 +259,7 @@ def test_run_waits_for_a_request_that_does_not_fit():
 ])
 def test_bad_actions_raise_config_error(actions, needle):
     with pytest.raises(ConfigError) as e:
-        kvcache.run(cfg(), actions)
+        paged_kv_cache.run(cfg(), actions)
     assert e.value.field == "actions" and needle in e.value.message
 
 
@@ -269,46 +269,46 @@ def test_bad_actions_raise_config_error(actions, needle):
     ({"requests": [{"name": "A", "prompt": "x"}]}, "exactly the keys"),
     ({"requests": [req("A:1", "x", 1)]}, "name must be"),
     ({"requests": [req("A", "x", 1), req("A", "y", 1)]}, "used twice"),
-    ({"requests": [{"name": "A", "prompt": [], "answer_tokens": 1}]}, "prompt must be"),
-    ({"requests": [{"name": "A", "prompt": ["a b"], "answer_tokens": 1}]}, "prompt must be"),
-    ({"requests": [{"name": "A", "prompt": "x", "answer_tokens": True}]}, "answer_tokens"),
+    ({"requests": [{"name": "A", "prompt": [], "max_tokens": 1}]}, "prompt must be"),
+    ({"requests": [{"name": "A", "prompt": ["a b"], "max_tokens": 1}]}, "prompt must be"),
+    ({"requests": [{"name": "A", "prompt": "x", "max_tokens": True}]}, "max_tokens"),
     ({"requests": [req("A", "x", 65)]}, "from 1 to 64"),
-    ({"pool_blocks": 2, "requests": [req("A", "a b c d e", 4)]}, "needs 3 blocks"),
-    ({"pool_blocks": 0}, "from 1 to 4,096"),
+    ({"num_gpu_blocks": 2, "requests": [req("A", "a b c d e", 4)]}, "needs 3 blocks"),
+    ({"num_gpu_blocks": 0}, "from 1 to 4,096"),
 ])
 def test_bad_config_raises_config_error(raw, needle):
     with pytest.raises(ConfigError) as e:
-        from_mapping(KVCacheConfig, raw)
+        from_mapping(PagedKVCacheConfig, raw)
     assert needle in e.value.message
 
 
 def test_requests_accept_json_text_and_prompt_strings():
-    text = json.dumps([{"name": "X", "prompt": "hello there", "answer_tokens": 2}])
-    c = from_mapping(KVCacheConfig, {"requests": text}, from_text=True)
-    assert c.requests == [{"name": "X", "prompt": ["hello", "there"], "answer_tokens": 2}]
+    text = json.dumps([{"name": "X", "prompt": "hello there", "max_tokens": 2}])
+    c = from_mapping(PagedKVCacheConfig, {"requests": text}, from_text=True)
+    assert c.requests == [{"name": "X", "prompt": ["hello", "there"], "max_tokens": 2}]
 
 
 # --- CLI and bridge --------------------------------------------------------------------
 
 def test_cli_json_and_text(capsys):
-    assert main(["kvcache", "--json", "--actions", "admit,admit,gen"]) == 0
+    assert main(["paged_kv_cache", "--json", "--actions", "admit,admit,gen"]) == 0
     v = json.loads(capsys.readouterr().out)
     assert v["running"] == ["A", "B"] and v["step"] == 1 and v["actions_applied"] == 3
-    assert main(["kvcache", "--set", "caching=off", "--actions", "admit,admit"]) == 0
+    assert main(["paged_kv_cache", "--set", "enable_prefix_caching=off", "--actions", "admit,admit"]) == 0
     out = capsys.readouterr().out
     assert "caching off" in out and "B does not fit" not in out and "free queue" in out
-    req_json = json.dumps([{"name": "X", "prompt": "a b c", "answer_tokens": 2}])
-    assert main(["kvcache", "--set", f"requests={req_json}", "--actions", "run"]) == 0
+    req_json = json.dumps([{"name": "X", "prompt": "a b c", "max_tokens": 2}])
+    assert main(["paged_kv_cache", "--set", f"requests={req_json}", "--actions", "run"]) == 0
     assert "X finished after 2 tokens" in capsys.readouterr().out
-    assert main(["kvcache", "--actions", "fly"]) == 2
+    assert main(["paged_kv_cache", "--actions", "fly"]) == 2
     assert "unknown action 'fly'" in capsys.readouterr().err
 
 
 def test_bridge_round_trip_is_json():
-    out = json.loads(bridge.call("kvcache", json.dumps({"actions": ["run"]})))
+    out = json.loads(bridge.call("paged_kv_cache", json.dumps({"actions": ["run"]})))
     assert out["ok"] and out["result"]["next_actions"]["done"]
     json.dumps(out["result"], allow_nan=False)
-    bad = json.loads(bridge.call("kvcache", json.dumps({"config": {"block_size": 0}})))
+    bad = json.loads(bridge.call("paged_kv_cache", json.dumps({"config": {"block_size": 0}})))
     assert not bad["ok"] and bad["error"]["field"] == "block_size"
 
 
@@ -323,10 +323,10 @@ def configs(draw):
     n = draw(st.integers(1, 4))
     reqs = [{"name": "ABCD"[i],
              "prompt": draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=9)),
-             "answer_tokens": draw(st.integers(1, 6))} for i in range(n)]
-    need = max(-(-(len(r["prompt"]) + r["answer_tokens"]) // bs) for r in reqs)
+             "max_tokens": draw(st.integers(1, 6))} for i in range(n)]
+    need = max(-(-(len(r["prompt"]) + r["max_tokens"]) // bs) for r in reqs)
     pool = need + draw(st.integers(0, 6))
-    return {"pool_blocks": pool, "block_size": bs, "requests": reqs}
+    return {"num_gpu_blocks": pool, "block_size": bs, "requests": reqs}
 
 
 action_words = st.sampled_from(["admit", "admit", "gen", "gen", "gen", "run",
@@ -341,7 +341,7 @@ def _actions(raw_cfg, actions):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=configs(), caching=st.booleans(), actions=st.lists(action_words, max_size=30))
 def test_pool_invariants_after_every_action(raw, caching, actions):
-    config = from_mapping(KVCacheConfig, {**raw, "caching": caching})
+    config = from_mapping(PagedKVCacheConfig, {**raw, "enable_prefix_caching": caching})
     sim = simulate(config, [])
     bs = config.block_size
     for a in _actions(raw, actions):
@@ -357,11 +357,11 @@ def test_pool_invariants_after_every_action(raw, caching, actions):
             else:
                 assert table == []
             assert (r in sim.waiting) == (r.status in ("waiting", "preempted"))
-            assert len(r.generated) <= r.answer_tokens
-            assert (r.status == "finished") == (len(r.generated) == r.answer_tokens)
-    v = kvcache.view(sim)
+            assert len(r.generated) <= r.max_tokens
+            assert (r.status == "finished") == (len(r.generated) == r.max_tokens)
+    v = paged_kv_cache.view(sim)
     json.dumps(v, allow_nan=False)
-    assert v["pool"]["used"] + v["pool"]["num_free_blocks"] == config.pool_blocks
+    assert v["pool"]["used"] + v["pool"]["num_free_blocks"] == config.num_gpu_blocks
     if "run" in actions:
         assert v["next_actions"]["done"]
 
@@ -370,8 +370,8 @@ def test_pool_invariants_after_every_action(raw, caching, actions):
 @given(raw=configs(), actions=st.lists(action_words, max_size=30))
 def test_caching_never_needs_more_allocations_for_the_same_work(raw, actions):
     actions = _actions(raw, actions)
-    off = kvcache.run(from_mapping(KVCacheConfig, {**raw, "caching": False}), actions)
-    on = kvcache.run(from_mapping(KVCacheConfig, {**raw, "caching": True}), actions)
+    off = paged_kv_cache.run(from_mapping(PagedKVCacheConfig, {**raw, "enable_prefix_caching": False}), actions)
+    on = paged_kv_cache.run(from_mapping(PagedKVCacheConfig, {**raw, "enable_prefix_caching": True}), actions)
     # Precondition (see test_caching_can_need_more_allocations_...): without caching,
     # every admission fitted and nothing was preempted, so both runs do the same work.
     assume(off["counters"]["did_not_fit"] == 0 and off["counters"]["preemptions"] == 0)
@@ -387,9 +387,9 @@ junk = st.one_of(st.none(), st.booleans(), st.integers(-5, 5000), st.text(max_si
 
 
 @settings(max_examples=100, deadline=None)
-@given(raw=st.dictionaries(st.sampled_from(["pool_blocks", "block_size", "caching",
+@given(raw=st.dictionaries(st.sampled_from(["num_gpu_blocks", "block_size", "enable_prefix_caching",
                                             "requests", "other"]), junk, max_size=4),
        actions=st.lists(st.one_of(action_words, junk), max_size=6))
 def test_nothing_raises_but_config_errors(raw, actions):
-    out = json.loads(bridge.call("kvcache", json.dumps({"config": raw, "actions": actions})))
+    out = json.loads(bridge.call("paged_kv_cache", json.dumps({"config": raw, "actions": actions})))
     assert out["ok"] or not out["error"]["message"].startswith("internal error")

@@ -1,4 +1,4 @@
-// Widget for the toy scheduler (pysim/toy.py, bridge name "toy"), on page 4.
+// Widget for the toy scheduler (pysim/toy_scheduler.py, bridge name "toy_scheduler"), on page 4.
 //
 // pysim runs the toy's driver (about 200 bursty requests) under the chosen policy and
 // constants and returns the summary, the same summary for all three policies, and a
@@ -8,16 +8,16 @@
 (function () {
   "use strict";
   const { h, fmt, readHash, writeHash, numberControl } = window.PySim;
-  const NAME = "toy";
+  const NAME = "toy_scheduler";
 
   const POLICIES = { fcfs: "First come, first served", priority: "Priority", shortest: "Shortest prompt first" };
   const SHORT = { fcfs: "FCFS", priority: "priority", shortest: "shortest" };
   // name, label, slider maximum (typed values may go up to pysim's own bound)
   const CONTROLS = [
     ["block_size", "Block size (tokens)", 64],
-    ["total_blocks", "Total blocks", 2000],
-    ["token_budget", "Token budget", 4096],
-    ["max_seqs", "Max sequences", 128],
+    ["num_gpu_blocks", "Total blocks", 2000],
+    ["max_num_batched_tokens", "Token budget", 4096],
+    ["max_num_seqs", "Max sequences", 128],
     ["requests", "Requests", 300],
     ["seed", "Seed", 999],
   ];
@@ -237,7 +237,7 @@
       const pad = { l: 30, r: 6, t: 8, b: 18 };
       const w = width - pad.l - pad.r;
       const hgt = height - pad.t - pad.b;
-      const top = Math.max(c.max_seqs, ...s.batch, 1);
+      const top = Math.max(c.max_num_seqs, ...s.batch, 1);
       const x = (i) => pad.l + (n <= 1 ? 0 : (i / (n - 1)) * w);
       const y = (v) => pad.t + hgt - (v / top) * hgt;
       chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
@@ -245,9 +245,9 @@
       chart.setAttribute("height", height);
       const parts = [];
       parts.push(svg("line", { x1: pad.l, x2: pad.l + w, y1: y(0), y2: y(0), class: "toy-axis" }));
-      parts.push(svg("line", { x1: pad.l, x2: pad.l + w, y1: y(c.max_seqs), y2: y(c.max_seqs), class: "toy-limit" }));
+      parts.push(svg("line", { x1: pad.l, x2: pad.l + w, y1: y(c.max_num_seqs), y2: y(c.max_num_seqs), class: "toy-limit" }));
       const label = (text, attrs) => { const t = svg("text", attrs); t.textContent = text; return t; };
-      parts.push(label(String(c.max_seqs), { x: pad.l - 4, y: y(c.max_seqs) + 3, "text-anchor": "end", class: "toy-tick" }));
+      parts.push(label(String(c.max_num_seqs), { x: pad.l - 4, y: y(c.max_num_seqs) + 3, "text-anchor": "end", class: "toy-tick" }));
       parts.push(label("0", { x: pad.l - 4, y: y(0) + 3, "text-anchor": "end", class: "toy-tick" }));
       parts.push(label("iteration 1", { x: pad.l, y: height - 4, class: "toy-tick" }));
       parts.push(label(`${fmt(iterations)}`, { x: pad.l + w, y: height - 4, "text-anchor": "end", class: "toy-tick" }));
@@ -256,9 +256,9 @@
       chart.replaceChildren(...parts);
       const peak = Math.max(...s.batch, 0);
       const bucket = s.bucket > 1 ? ` (each point averages ${s.bucket} iterations)` : "";
-      chartTitle.textContent = `Batch size over the run${bucket}; the dashed line is max sequences (${c.max_seqs}).`;
+      chartTitle.textContent = `Batch size over the run${bucket}; the dashed line is max sequences (${c.max_num_seqs}).`;
       chart.setAttribute("aria-label", `Batch size over ${fmt(iterations)} iterations under ${POLICIES[c.policy]}: ` +
-        `mean ${fmt(view.results.mean_batch)}, highest ${fmt(peak)}, limit ${c.max_seqs} sequences. The table below lists the values.`);
+        `mean ${fmt(view.results.mean_batch)}, highest ${fmt(peak)}, limit ${c.max_num_seqs} sequences. The table below lists the values.`);
       seriesTable.replaceChildren(
         h("thead", {}, h("tr", {}, ["Iterations", "Mean batch", "Mean tokens"].map((t) => h("th", { scope: "col" }, t)))),
         h("tbody", {}, s.start.map((start, i) => {
@@ -277,7 +277,7 @@
         const c = run.config, r = run.results;
         return h("tr", { "data-policy": c.policy, "data-current": keyOf(c) === current ? "true" : "false", "data-run": String(i + 1) },
           h("th", { scope: "row" }, `${i + 1}`),
-          [SHORT[c.policy], c.block_size, c.total_blocks, c.token_budget, c.max_seqs, c.requests, c.seed,
+          [SHORT[c.policy], c.block_size, c.num_gpu_blocks, c.max_num_batched_tokens, c.max_num_seqs, c.requests, c.seed,
             r.finished, r.iterations, fmt(r.tokens_per_iteration), fmt(r.mean_batch), fmt(r.mean_ttft), r.max_ttft,
             fmt(r.mean_ttft_urgent), r.preemptions].map((v, k) => h("td", { "data-col": String(k) }, String(typeof v === "number" ? fmt(v) : v))));
       });

@@ -19,7 +19,7 @@ def large_requests(n=64, prompt_words=64, answer=64):
     for i in range(n):
         own = [f"r{i}w{j}" for j in range(prompt_words - (32 if i % 4 == 0 else 0))]
         reqs.append({"name": f"R{i}", "prompt": (system if i % 4 == 0 else []) + own,
-                     "answer_tokens": answer})
+                     "max_tokens": answer})
     return reqs
 
 
@@ -27,10 +27,10 @@ CASES = {
     "default (24 blocks), one action: admit": {"config": {}, "actions": ["admit"]},
     "default (24 blocks), run to completion": {"config": {}, "actions": ["run"]},
     "largest allowed: 64 requests of 64+64 tokens, 4,096 blocks of 16, run": {
-        "config": {"pool_blocks": 4096, "block_size": 16, "requests": large_requests()},
+        "config": {"num_gpu_blocks": 4096, "block_size": 16, "requests": large_requests()},
         "actions": ["run"]},
     "the same, caching off": {
-        "config": {"pool_blocks": 4096, "block_size": 16, "caching": False, "requests": large_requests()},
+        "config": {"num_gpu_blocks": 4096, "block_size": 16, "enable_prefix_caching": False, "requests": large_requests()},
         "actions": ["run"]},
 }
 
@@ -38,19 +38,19 @@ CASES = {
 def main():
     payloads = {label: json.dumps(p) for label, p in CASES.items()}
     for label, text in payloads.items():
-        answer = json.loads(bridge.call("kvcache", text))
+        answer = json.loads(bridge.call("paged_kv_cache", text))
         assert answer["ok"], (label, answer)
-    cpython = {label: median_seconds(lambda t=text: bridge.call("kvcache", t), repeats=7)
+    cpython = {label: median_seconds(lambda t=text: bridge.call("paged_kv_cache", t), repeats=7)
                for label, text in payloads.items()}
     pyodide = run_in_pyodide(f"""
 from pysim import bridge
 payloads = {payloads!r}
-print(json.dumps({{label: median_seconds(lambda t=text: bridge.call("kvcache", t), repeats=7)
+print(json.dumps({{label: median_seconds(lambda t=text: bridge.call("paged_kv_cache", t), repeats=7)
                   for label, text in payloads.items()}}))
 """)
     rows = [[label, f"{cpython[label] * 1e3:.2f}", f"{pyodide[label] * 1e3:.2f}",
              f"{pyodide[label] / cpython[label]:.2f}x"] for label in payloads]
-    print("kvcache replay through bridge.call, median of 7 runs (CPython and Pyodide in Node)")
+    print("paged_kv_cache replay through bridge.call, median of 7 runs (CPython and Pyodide in Node)")
     print(table(["case", "CPython ms", "Pyodide ms", "Pyodide / CPython"], rows))
 
 

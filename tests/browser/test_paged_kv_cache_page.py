@@ -12,7 +12,7 @@ from conftest import SITE, wait_for_python
 from pysim import bridge
 
 PAGE = "paged-kv-cache.html" if (SITE / "paged-kv-cache.html").exists() else "paged-kv-cache/"
-WIDGET = '.pysim-widget[data-widget="kvcache"]'
+WIDGET = '.pysim-widget[data-widget="paged_kv_cache"]'
 
 
 def widget(page):
@@ -20,7 +20,7 @@ def widget(page):
 
 
 def expected(actions, caching=True):
-    answer = json.loads(bridge.call("kvcache", json.dumps({"config": {"caching": caching}, "actions": actions})))
+    answer = json.loads(bridge.call("paged_kv_cache", json.dumps({"config": {"enable_prefix_caching": caching}, "actions": actions})))
     assert answer["ok"], answer
     return answer["result"]
 
@@ -89,7 +89,7 @@ def test_prerendered_at_once_then_same_in_pyodide(page, site_url):
     wait_for_python(page)
     page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.live !== 'pending'")
     assert page.evaluate(f"document.querySelector('{WIDGET}').dataset.live") == "same"
-    pyodide_view = page.evaluate("PySim.runtime.call('kvcache', {config: {}, actions: ['admit', 'admit', 'gen']}).then(a => a.result)")
+    pyodide_view = page.evaluate("PySim.runtime.call('paged_kv_cache', {config: {}, actions: ['admit', 'admit', 'gen']}).then(a => a.result)")
     assert pyodide_view == expected(["admit", "admit", "gen"])
     prerendered = json.loads(page.locator(f"{WIDGET} script.pysim-prerender").text_content())
     assert prerendered["view"] == expected([])
@@ -120,7 +120,7 @@ def test_caching_on_b_shares_two_blocks_of_a(page, site_url):
 def test_caching_off_b_gets_its_own_copies(page, site_url):
     open_widget(page, site_url)
     widget(page).get_by_role("checkbox", name="Prefix caching", exact=True).uncheck()
-    page.wait_for_function("() => location.hash.includes('kvcache.caching=0')")
+    page.wait_for_function("() => location.hash.includes('paged_kv_cache.enable_prefix_caching=0')")
     page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
     click(page, "Admit next", 1)
     click(page, "Admit next", 2)
@@ -150,7 +150,7 @@ def test_out_of_blocks_preempts_the_newest(page, site_url):
     requester = line.split(": ", 1)[1].split(" ", 1)[0]
     assert f"preempt {victim['name']} (newest" in line
 
-    open_widget(page, site_url, "#kvcache.caching=0")
+    open_widget(page, site_url, "#paged_kv_cache.enable_prefix_caching=0")
     page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
     admit = widget(page).get_by_role("button", name="Admit next", exact=True)
     done = 0
@@ -206,7 +206,7 @@ def test_undo_and_named_admission(page, site_url):
     click(page, "Admit this one", 3)
     assert page.locator('.kv-table tr[data-request="D"]').get_attribute("data-status") == "running"
     assert chips(page, "D") == expected(["admit", "admit", "admit:D"])["requests"][3]["block_table"]
-    page.wait_for_function("() => location.hash.includes('kvcache.actions=admit,admit,admit:D')")
+    page.wait_for_function("() => location.hash.includes('paged_kv_cache.actions=admit,admit,admit:D')")
     click(page, "Reset", 0)
     assert page.locator('.kv-block[data-state="free"]').count() == 24
 
@@ -216,8 +216,8 @@ def test_url_hash_restores_the_state(page, site_url):
     click(page, "Admit next", 1)
     click(page, "Admit next", 2)
     click(page, "Generate one token", 3)
-    page.wait_for_function("() => location.hash.includes('kvcache.actions=admit,admit,gen')")
-    assert "kvcache.caching=1" in page.evaluate("location.hash")
+    page.wait_for_function("() => location.hash.includes('paged_kv_cache.actions=admit,admit,gen')")
+    assert "paged_kv_cache.enable_prefix_caching=1" in page.evaluate("location.hash")
     before = snapshot(page)
     url = page.url
     page.goto("about:blank")
@@ -226,7 +226,7 @@ def test_url_hash_restores_the_state(page, site_url):
     assert snapshot(page) == before
     # A link pasted into the same tab (only the hash changes) is replayed too, and
     # runs of one action may be written compactly.
-    page.evaluate("location.hash = 'kvcache.caching=0&kvcache.actions=admit*2,gen*3'")
+    page.evaluate("location.hash = 'paged_kv_cache.enable_prefix_caching=0&paged_kv_cache.actions=admit*2,gen*3'")
     wait_actions(page, 5)
     want = expected(["admit", "admit", "gen", "gen", "gen"], caching=False)
     assert chips(page, "B") == want["requests"][1]["block_table"]
@@ -273,7 +273,7 @@ def test_narrow_dark_page_has_no_horizontal_overflow(make_page, site_url):
 
 
 def test_crafted_hash_is_data_not_markup(page, site_url):
-    page.goto(site_url + PAGE + "#kvcache.actions=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&kvcache.caching=%3Cscript%3E")
+    page.goto(site_url + PAGE + "#paged_kv_cache.actions=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&paged_kv_cache.enable_prefix_caching=%3Cscript%3E")
     page.wait_for_selector(f"{WIDGET} .kv-block")
     message = page.locator(f"{WIDGET} > .pysim-body > p.pysim-error").first
     assert "Ignored part of the link" in message.inner_text()

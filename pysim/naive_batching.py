@@ -12,10 +12,10 @@ The workload
     `requests` requests, ids 0..n-1, all waiting at step 0 in id order. For i in
     0..n-1 the seeded SplitMix64(seed) draws request i's prompt blocks (uniform in
     prompt_blocks_min..max) and then its answer steps (uniform in
-    answer_steps_min..max): p0, a0, p1, a1, ... Every scheduler gets this same list.
-    The longest possible request is prompt_blocks_max + answer_steps_max blocks
+    answer_blocks_min..max): p0, a0, p1, a1, ... Every scheduler gets this same list.
+    The longest possible request is prompt_blocks_max + answer_blocks_max blocks
     (6 + 24 = 30 by default); the reserved schedulers reserve that much each.
-    pool_blocks must be at least ceil(longest / 0.9) (34 by default), not just
+    num_gpu_blocks must be at least ceil(longest / 0.9) (34 by default), not just
     `longest`: with less, a paged request preempted late in its answer could need
     more than floor(0.9 * pool) blocks to come back and would wait forever.
 
@@ -27,14 +27,14 @@ One step (a forward pass, numbered from 0)
     A request admitted at step t and never preempted finishes at t + a - 1.
 
 Schedulers
-    static               when nothing runs, admit the next min(max_running,
+    static               when nothing runs, admit the next min(max_num_seqs,
                          floor(pool / longest)) waiting requests as one batch, each
                          reserving `longest` blocks; finished members keep slot and
                          reservation until every member is done.
-    continuous_reserved  every step admit while running < max_running and at least
+    continuous_reserved  every step admit while running < max_num_seqs and at least
                          `longest` unreserved blocks remain.
     continuous_paged     a request holds prompt + written answer blocks. Admit while
-                         running < max_running and
+                         running < max_num_seqs and
                          used + prompt + already_written + 1 <= floor(0.9 * pool).
                          In step 3 requests grow oldest first; a request needing a
                          block when used == pool preempts the newest running request
@@ -65,7 +65,7 @@ Metrics (per scheduler)
 
 View model (JSON)
     config     the validated config; longest_blocks: the longest possible request.
-    workload   [{"id", "prompt_blocks", "answer_steps"}] in id order.
+    workload   [{"id", "prompt_blocks", "answer_blocks"}] in id order.
     schedulers {name: result} for the selected scheduler(s), names in the order
                static, continuous_reserved, continuous_paged. Each result holds the
                metrics above plus
@@ -75,7 +75,7 @@ View model (JSON)
         frames           one list per step: frames[t][s] is slot s at the end of step t,
                          null when idle, else [id, prompt_blocks, generated_blocks,
                          reserved_unused_blocks, state]. Trailing idle slots are left
-                         out, so a frame has at most max_running entries and any slot
+                         out, so a frame has at most max_num_seqs entries and any slot
                          index past its end is idle. state is
                            "new"  admitted in this step (fresh or resumed) and wrote a block
                            "run"  running, wrote a block
@@ -87,8 +87,8 @@ View model (JSON)
                running; a resumed request may get a different slot.
     Means are rounded to 3 decimals; every other number is an exact integer.
 
-Entry points: run(config, actions) -> view model (the bridge's "race");
-simulate(name, [(prompt, answer), ...], pool, max_running, longest) for one
+Entry points: run(config, actions) -> view model (the bridge's "naive_batching");
+simulate(name, [(prompt, answer), ...], pool, max_num_seqs, longest) for one
 scheduler on an explicit workload; trace_digest(view) -> sha256 of the canonical
 JSON, to compare CPython with Pyodide; text(view) -> the CLI's comparison table.
 """
@@ -109,34 +109,46 @@ SCHEDULERS = ("static", "continuous_reserved", "continuous_paged")
 
 
 @dataclass(frozen=True)
-class RaceConfig:
-    requests: int = bounded(60, 1, 400, "number of requests, all waiting at step 0")
-    pool_blocks: int = bounded(160, 1, 2000, "KV-cache pool size in blocks (16 tokens each)")
-    max_running: int = bounded(16, 1, 64, "most requests that may run at once (max_num_seqs)")
-    seed: int = bounded(1, 0, 2**32 - 1, "seed of the workload generator; every scheduler gets the same list")
-    prompt_blocks_min: int = bounded(2, 1, 16, "shortest prompt, in blocks")
-    prompt_blocks_max: int = bounded(6, 1, 16, "longest prompt, in blocks")
-    answer_steps_min: int = bounded(2, 1, 32, "shortest answer, in steps (one block per step)")
-    answer_steps_max: int = bounded(24, 1, 32, "longest answer, in steps (one block per step)")
-    scheduler: str = choice("all", ("all",) + SCHEDULERS, "which scheduler to run; all three share the workload")
+class NaiveBatchingConfig:
+    requests: int = bounded(60, 1, 400, "number of requests, all waiting at step 0",
+                            label="Requests", slider_max=200)
+    num_gpu_blocks: int = bounded(160, 1, 2000, "KV-cache pool size in blocks (16 tokens each)",
+                                  label="Pool blocks", unit="blocks", slider_max=640)
+    max_num_seqs: int = bounded(16, 1, 64, "most requests that may run at once (max_num_seqs)",
+                                label="Max running")
+    seed: int = bounded(1, 0, 2**32 - 1, "seed of the workload generator; every scheduler gets the same list",
+                        label="Seed", slider_max=999)
+    prompt_blocks_min: int = bounded(2, 1, 16, "shortest prompt, in blocks",
+                                     label="Shortest prompt", unit="blocks")
+    prompt_blocks_max: int = bounded(6, 1, 16, "longest prompt, in blocks",
+                                     label="Longest prompt", unit="blocks")
+    answer_blocks_min: int = bounded(2, 1, 32, "shortest answer, in blocks (one block per step)",
+                                     label="Shortest answer", unit="blocks")
+    answer_blocks_max: int = bounded(24, 1, 32, "longest answer, in blocks (one block per step)",
+                                     label="Longest answer", unit="blocks")
+    scheduler: str = choice("all", ("all",) + SCHEDULERS, "which scheduler to run; all three share the workload",
+                            label="Schedulers", option_labels={
+                                "all": "All three, same requests", "static": "Static batching",
+                                "continuous_reserved": "Continuous, reserved",
+                                "continuous_paged": "Continuous, paged"})
 
     @property
     def longest(self) -> int:
         """Blocks of the longest possible request: what the reserved schedulers reserve."""
-        return self.prompt_blocks_max + self.answer_steps_max
+        return self.prompt_blocks_max + self.answer_blocks_max
 
     def check(self) -> None:
         if self.prompt_blocks_min > self.prompt_blocks_max:
             raise ConfigError("prompt_blocks_min", f"got {self.prompt_blocks_min}, must be at most "
                               f"prompt_blocks_max ({self.prompt_blocks_max})")
-        if self.answer_steps_min > self.answer_steps_max:
-            raise ConfigError("answer_steps_min", f"got {self.answer_steps_min}, must be at most "
-                              f"answer_steps_max ({self.answer_steps_max})")
+        if self.answer_blocks_min > self.answer_blocks_max:
+            raise ConfigError("answer_blocks_min", f"got {self.answer_blocks_min}, must be at most "
+                              f"answer_blocks_max ({self.answer_blocks_max})")
         need = min_pool(self.longest)
-        if self.pool_blocks < need:
-            raise ConfigError("pool_blocks", (
-                f"got {self.pool_blocks}, must be at least {need} so that the longest possible "
-                f"request ({self.prompt_blocks_max} + {self.answer_steps_max} = {self.longest} blocks) "
+        if self.num_gpu_blocks < need:
+            raise ConfigError("num_gpu_blocks", (
+                f"got {self.num_gpu_blocks}, must be at least {need} so that the longest possible "
+                f"request ({self.prompt_blocks_max} + {self.answer_blocks_max} = {self.longest} blocks) "
                 f"fits within 90% of the pool, the paged scheduler's admission limit"))
 
 
@@ -154,13 +166,13 @@ def min_pool(longest: int) -> int:
     return -(-longest * 10 // 9)
 
 
-def workload(config: RaceConfig) -> list[tuple[int, int]]:
-    """(prompt_blocks, answer_steps) per request id; draws p0, a0, p1, a1, ..."""
+def workload(config: NaiveBatchingConfig) -> list[tuple[int, int]]:
+    """(prompt_blocks, answer_blocks) per request id; draws p0, a0, p1, a1, ..."""
     rng = SplitMix64(config.seed)
     out = []
     for _ in range(config.requests):
         prompt = rng.randint(config.prompt_blocks_min, config.prompt_blocks_max)
-        answer = rng.randint(config.answer_steps_min, config.answer_steps_max)
+        answer = rng.randint(config.answer_blocks_min, config.answer_blocks_max)
         out.append((prompt, answer))
     return out
 
@@ -192,12 +204,12 @@ class _Scheduler:
 
     name = ""
 
-    def __init__(self, requests: list[tuple[int, int]], pool: int, max_running: int, longest: int):
+    def __init__(self, requests: list[tuple[int, int]], pool: int, max_num_seqs: int, longest: int):
         self.requests = [_Request(i, p, a) for i, (p, a) in enumerate(requests)]
         self.waiting = deque(self.requests)  # FCFS by id; preempted go to the front
         self.running: list[_Request] = []  # admission order, oldest first
-        self.pool, self.max_running, self.longest = pool, max_running, longest
-        self.slots: list[_Request | None] = [None] * max_running
+        self.pool, self.max_num_seqs, self.longest = pool, max_num_seqs, longest
+        self.slots: list[_Request | None] = [None] * max_num_seqs
         self.step = 0
         self.preemptions = 0
         self.preempted_now: list[_Request] = []
@@ -215,7 +227,7 @@ class _Scheduler:
             self.retire()
             self.admit()
             self.writers.append(self.produce())
-            # Some request always writes (see check() in RaceConfig), so the run ends.
+            # Some request always writes (see check() in NaiveBatchingConfig), so the run ends.
             assert self.writers[-1] >= 1, f"{self.name}: no progress at step {self.step}"
             self.check_invariants()
             self.record()
@@ -229,7 +241,7 @@ class _Scheduler:
             self.retired += 1
 
     def admit(self) -> None:
-        while self.waiting and len(self.running) < self.max_running and self.fits(self.waiting[0]):
+        while self.waiting and len(self.running) < self.max_num_seqs and self.fits(self.waiting[0]):
             self.start(self.waiting.popleft())
 
     def fits(self, r: _Request) -> bool:
@@ -273,12 +285,12 @@ class _Scheduler:
         # in the queue, right after it left running; with the count below adding up,
         # no request can be twice in waiting, twice in running, or in both.
         assert len(self.waiting) + len(self.running) + self.retired == len(self.requests)
-        assert len(self.running) <= self.max_running
+        assert len(self.running) <= self.max_num_seqs
         assert self.reserved() <= self.pool
 
     # Output ---------------------------------------------------------------------
     def record(self) -> None:
-        frame: list = [None] * self.max_running
+        frame: list = [None] * self.max_num_seqs
         prompt = answer = unused = 0
         for r in self.running:
             spare = self.spare(r)
@@ -298,7 +310,7 @@ class _Scheduler:
         return self.longest - r.held
 
     def max_concurrent(self) -> int:
-        return min(self.max_running, self.pool // self.longest)
+        return min(self.max_num_seqs, self.pool // self.longest)
 
     def result(self) -> dict:
         n = len(self.requests)
@@ -370,7 +382,7 @@ class ContinuousPaged(_Scheduler):
         super().__init__(*args)
         # The blocks live in the shared paged pool (pysim.blockpool), caching off:
         # each running request's block table holds its prompt and written answer blocks.
-        self.blocks = KVCacheManager(BlockPool(self.pool, self.BLOCK_TOKENS, enable_caching=False))
+        self.blocks = KVCacheManager(BlockPool(self.pool, self.BLOCK_TOKENS, enable_prefix_caching=False))
 
     @property
     def used(self) -> int:
@@ -428,19 +440,19 @@ class ContinuousPaged(_Scheduler):
         return 0
 
     def max_concurrent(self) -> int:
-        return self.max_running
+        return self.max_num_seqs
 
 
 _CLASSES = {cls.name: cls for cls in (Static, ContinuousReserved, ContinuousPaged)}
 
 
-def simulate(name: str, requests: list[tuple[int, int]], pool: int, max_running: int,
+def simulate(name: str, requests: list[tuple[int, int]], pool: int, max_num_seqs: int,
              longest: int) -> dict:
-    """Run one scheduler on an explicit workload [(prompt_blocks, answer_steps), ...]."""
-    return _CLASSES[name](requests, pool, max_running, longest).run().result()
+    """Run one scheduler on an explicit workload [(prompt_blocks, answer_blocks), ...]."""
+    return _CLASSES[name](requests, pool, max_num_seqs, longest).run().result()
 
 
-def run(config: RaceConfig, actions: list) -> dict:
+def run(config: NaiveBatchingConfig, actions: list) -> dict:
     if actions:
         raise ConfigError("actions", "race takes no actions")
     work = workload(config)
@@ -448,8 +460,8 @@ def run(config: RaceConfig, actions: list) -> dict:
     return {
         "config": to_mapping(config),
         "longest_blocks": config.longest,
-        "workload": [{"id": i, "prompt_blocks": p, "answer_steps": a} for i, (p, a) in enumerate(work)],
-        "schedulers": {name: simulate(name, work, config.pool_blocks, config.max_running, config.longest)
+        "workload": [{"id": i, "prompt_blocks": p, "answer_blocks": a} for i, (p, a) in enumerate(work)],
+        "schedulers": {name: simulate(name, work, config.num_gpu_blocks, config.max_num_seqs, config.longest)
                        for name in chosen},
     }
 
@@ -463,8 +475,8 @@ def trace_digest(view: dict) -> str:
 def text(view: dict) -> str:
     """The comparison table for the command line."""
     c = view["config"]
-    head = (f"{c['requests']} requests (seed {c['seed']}), pool {c['pool_blocks']} blocks, "
-            f"at most {c['max_running']} running, longest possible request {view['longest_blocks']} blocks")
+    head = (f"{c['requests']} requests (seed {c['seed']}), pool {c['num_gpu_blocks']} blocks, "
+            f"at most {c['max_num_seqs']} running, longest possible request {view['longest_blocks']} blocks")
     rows = [("scheduler", "steps to finish", "mean wait", "p90 wait", "mean running", "preemptions")]
     for name, r in view["schedulers"].items():
         rows.append((name, str(r["steps_to_finish"]), f"{r['mean_wait_steps']:.1f}",
@@ -477,4 +489,4 @@ def text(view: dict) -> str:
     return "\n".join(lines)
 
 
-SIMULATION = Simulation(name="race", config_cls=RaceConfig, run=run, text=text, takes_actions=False)
+SIMULATION = Simulation(name="naive_batching", config_cls=NaiveBatchingConfig, run=run, text=text, takes_actions=False)

@@ -8,10 +8,10 @@ import time
 
 from conftest import page_url, until
 
-from pysim import exercise
+from pysim import exercises
 
 PAGE = "exercises"
-ROOT = ".pysim-widget[data-widget='exercise']"
+ROOT = ".pysim-widget[data-widget='exercises']"
 
 
 def wait_for_python(page):
@@ -22,7 +22,7 @@ def wait_for_python(page):
 
 
 def prefill_before_decodes() -> str:
-    code = exercise.solution_code()
+    code = exercises.solution_code()
     cls = code.index("class ChunkedScheduler")
     a = code.index("        # 1. Decodes first", cls)
     b = code.index("        # 2. Running requests", cls)
@@ -47,12 +47,12 @@ def test_editor_holds_the_toy_and_python_agrees(make_page, site_url, watch):
     page.goto(page_url(site_url, PAGE))
     root = page.locator(ROOT)
     assert root.get_attribute("data-editor") == "textarea"
-    assert page.locator(f"{ROOT} textarea").input_value() == exercise.starter_code()
+    assert page.locator(f"{ROOT} textarea").input_value() == exercises.starter_code()
     page.wait_for_timeout(500)
     assert not [u for u in watch.requests if "/vendor/ace." in u]
     wait_for_python(page)
     until(page, f"document.querySelector(\"{ROOT}\").dataset.editor === 'ace'")
-    assert page.evaluate(f"document.querySelector(\"{ROOT}\").pysimEditor.get()") == exercise.starter_code()
+    assert page.evaluate(f"document.querySelector(\"{ROOT}\").pysimEditor.get()") == exercises.starter_code()
     assert page.locator(f"{ROOT} textarea.exercise-fallback").count() == 0
     # Python highlighting and line numbers are Ace's.
     assert page.locator(f"{ROOT} .ace_gutter-cell").count() > 5
@@ -65,27 +65,27 @@ def test_touching_the_text_area_brings_ace_keeping_text_caret_and_focus(make_pag
     page = make_page()
     page.goto(page_url(site_url, PAGE))
     area = page.locator(f"{ROOT} textarea")
-    area.evaluate("a => { a.value = a.value.replace('TOKEN_BUDGET = 1024', 'TOKEN_BUDGET = 2048'); }")
+    area.evaluate("a => { a.value = a.value.replace('MAX_NUM_BATCHED_TOKENS = 1024', 'MAX_NUM_BATCHED_TOKENS = 2048'); }")
     area.dispatch_event("input")
-    caret = area.evaluate("a => a.value.indexOf('TOKEN_BUDGET = 2048') + 'TOKEN_BUDGET = '.length")
+    caret = area.evaluate("a => a.value.indexOf('MAX_NUM_BATCHED_TOKENS = 2048') + 'MAX_NUM_BATCHED_TOKENS = '.length")
     area.evaluate("(a, at) => a.setSelectionRange(at, at)", caret)
     area.focus()  # the reader clicks or tabs into it, long before Python is ready
     until(page, f"document.querySelector(\"{ROOT}\").dataset.editor === 'ace'", timeout=20)
     assert page.evaluate(f"document.querySelector(\"{ROOT}\").dataset.runtime") != "ready"
     page.keyboard.type("9")  # lands where the caret was, in Ace, which has the focus
     code = page.evaluate(f"document.querySelector(\"{ROOT}\").pysimEditor.get()")
-    assert "TOKEN_BUDGET = 92048" in code
-    assert code.replace("TOKEN_BUDGET = 92048", "TOKEN_BUDGET = 1024") == exercise.starter_code()
+    assert "MAX_NUM_BATCHED_TOKENS = 92048" in code
+    assert code.replace("MAX_NUM_BATCHED_TOKENS = 92048", "MAX_NUM_BATCHED_TOKENS = 1024") == exercises.starter_code()
 
 
 def test_correct_solution_passes_and_wrong_one_names_the_step(page, site_url):
     page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
-    paste(page, exercise.solution_code())
+    paste(page, exercises.solution_code())
     verdict = press(page, "Check")
     assert "all checks pass" in verdict.lower()
     assert page.locator(ROOT).get_attribute("data-result") == "pass"
-    assert page.locator(f"{ROOT} .exercise-checks li[data-passed='true']").count() == len(exercise.CHECKS)
+    assert page.locator(f"{ROOT} .exercise-checks li[data-passed='true']").count() == len(exercises.CHECKS)
     paste(page, prefill_before_decodes())
     verdict = press(page, "Check")
     assert page.locator(ROOT).get_attribute("data-result") == "fail"
@@ -96,7 +96,7 @@ def test_correct_solution_passes_and_wrong_one_names_the_step(page, site_url):
 def test_run_shows_results_and_errors_name_the_line(page, site_url):
     page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
-    paste(page, exercise.solution_code() + "\nprint('hello')\n")
+    paste(page, exercises.solution_code() + "\nprint('hello')\n")
     press(page, "Run")
     assert page.locator(ROOT).get_attribute("data-result") == "ran"
     assert page.locator(f"{ROOT} .exercise-summary tr[data-key='finished'] td").inner_text() == "200"
@@ -118,7 +118,7 @@ def test_endless_loop_is_stopped_and_the_page_stays_usable(page, site_url, watch
     # The page thread was never blocked: it still answers at once.
     assert page.evaluate("1 + 1") == 2
     # Python comes back and Run works again.
-    paste(page, exercise.solution_code())
+    paste(page, exercises.solution_code())
     press(page, "Run")
     assert page.locator(ROOT).get_attribute("data-result") == "ran"
     wait_for_python(page)

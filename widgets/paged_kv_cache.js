@@ -1,18 +1,18 @@
 // Widget for simulation 2, the KV-cache block manager with prefix caching
-// (pysim/kvcache.py, bridge name "kvcache").
+// (pysim/paged_kv_cache.py, bridge name "paged_kv_cache").
 //
 // The state is (config, actions). Every button appends an action and asks pysim to
 // replay the whole list from scratch (it takes well under a millisecond per action), so
 // Undo drops the last action, Reset empties the list, and a link in the URL hash
-// (kvcache.caching=1&kvcache.actions=admit,admit,gen) restores any state. This file
+// (paged_kv_cache.enable_prefix_caching=1&paged_kv_cache.actions=admit,admit,gen) restores any state. This file
 // only draws what pysim returns: the pool, the block tables, the log and the counters.
 (function () {
   "use strict";
   const { h, fmt, readHash, writeHash } = window.PySim;
-  const NAME = "kvcache";
+  const NAME = "paged_kv_cache";
 
   const LAST_LINES = 5; // lines of the latest action repeated under the buttons
-  const MAX_ACTIONS = 2000; // pysim's own limit (kvcache.MAX_ACTIONS)
+  const MAX_ACTIONS = 2000; // pysim's own limit (paged_kv_cache.MAX_ACTIONS)
   const MAX_LINK_CHARS = 1900; // readHash keeps 2,000 characters; longer histories stay out of the link
   const ACTION_PART = /^(admit(?::([A-Za-z0-9_-]{1,12}))?|gen|run)(?:\*([1-9]\d{0,3}))?$/;
   const COUNTERS = [
@@ -91,8 +91,8 @@
   function mount(body, { prerendered, runtime, root }) {
     const initialView = prerendered.view;
     const baseConfig = Object.assign({}, prerendered.config || {});
-    delete baseConfig.caching;
-    const defaultCaching = initialView.pool.caching;
+    delete baseConfig.enable_prefix_caching;
+    const defaultCaching = initialView.pool.enable_prefix_caching;
     const names = initialView.requests.map((r) => r.name);
     const hues = Object.fromEntries(names.map((n, i) => [n, hueOf(i)]));
 
@@ -108,9 +108,9 @@
       const problems = [];
       const linked = { caching: defaultCaching, actions: [] };
       for (const [key, value] of Object.entries(fromHash)) {
-        if (key === "caching") {
+        if (key === "enable_prefix_caching") {
           if (/^[01]$/.test(value)) linked.caching = value === "1";
-          else problems.push("caching must be 1 or 0");
+          else problems.push("enable_prefix_caching must be 1 or 0");
         } else if (key === "actions") {
           const parsed = decodeActions(value, names);
           if (parsed.problem) problems.push(parsed.problem);
@@ -206,12 +206,12 @@
     }
 
     function payload(target) {
-      return { config: Object.assign({}, baseConfig, { caching: target.caching }), actions: target.actions };
+      return { config: Object.assign({}, baseConfig, { enable_prefix_caching: target.caching }), actions: target.actions };
     }
 
     function saveHash() {
       const encoded = encodeActions(state.actions);
-      const link = { caching: state.caching ? 1 : 0 };
+      const link = { enable_prefix_caching: state.caching ? 1 : 0 };
       if (encoded.length <= MAX_LINK_CHARS) link.actions = encoded;
       writeHash(NAME, link);
     }
@@ -242,7 +242,7 @@
       delete root.dataset.busy;
       if (!answer.ok) {
         const field = answer.error.field;
-        const label = field === "actions" ? "Actions" : field === "caching" ? "Prefix caching" : field || "Settings";
+        const label = field === "actions" ? "Actions" : field === "enable_prefix_caching" ? "Prefix caching" : field || "Settings";
         errorMsg.textContent = `${label}: ${answer.error.message}`;
         root.dataset.error = field || "input";
         cachingBox.checked = state.caching;
@@ -266,7 +266,7 @@
       const answer = await runtime.call(NAME, payload({ caching: defaultCaching, actions: [] })).catch(() => null);
       if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
       const same = JSON.stringify(answer.result) === JSON.stringify(initialView);
-      if (!same) console.error("pysim: the pre-rendered kvcache model differs from what Pyodide computed");
+      if (!same) console.error("pysim: the pre-rendered paged_kv_cache model differs from what Pyodide computed");
       root.dataset.live = same ? "same" : "updated";
     });
 
@@ -314,7 +314,7 @@
         `${plural(c.tokens_generated, "token")} generated; ${plural(c.allocations, "block")} handed out; ` +
         `${plural(c.did_not_fit, "admission")} that did not fit.`;
 
-      poolTitle.textContent = `Block pool: ${p.num_blocks} blocks of ${p.block_size} tokens, prefix caching ${p.caching ? "on" : "off"}. ` +
+      poolTitle.textContent = `Block pool: ${p.num_gpu_blocks} blocks of ${p.block_size} tokens, prefix caching ${p.enable_prefix_caching ? "on" : "off"}. ` +
         `${p.used} in use, ${p.cached} free but cached, ${p.free} free.`;
       drawGrid();
       queueLine.textContent = view.free_queue.length
@@ -324,7 +324,7 @@
       drawTable();
       drawLog();
       summary.textContent = `After ${plural(acted, "action")} (${plural(view.step, "generate step")}), ` +
-        `caching ${p.caching ? "on" : "off"}: ${p.used} blocks in use, ${p.cached} free but cached, ${p.free} free.` +
+        `caching ${p.enable_prefix_caching ? "on" : "off"}: ${p.used} blocks in use, ${p.cached} free but cached, ${p.free} free.` +
         (encodeActions(state.actions).length > MAX_LINK_CHARS ? " This history is too long for the page link, which keeps only the caching setting." : "");
       root.dataset.actions = String(acted);
       root.dataset.drawMs = (performance.now() - started).toFixed(2); // for the benchmark
@@ -476,7 +476,7 @@
           h("td", { class: "kv-status", "data-label": "Status" }, statusText(r)),
           h("td", { class: "kv-chips", "data-label": "Block table" }, chips),
           h("td", { class: "kv-tokens", "data-label": "Tokens" }, groups,
-            h("span", { class: "kv-progress" }, ` ${r.generated.length}/${r.answer_tokens} generated`)),
+            h("span", { class: "kv-progress" }, ` ${r.generated.length}/${r.max_tokens} generated`)),
           h("td", { class: "kv-prefilled", "data-label": "Prefilled" }, fmt(r.prefilled)),
           h("td", { class: "kv-skipped", "data-label": "From cache" }, fmt(r.skipped_by_cache)),
           h("td", { class: "kv-preemptions", "data-label": "Preempted" }, fmt(r.preemptions)));

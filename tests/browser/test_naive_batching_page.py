@@ -23,7 +23,7 @@ def table_steps(page) -> dict[str, int]:
 
 
 def expected_default():
-    answer = json.loads(bridge.call("race", json.dumps({"config": {}})))
+    answer = json.loads(bridge.call("naive_batching", json.dumps({"config": {}})))
     assert answer["ok"]
     return answer["result"]
 
@@ -39,7 +39,7 @@ def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
     page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.live !== 'pending'")
     assert page.evaluate("document.querySelector('.pysim-widget').dataset.live") == "same"
     # And directly: Pyodide's answer equals CPython's, byte for byte after JSON.
-    pyodide_view = page.evaluate("PySim.runtime.call('race', {config: {}}).then(a => a.result)")
+    pyodide_view = page.evaluate("PySim.runtime.call('naive_batching', {config: {}}).then(a => a.result)")
     assert pyodide_view == expected
     prerendered = json.loads(page.locator("script.pysim-prerender").text_content())
     assert prerendered["view"] == expected
@@ -81,10 +81,10 @@ def test_bad_value_shows_beside_its_control_and_keeps_the_picture(page, site_url
     page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
     before = table_steps(page)
-    box = page.locator('.pysim-control[data-field="pool_blocks"] input[type="number"]')
+    box = page.locator('.pysim-control[data-field="num_gpu_blocks"] input[type="number"]')
     box.fill("-5")
     box.press("Enter")
-    error = page.locator('.pysim-control[data-field="pool_blocks"] .pysim-error')
+    error = page.locator('.pysim-control[data-field="num_gpu_blocks"] .pysim-error')
     error.wait_for(state="visible")
     message = error.inner_text()
     assert "Pool blocks" in message and "-5" in message and "2,000" in message
@@ -102,7 +102,7 @@ def test_state_lives_in_the_url_hash(page, site_url):
     seed = page.locator('.pysim-control[data-field="seed"] input[type="number"]')
     seed.fill("7")
     seed.press("Enter")
-    page.wait_for_function("() => location.hash.includes('race.seed=7')")
+    page.wait_for_function("() => location.hash.includes('naive_batching.seed=7')")
     url = page.url
     page.goto("about:blank")
     page.goto(url)
@@ -112,7 +112,7 @@ def test_state_lives_in_the_url_hash(page, site_url):
 
 
 def test_crafted_hash_is_data_not_markup(page, site_url):
-    page.goto(page_url(site_url, PAGE, "#race.seed=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&race.view=%3Cscript%3E"))
+    page.goto(page_url(site_url, PAGE, "#naive_batching.seed=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&naive_batching.view=%3Cscript%3E"))
     message = page.locator(".pysim-widget > .pysim-body > p.pysim-error")
     assert "Ignored part of the link" in message.inner_text()
     assert page.locator(".pysim-widget img").count() == 0

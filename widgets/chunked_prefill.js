@@ -1,5 +1,5 @@
-// Widget for simulation 3, the token budget and chunked prefill (pysim/budget.py, bridge
-// name "budget").
+// Widget for simulation 3, the token budget and chunked prefill (pysim/chunked_prefill.py, bridge
+// name "chunked_prefill").
 //
 // pysim runs the whole scenario at once and returns every step (its start, its duration
 // and whose tokens filled it) and the summary. This file only plays those steps back on a
@@ -8,7 +8,7 @@
 (function () {
   "use strict";
   const { h, fmt, readHash, writeHash, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
-  const NAME = "budget";
+  const NAME = "chunked_prefill";
 
   const BAR_H = 132; // px of the live timeline given to bars
   const DECODE_BAND = 36; // at most this many px of a bar for its decode slices
@@ -69,18 +69,18 @@
   }
 
   function runName(view) {
-    return `${view.scenario.label}, budget ${fmt(view.config.budget)}`;
+    return `${view.scenario.label}, budget ${fmt(view.config.max_num_batched_tokens)}`;
   }
 
   // ---------------------------------------------------------------- the widget
 
   function mount(body, { prerendered, runtime, root }) {
     const fields = Object.fromEntries((prerendered.fields || []).map((f) => [f.name, f]));
-    const budgetField = fields.budget || { lo: 64, hi: 65536 };
+    const budgetField = fields.max_num_batched_tokens || { lo: 64, hi: 65536 };
     const scenarioIds = (fields.scenario && fields.scenario.options) || prerendered.view.scenarios.map((s) => s.id);
     const base = Object.assign({}, prerendered.config); // the page's own non-default settings
     let view = prerendered.view;
-    let config = { scenario: view.config.scenario, budget: view.config.budget };
+    let config = { scenario: view.config.scenario, max_num_batched_tokens: view.config.max_num_batched_tokens };
     let cursor = view.steps.length; // steps done; the pre-rendered picture shows the finished run
     let hover = null; // index of a step under the mouse
     let pin = null; // {scenario, budget, view|null}
@@ -113,18 +113,18 @@
         if (SCENARIO_RE.test(value) && scenarioIds.includes(value)) {
           if (key === "scenario") wanted.scenario = value; else pinParts.scenario = value;
         } else problems.push(`${key} is not one of the scenarios`);
-      } else if (key === "budget" || key === "pin_budget") {
+      } else if (key === "max_num_batched_tokens" || key === "pin_max_num_batched_tokens") {
         if (INT_RE.test(value)) {
-          if (key === "budget") wanted.budget = Number(value); else pinParts.budget = Number(value);
+          if (key === "max_num_batched_tokens") wanted.max_num_batched_tokens = Number(value); else pinParts.max_num_batched_tokens = Number(value);
         } else problems.push(`${key} must be a whole number`);
       } else if (key === "step") {
         if (/^\d{1,5}$/.test(value)) pendingStep = Number(value);
         else problems.push("step must be a whole number");
       } else problems.push(`unknown setting "${key}"`);
     }
-    if ("scenario" in pinParts || "budget" in pinParts) {
-      if ("scenario" in pinParts && "budget" in pinParts) wantedPin = pinParts;
-      else problems.push("a pinned run needs both pin_scenario and pin_budget");
+    if ("scenario" in pinParts || "max_num_batched_tokens" in pinParts) {
+      if ("scenario" in pinParts && "max_num_batched_tokens" in pinParts) wantedPin = pinParts;
+      else problems.push("a pinned run needs both pin_scenario and pin_max_num_batched_tokens");
     }
 
     // ---------------------------------------------------------------- controls
@@ -134,10 +134,10 @@
     }, s.label));
     const scenarioText = h("p", { class: "budget-scenario-text" });
 
-    const presetButtons = view.budget_presets.map((b) => h("button", {
+    const presetButtons = view.max_num_batched_tokens_presets.map((b) => h("button", {
       type: "button", class: "md-button budget-choice", "data-budget": String(b),
       "aria-label": `Budget ${fmt(b)} tokens`,
-      onclick: () => change({ budget: b }),
+      onclick: () => change({ max_num_batched_tokens: b }),
     }, fmt(b)));
 
     // The slider walks the budget on a log scale (eight positions per doubling); the box
@@ -154,7 +154,7 @@
     const box = h("input", { type: "number", name: "budget-value", min: lo, max: hi, step: 1,
       "aria-label": "Budget, tokens per step (typed value)", "aria-describedby": sliderId + "-err" });
     const budgetLabel = "Budget";
-    const budgetControl = h("div", { class: "pysim-control budget-control", "data-field": "budget" },
+    const budgetControl = h("div", { class: "pysim-control budget-control", "data-field": "max_num_batched_tokens" },
       h("label", { for: sliderId }, "Any budget (tokens per step)"), slider, box, errorEl);
     let sliderTimer = null;
     slider.addEventListener("input", () => {
@@ -162,13 +162,13 @@
       box.value = v;
       slider.setAttribute("aria-valuetext", tokens(v));
       clearTimeout(sliderTimer);
-      sliderTimer = setTimeout(() => change({ budget: v }), 120);
+      sliderTimer = setTimeout(() => change({ max_num_batched_tokens: v }), 120);
     });
     box.addEventListener("change", () => {
       const raw = box.value.trim();
       const v = /^\d+$/.test(raw) ? Number(raw) : raw;
       if (typeof v === "number" && v >= lo && v <= hi) slider.value = toPosition(v);
-      change({ budget: v });
+      change({ max_num_batched_tokens: v });
     });
     function showError(message) {
       errorEl.textContent = message ? `${budgetLabel}: ${message}` : "";
@@ -272,14 +272,14 @@
     }
 
     function saveHash() {
-      const state = { scenario: config.scenario, budget: config.budget, step: cursor };
-      if (pin) { state.pin_scenario = pin.scenario; state.pin_budget = pin.budget; }
+      const state = { scenario: config.scenario, max_num_batched_tokens: config.max_num_batched_tokens, step: cursor };
+      if (pin) { state.pin_scenario = pin.scenario; state.pin_max_num_batched_tokens = pin.max_num_batched_tokens; }
       writeHash(NAME, state);
     }
 
     // ---------------------------------------------------------------- pinning
     function pinRun() {
-      pin = { scenario: view.config.scenario, budget: view.config.budget, view };
+      pin = { scenario: view.config.scenario, max_num_batched_tokens: view.config.max_num_batched_tokens, view };
       saveHash();
       draw();
     }
@@ -291,8 +291,8 @@
     }
 
     async function computePin(wantedPin) {
-      const same = (v) => v.config.scenario === wantedPin.scenario && v.config.budget === wantedPin.budget;
-      pin = { scenario: wantedPin.scenario, budget: wantedPin.budget, view: null };
+      const same = (v) => v.config.scenario === wantedPin.scenario && v.config.max_num_batched_tokens === wantedPin.max_num_batched_tokens;
+      pin = { scenario: wantedPin.scenario, max_num_batched_tokens: wantedPin.max_num_batched_tokens, view: null };
       if (same(prerendered.view)) { pin.view = prerendered.view; return; }
       let answer = null;
       try {
@@ -300,7 +300,7 @@
       } catch (err) {
         answer = null;
       }
-      if (!pin || pin.scenario !== wantedPin.scenario || pin.budget !== wantedPin.budget) return;
+      if (!pin || pin.scenario !== wantedPin.scenario || pin.max_num_batched_tokens !== wantedPin.max_num_batched_tokens) return;
       if (!answer || !answer.ok) {
         const why = answer ? answer.error.message : "Python is not available";
         hashMessage.textContent = `Ignored part of the link: the pinned run could not be computed (${why}).`;
@@ -312,7 +312,7 @@
 
     // ---------------------------------------------------------------- recompute
     function payload(cfg) {
-      return Object.assign({}, base, { scenario: cfg.scenario, budget: cfg.budget });
+      return Object.assign({}, base, { scenario: cfg.scenario, max_num_batched_tokens: cfg.max_num_batched_tokens });
     }
 
     function change(part) {
@@ -345,7 +345,7 @@
         runAfterCompute = false;
         note.textContent = "";
         const field = answer.error.field;
-        if (field === "budget" || !field) showError(answer.error.message);
+        if (field === "max_num_batched_tokens" || !field) showError(answer.error.message);
         else hashMessage.textContent = `${field}: ${answer.error.message}`;
         root.dataset.error = field || "input";
         pendingStep = null;
@@ -356,7 +356,7 @@
       note.textContent = "";
       delete root.dataset.error;
       root.dataset.computeMs = answer.ms.toFixed(2);
-      config = { scenario: next.scenario, budget: next.budget };
+      config = { scenario: next.scenario, max_num_batched_tokens: next.max_num_batched_tokens };
       view = answer.result;
       pause();
       cursor = pendingStep !== null ? Math.min(pendingStep, total()) : total();
@@ -386,15 +386,15 @@
     // box keeps what the reader typed, beside its message.
     function showControls(cfg, { keepTyped = false } = {}) {
       for (const b of scenarioButtons) b.setAttribute("aria-pressed", String(b.dataset.scenario === cfg.scenario));
-      for (const b of presetButtons) b.setAttribute("aria-pressed", String(Number(b.dataset.budget) === cfg.budget));
+      for (const b of presetButtons) b.setAttribute("aria-pressed", String(Number(b.dataset.budget) === cfg.max_num_batched_tokens));
       const s = view.scenarios.find((x) => x.id === cfg.scenario);
       scenarioText.textContent = s ? s.description : "";
       if (keepTyped) return;
-      if (typeof cfg.budget === "number" && cfg.budget >= lo && cfg.budget <= hi) {
-        slider.value = toPosition(cfg.budget);
-        slider.setAttribute("aria-valuetext", tokens(cfg.budget));
+      if (typeof cfg.max_num_batched_tokens === "number" && cfg.max_num_batched_tokens >= lo && cfg.max_num_batched_tokens <= hi) {
+        slider.value = toPosition(cfg.max_num_batched_tokens);
+        slider.setAttribute("aria-valuetext", tokens(cfg.max_num_batched_tokens));
       }
-      if (document.activeElement !== box) box.value = cfg.budget;
+      if (document.activeElement !== box) box.value = cfg.max_num_batched_tokens;
     }
 
     // ---------------------------------------------------------------- drawing
@@ -416,7 +416,7 @@
     // proportion to the run's budget.
     function drawBars(ctx, v, { x, top, height, band, upto, partialTo, colors }) {
       const prefillH = height - band;
-      const budget = v.config.budget;
+      const budget = v.config.max_num_batched_tokens;
       for (let i = 0; i < upto; i++) drawStep(v.steps[i], stepEnd(v.steps[i]));
       if (partialTo !== null && upto < v.steps.length && partialTo > v.steps[upto].start_ms) {
         drawStep(v.steps[upto], Math.min(partialTo, stepEnd(v.steps[upto])));
@@ -517,7 +517,7 @@
       stepLabel.textContent = `Step ${cursor} of ${n}`;
       root.dataset.step = String(cursor);
       root.dataset.scenario = view.config.scenario;
-      root.dataset.budget = String(view.config.budget);
+      root.dataset.budget = String(view.config.max_num_batched_tokens);
 
       drawPin(pal, x, width, totalMs);
       drawModel();
@@ -534,7 +534,7 @@
       pinBox.hidden = !pin;
       if (!pin) return;
       if (!pin.view) {
-        pinHead.textContent = `Pinned: ${view.scenarios.find((s) => s.id === pin.scenario).label}, budget ${fmt(pin.budget)} (computing…)`;
+        pinHead.textContent = `Pinned: ${view.scenarios.find((s) => s.id === pin.scenario).label}, budget ${fmt(pin.max_num_batched_tokens)} (computing…)`;
         sizeCanvas(pinCanvas, width, 1);
         return;
       }
@@ -570,8 +570,8 @@
           h("span", { class: "budget-sw-decode" }), h("span", { class: "budget-sw-prefill" }));
         sw.style.setProperty("--c", colors[r.id]);
         const what = r.streaming_at_start
-          ? `streaming from 0 ms; prompt ${fmt(r.prompt_tokens)}, answer ${fmt(r.output_tokens)}`
-          : `arrives ${ms(r.arrival_ms)}; prompt ${fmt(r.prompt_tokens)}, answer ${fmt(r.output_tokens)}`;
+          ? `streaming from 0 ms; prompt ${fmt(r.num_prompt_tokens)}, answer ${fmt(r.max_tokens)}`
+          : `arrives ${ms(r.arrival_ms)}; prompt ${fmt(r.num_prompt_tokens)}, answer ${fmt(r.max_tokens)}`;
         return h("li", { "data-request": r.id }, sw, h("strong", {}, r.label), " ", h("span", { class: "budget-muted" }, what));
       });
       legend.replaceChildren(
@@ -585,7 +585,7 @@
     }
 
     function drawDetails(index, colors) {
-      const key = `${index}|${view.config.scenario}|${view.config.budget}|${dark}`;
+      const key = `${index}|${view.config.scenario}|${view.config.max_num_batched_tokens}|${dark}`;
       if (details.dataset.key === key) return;
       details.dataset.key = key;
       if (index < 0) {
@@ -620,7 +620,7 @@
           chunks.length ? " — " : "",
           chunks.map((p) => chip(p[0], `${label(p[0])} ${fmt(p[2])}${firstToken(p[0]) ? " (last chunk: first token)" : ""}`))),
         h("p", { class: "budget-muted" },
-          `Budget used: ${fmt(s.decode_tokens + s.prefill_tokens)} of ${fmt(view.config.budget)}. ` +
+          `Budget used: ${fmt(s.decode_tokens + s.prefill_tokens)} of ${fmt(view.config.max_num_batched_tokens)}. ` +
           `Running ${s.running}, waiting ${s.waiting}.` +
           (s.arrived.length ? ` Arrived: ${list(s.arrived)}.` : "") +
           (s.admitted.length ? ` Admitted: ${list(s.admitted)}.` : "") +
@@ -638,8 +638,8 @@
       if (pin) runs.push({ key: "pin", v: pin.view, partial: false });
       let reached = 0;
       for (const q of view.requests) if (!q.streaming_at_start && q.token_ms.length && q.token_ms[0] <= nowMs + 1e-9) reached += 1;
-      const key = JSON.stringify([view.config.budget, view.config.scenario, view.summary.total_ms, finished,
-        reached, pin && pin.scenario, pin && pin.budget, !!(pin && pin.view), showAllPrompts]);
+      const key = JSON.stringify([view.config.max_num_batched_tokens, view.config.scenario, view.summary.total_ms, finished,
+        reached, pin && pin.scenario, pin && pin.max_num_batched_tokens, !!(pin && pin.view), showAllPrompts]);
       if (table.dataset.key === key) return;
       table.dataset.key = key;
       table.dataset.finished = String(finished);
@@ -704,7 +704,7 @@
       const head = h("tr", {}, h("th", { scope: "col" }, "Figure (ms unless stated)"),
         runs.map((run) => h("th", { scope: "col", "data-run": run.key },
           (run.key === "live" ? "This run: " : "Pinned: ") +
-          (run.v ? runName(run.v) : `${pin.scenario}, budget ${fmt(pin.budget)}`))));
+          (run.v ? runName(run.v) : `${pin.scenario}, budget ${fmt(pin.max_num_batched_tokens)}`))));
       table.replaceChildren(h("caption", {}, finished ? "Summary of the run" + (pin ? "s" : "")
         : "Summary so far: whole-run figures appear after the last step"),
       h("thead", {}, head), h("tbody", {}, rows));
@@ -719,7 +719,7 @@
     }
 
     function tableKey() {
-      return `${view.config.scenario}|${view.config.budget}|${view.summary.total_ms}`;
+      return `${view.config.scenario}|${view.config.max_num_batched_tokens}|${view.summary.total_ms}`;
     }
 
     // The text alternative to the timeline: every step, built only when opened.
@@ -769,7 +769,7 @@
 
     // ---------------------------------------------------------------- start
     showControls(wanted);
-    if (wanted.scenario !== config.scenario || wanted.budget !== config.budget) {
+    if (wanted.scenario !== config.scenario || wanted.max_num_batched_tokens !== config.max_num_batched_tokens) {
       note.textContent = "Computing the run from the link; until Python starts, the picture shows the default run.";
       recompute(wanted);
     } else if (pendingStep !== null) {

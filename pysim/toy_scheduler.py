@@ -15,7 +15,7 @@ rules that make continuous batching work:
   the allocation is retried.
 
 Where they overlap, these are the rules of pysim.engine (vLLM V1's scheduler) with
-chunked prefill and prefix caching off and the FCFS policy, and tests/unit/test_toy.py
+chunked prefill and prefix caching off and the FCFS policy, and tests/unit/test_toy_scheduler.py
 checks that both make the same decisions. One difference is on purpose: the engine, like
 vLLM, lets the newest running request preempt itself; the toy never picks the requester.
 
@@ -33,9 +33,9 @@ from pysim.prng import SplitMix64
 
 # --8<-- [start:constants]
 BLOCK_SIZE = 16      # tokens per KV-cache block
-TOTAL_BLOCKS = 400   # blocks in the KV pool: the memory limit
-TOKEN_BUDGET = 1024  # tokens one iteration may compute, prefill and decode together
-MAX_SEQS = 32        # requests that may be running at once
+NUM_GPU_BLOCKS = 400   # blocks in the KV pool: the memory limit
+MAX_NUM_BATCHED_TOKENS = 1024  # tokens one iteration may compute, prefill and decode together
+MAX_NUM_SEQS = 32        # requests that may be running at once
 
 WAITING, RUNNING, FINISHED = "waiting", "running", "finished"
 # --8<-- [end:constants]
@@ -53,18 +53,25 @@ MAX_ITERATIONS = 200_000  # a scheduler that needs more than this is stuck
 class ToyConfig:
     """The toy's knobs: the constants above, unless the page (or a test) says otherwise."""
 
-    policy: str = choice("fcfs", POLICIES, "which waiting request is admitted first")
-    block_size: int = bounded(BLOCK_SIZE, 1, 128, "tokens per KV block")
-    total_blocks: int = bounded(TOTAL_BLOCKS, 1, 10_000, "blocks in the KV pool")
-    token_budget: int = bounded(TOKEN_BUDGET, LONGEST, 8192, "tokens per iteration")
-    max_seqs: int = bounded(MAX_SEQS, 1, 256, "most requests running at once")
-    requests: int = bounded(200, 1, 300, "requests the driver sends")
-    seed: int = bounded(12, 0, 999_999, "seed of the driver's random arrivals")
+    policy: str = choice("fcfs", POLICIES, "which waiting request is admitted first", label="Policy",
+                         option_labels={"fcfs": "First come, first served", "priority": "Priority",
+                                        "shortest": "Shortest prompt first"})
+    block_size: int = bounded(BLOCK_SIZE, 1, 128, "tokens per KV block",
+                              label="Block size (tokens)", unit="tokens", slider_max=64)
+    num_gpu_blocks: int = bounded(NUM_GPU_BLOCKS, 1, 10_000, "blocks in the KV pool",
+                                  label="Total blocks", unit="blocks", slider_max=2000)
+    max_num_batched_tokens: int = bounded(MAX_NUM_BATCHED_TOKENS, LONGEST, 8192, "tokens per iteration",
+                                          label="Token budget", unit="tokens", slider_max=4096)
+    max_num_seqs: int = bounded(MAX_NUM_SEQS, 1, 256, "most requests running at once",
+                                label="Max sequences", slider_max=128)
+    requests: int = bounded(200, 1, 300, "requests the driver sends", label="Requests")
+    seed: int = bounded(12, 0, 999_999, "seed of the driver's random arrivals", label="Seed",
+                        slider_max=999)
 
     def check(self):
         need = blocks_for(LONGEST, self.block_size)
-        if self.total_blocks < need:
-            raise ConfigError("total_blocks", f"got {self.total_blocks}, expected at least {need}: "
+        if self.num_gpu_blocks < need:
+            raise ConfigError("num_gpu_blocks", f"got {self.num_gpu_blocks}, expected at least {need}: "
                               f"the longest request ({LONGEST} tokens) must fit in the pool")
 
 
@@ -73,8 +80,8 @@ class ToyConfig:
 class Request:
     id: int
     arrival: int          # the iteration it arrives at
-    prompt: int           # prompt length, tokens
-    output: int           # answer length: it finishes when it has sampled this many
+    num_prompt_tokens: int  # prompt length, tokens
+    max_tokens: int         # answer length: it finishes when it has sampled this many
     priority: int = 0     # smaller is more urgent (the "priority" policy)
     state: str = WAITING
     generated: int = 0    # tokens sampled so far
@@ -86,7 +93,7 @@ class Request:
     @property
     def tokens(self) -> int:
         """Its sequence so far: the prompt and every token sampled."""
-        return self.prompt + self.generated
+        return self.num_prompt_tokens + self.generated
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -105,7 +112,7 @@ def waiting_order(policy: str):
     key = {
         "fcfs": lambda r: (r.arrival, r.id),
         "priority": lambda r: (r.priority, r.arrival, r.id),
-        "shortest": lambda r: (r.prompt, r.arrival, r.id),
+        "shortest": lambda r: (r.num_prompt_tokens, r.arrival, r.id),
     }[policy]
     return lambda r: (r.preemptions == 0, key(r))
 # --8<-- [end:policies]
@@ -117,7 +124,7 @@ class ToyScheduler:
     def __init__(self, config: ToyConfig = ToyConfig()):
         self.config = config
         self.order = waiting_order(config.policy)
-        self.free_blocks = config.total_blocks
+        self.free_blocks = config.num_gpu_blocks
         self.waiting: list[Request] = []  # kept sorted by self.order
         self.running: list[Request] = []  # in admission order: the newest is last
 
@@ -135,7 +142,7 @@ class ToyScheduler:
     def schedule(self):
         """Build this iteration's batch from scratch: a list of (request, kind, tokens)."""
         cfg = self.config
-        budget = cfg.token_budget
+        budget = cfg.max_num_batched_tokens
         batch, preempted = [], []
         # 1. Decodes first: each running request computes the token it sampled last.
         for r in list(self.running):  # a copy: a preemption removes requests from it
@@ -153,10 +160,10 @@ class ToyScheduler:
                     batch = [entry for entry in batch if entry[0] is not victim]
             batch.append((r, "decode", 1))
         budget -= len(batch)  # one token per decode
-        assert budget >= 0, "token_budget >= LONGEST > max_seqs: every decode fits"
+        assert budget >= 0, "max_num_batched_tokens >= LONGEST > max_num_seqs: every decode fits"
         # 2. Then whole prompts, from the head of the waiting queue, while they fit.
         #    Nobody is admitted in an iteration that had to preempt: memory is short.
-        while self.waiting and not preempted and len(self.running) < cfg.max_seqs:
+        while self.waiting and not preempted and len(self.running) < cfg.max_num_seqs:
             r = self.waiting[0]
             need = blocks_for(r.tokens, cfg.block_size)  # a resumed one recomputes it all
             if r.tokens > budget or need > self.free_blocks:
@@ -197,7 +204,7 @@ class ToyScheduler:
             r.generated += 1
             if r.first_token is None:
                 r.first_token = now
-            if r.generated == r.output:
+            if r.generated == r.max_tokens:
                 r.state, r.finished_at = FINISHED, now
                 self.free_blocks += r.blocks  # usable from the next iteration on
                 r.blocks = 0
@@ -240,8 +247,8 @@ def workload(n: int, seed: int) -> list[dict]:
     while len(out) < n:
         now += rng.randint(0, 100)
         for _ in range(min(rng.randint(1, 16), n - len(out))):
-            out.append({"id": len(out), "arrival": now, "prompt": rng.choice(PROMPTS),
-                        "output": rng.choice(OUTPUTS),
+            out.append({"id": len(out), "arrival": now, "num_prompt_tokens": rng.choice(PROMPTS),
+                        "max_tokens": rng.choice(OUTPUTS),
                         "priority": 0 if rng.randint(1, 4) == 1 else 1})  # 1 in 4 is urgent
     return out
 
@@ -273,7 +280,7 @@ def run_driver(config: ToyConfig = ToyConfig()) -> dict:
 
 
 # ---------------------------------------------------------------------------------
-# The bridge's view of the toy (bridge name "toy"): what the page's widget draws.
+# The bridge's view of the toy (bridge name "toy_scheduler"): what the page's widget draws.
 
 SERIES_POINTS = 200  # at most this many points in the per-iteration series
 
@@ -316,7 +323,7 @@ def text(view: dict) -> str:
     """All three policies on the view's workload (the CLI's table; runs the other two)."""
     c = view["config"]
     head = (f"{c['requests']} requests (seed {c['seed']}), block size {c['block_size']}, "
-            f"{c['total_blocks']} blocks, budget {c['token_budget']}, max seqs {c['max_seqs']}")
+            f"{c['num_gpu_blocks']} blocks, budget {c['max_num_batched_tokens']}, max seqs {c['max_num_seqs']}")
     cols = ("policy", "finished", "iterations", "tokens/iter", "mean batch",
             "mean TTFT", "max TTFT", "urgent TTFT", "preemptions")
     rows = [cols]
@@ -341,7 +348,7 @@ def figures() -> dict:
     out["longest"] = LONGEST
     out["longest_blocks"] = blocks_for(LONGEST, BLOCK_SIZE)
     # "Try this" 3: a pool barely larger than the longest request (FCFS).
-    small = run_driver(ToyConfig(total_blocks=SMALL_POOL))
+    small = run_driver(ToyConfig(num_gpu_blocks=SMALL_POOL))
     out["small_pool_blocks"] = SMALL_POOL
     out.update({f"small_pool_{key}": small[key] for key in ("iterations", "mean_batch", "preemptions")})
     return out
@@ -352,7 +359,7 @@ SMALL_POOL = 60  # blocks: the longest request needs 54
 
 def _simulation():
     from pysim.bridge import Simulation  # here, not at the top: bridge imports this module
-    return Simulation(name="toy", config_cls=ToyConfig, run=run, text=text)
+    return Simulation(name="toy_scheduler", config_cls=ToyConfig, run=run, text=text)
 
 
 SIMULATION = _simulation()

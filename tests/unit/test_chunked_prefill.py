@@ -1,4 +1,4 @@
-"""Simulation 3, the token budget (pysim.budget): step times, TTFT, the trade, the CLI.
+"""Simulation 3, the token budget (pysim.chunked_prefill): step times, TTFT, the trade, the CLI.
 
 Step time with the default model: t = 5 + 0.02 x decodes + 0.035 x prompt tokens (ms).
 """
@@ -12,13 +12,13 @@ from hypothesis import given, settings, strategies as st
 
 from pysim import bridge
 from pysim.__main__ import main
-from pysim.budget import (BUDGET_PRESETS, MODEL_LABEL, SCENARIOS, BudgetConfig, Spec,
+from pysim.chunked_prefill import (BUDGET_PRESETS, MODEL_LABEL, SCENARIOS, ChunkedPrefillConfig, Spec,
                           nearest_rank, run, scenario_requests, simulate)
 from pysim.config import ConfigError, from_mapping
 
 
 def view_of(**settings_) -> dict:
-    return run(from_mapping(BudgetConfig, settings_), [])
+    return run(from_mapping(ChunkedPrefillConfig, settings_), [])
 
 
 @pytest.mark.parametrize("budget, durations, ttft", [
@@ -32,7 +32,7 @@ def view_of(**settings_) -> dict:
 def test_long_prompt_step_times_and_ttft(budget, durations, ttft):
     # A 4,000-token prompt answering 3 tokens: after the chunks, two decode steps of
     # 5 + 0.02 x 1 = 5.02 ms each bring tokens 2 and 3.
-    view = simulate([Spec("a", "a", 0, 4000, 3)], budget=budget)
+    view = simulate([Spec("a", "a", 0, 4000, 3)], max_num_batched_tokens=budget)
     steps = view["steps"]
     assert [s["duration_ms"] for s in steps] == durations + [5.02, 5.02]
     assert [s["prefill_tokens"] for s in steps[:len(durations)]] == [budget] * (len(durations) - 1) \
@@ -51,7 +51,7 @@ def test_arrival_during_a_step_waits_and_ttft_counts_from_arrival():
     # step 0, so it starts in step 1 at 145: A d + B p100 = 5 + 0.02 + 3.5 = 8.52 ms,
     # B's first token at 153.52, TTFT 153.52 - 3 = 150.52. Step 2: both decode and
     # finish, 5 + 0.04 = 5.04 ms: total 158.56.
-    view = simulate([Spec("A", "A", 0, 4000, 3), Spec("B", "B", 3, 100, 2)], budget=4000)
+    view = simulate([Spec("A", "A", 0, 4000, 3), Spec("B", "B", 3, 100, 2)], max_num_batched_tokens=4000)
     assert [s["parts"] for s in view["steps"]] == [
         [["A", "prefill", 4000]], [["A", "decode", 1], ["B", "prefill", 100]],
         [["A", "decode", 1], ["B", "decode", 1]]]
@@ -66,7 +66,7 @@ def test_long_document_by_hand():
     # joins the step starting at 20.48.
     # Budget 16,384: 6 decodes + 16,000 prompt tokens in one step, 5.12 + 560 = 565.12
     # ms: first token at 585.6, TTFT 565.6; the streams wait 565.12 ms for a token.
-    big = view_of(budget=16384)
+    big = view_of(max_num_batched_tokens=16384)
     assert [s["start_ms"] for s in big["steps"][:5]] == [0.0, 5.12, 10.24, 15.36, 20.48]
     assert big["steps"][4]["parts"][-1] == ["doc", "prefill", 16000]
     assert big["summary"]["ttft_ms"] == {"doc": 565.6}
@@ -74,7 +74,7 @@ def test_long_document_by_hand():
     # Budget 2,048: chunks of 2,048 - 6 = 2,042. Seven take 5.12 + 71.47 = 76.59 ms
     # (14,294 tokens), the eighth the last 1,706 in 5.12 + 59.71 = 64.83 ms:
     # first token at 20.48 + 7 x 76.59 + 64.83 = 621.44, TTFT 601.44; worst gap 76.59.
-    small = view_of(budget=2048)
+    small = view_of(max_num_batched_tokens=2048)
     doc_chunks = [p[2] for s in small["steps"] for p in s["parts"] if p[0] == "doc" and p[1] == "prefill"]
     assert doc_chunks == [2042] * 7 + [1706]
     assert small["summary"]["ttft_ms"] == {"doc": 601.44}
@@ -84,14 +84,14 @@ def test_long_document_by_hand():
 def test_long_document_trade_across_the_presets():
     # A larger budget: the document's first token comes sooner (or as soon), and the
     # users already streaming wait longer (or as long) for their worst token.
-    rows = [view_of(budget=b)["summary"] for b in BUDGET_PRESETS]
+    rows = [view_of(max_num_batched_tokens=b)["summary"] for b in BUDGET_PRESETS]
     ttfts = [r["ttft_ms"]["doc"] for r in rows]
     itl_max = [r["itl_max_ms"] for r in rows]
     assert ttfts == sorted(ttfts, reverse=True)
     assert itl_max == sorted(itl_max)
     assert ttfts[0] > ttfts[-1] and itl_max[0] < itl_max[-1]  # and it is a real trade
     # The streams' own worst gap is what grows (not only the document's answer).
-    stream_max = [max(g for r in view_of(budget=b)["requests"] if r["streaming_at_start"]
+    stream_max = [max(g for r in view_of(max_num_batched_tokens=b)["requests"] if r["streaming_at_start"]
                       for g in r["gaps_ms"]) for b in BUDGET_PRESETS]
     assert stream_max == itl_max
 
@@ -99,7 +99,7 @@ def test_long_document_trade_across_the_presets():
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 @pytest.mark.parametrize("budget", BUDGET_PRESETS)
 def test_every_scenario_and_preset(scenario, budget):
-    view = view_of(scenario=scenario, budget=budget)
+    view = view_of(scenario=scenario, max_num_batched_tokens=budget)
     json.dumps(view, allow_nan=False)
     served = {r["id"]: 0 for r in view["requests"]}
     for s in view["steps"]:
@@ -115,11 +115,11 @@ def test_every_scenario_and_preset(scenario, budget):
         # stream's prompt and first token came before step 0.
         assert r["preemptions"] == 0
         if r["streaming_at_start"]:
-            assert served[r["id"]] == r["output_tokens"] - 1 == len(r["token_ms"])
+            assert served[r["id"]] == r["max_tokens"] - 1 == len(r["token_ms"])
             assert r["ttft_ms"] is None and r["id"] not in view["summary"]["ttft_ms"]
         else:
-            assert served[r["id"]] == r["prompt_tokens"] + r["output_tokens"] - 1
-            assert len(r["token_ms"]) == r["output_tokens"]
+            assert served[r["id"]] == r["num_prompt_tokens"] + r["max_tokens"] - 1
+            assert len(r["token_ms"]) == r["max_tokens"]
             assert r["ttft_ms"] == view["summary"]["ttft_ms"][r["id"]] > 0
         assert r["finish_ms"] == r["token_ms"][-1] <= view["summary"]["total_ms"]
         assert len(r["gaps_ms"]) == len(r["token_ms"]) - 1
@@ -130,20 +130,20 @@ def test_view_model_labels_and_presets():
     assert view["model"]["label"] == MODEL_LABEL and "illustrative" in MODEL_LABEL
     assert (view["model"]["base_ms"], view["model"]["per_decode_ms"],
             view["model"]["per_prefill_token_ms"]) == (5.0, 0.02, 0.035)
-    assert view["budget_presets"] == [512, 2048, 8192, 16384]
+    assert view["max_num_batched_tokens_presets"] == [512, 2048, 8192, 16384]
     assert [s["id"] for s in view["scenarios"]] == ["long_document", "burst_of_chats", "mixed"]
     assert view["scenario"]["id"] == "long_document"
     streams = [r for r in view["requests"] if r["streaming_at_start"]]
     assert len(streams) == 6 and all(r["arrival_ms"] == 0 for r in streams)
     doc = view["requests"][-1]
-    assert (doc["id"], doc["arrival_ms"], doc["prompt_tokens"]) == ("doc", 20, 16000)
+    assert (doc["id"], doc["arrival_ms"], doc["num_prompt_tokens"]) == ("doc", 20, 16000)
     # Deterministic.
     assert view_of() == view
 
 
 def test_burst_of_chats_and_mixed_shapes():
     burst = scenario_requests("burst_of_chats")
-    assert len(burst) == 24 and all(s.arrival_ms == 0 and 100 <= s.prompt_tokens <= 400
+    assert len(burst) == 24 and all(s.arrival_ms == 0 and 100 <= s.num_prompt_tokens <= 400
                                     for s in burst)
     mixed = scenario_requests("mixed")
     assert sum(s.streaming_at_start for s in mixed) == 4
@@ -155,7 +155,7 @@ def test_prefix_caching_saves_the_shared_system_prompt():
     # The 24 chats share a 64-token system prompt = 4 blocks of 16. The first chat
     # computes it; every later chat hits those 4 blocks: 23 x 64 tokens saved.
     off = view_of(scenario="burst_of_chats")
-    on = view_of(scenario="burst_of_chats", prefix_caching=True)
+    on = view_of(scenario="burst_of_chats", enable_prefix_caching=True)
     assert sum(r["cached_tokens"] for r in off["requests"]) == 0
     assert sum(r["cached_tokens"] for r in on["requests"]) == 23 * 64
     prefill = lambda v: sum(s["prefill_tokens"] for s in v["steps"])  # noqa: E731
@@ -163,8 +163,8 @@ def test_prefix_caching_saves_the_shared_system_prompt():
 
 
 def test_priority_policy_serves_chats_before_documents_in_mixed():
-    fcfs = view_of(scenario="mixed", budget=512, policy="fcfs")
-    prio = view_of(scenario="mixed", budget=512, policy="priority")
+    fcfs = view_of(scenario="mixed", max_num_batched_tokens=512, policy="fcfs")
+    prio = view_of(scenario="mixed", max_num_batched_tokens=512, policy="priority")
     chats = [r["id"] for r in fcfs["requests"] if r["id"].startswith("c")]
     worst = lambda v: max(v["summary"]["ttft_ms"][c] for c in chats)  # noqa: E731
     assert worst(prio) < worst(fcfs)  # 106.91 vs 225.75 ms: c11 and c12 jump the queue
@@ -180,43 +180,43 @@ def test_nearest_rank():
 # --- configuration and the command line --------------------------------------------------
 
 @pytest.mark.parametrize("settings_, field, words", [
-    ({"pool_blocks": 500}, "pool_blocks", "at least 1,002"),  # the document: 16,031 tokens
-    ({"chunked_prefill": False}, "budget", "at least 16,031"),
+    ({"num_gpu_blocks": 500}, "num_gpu_blocks", "at least 1,002"),  # the document: 16,031 tokens
+    ({"enable_chunked_prefill": False}, "max_num_batched_tokens", "at least 16,031"),
     ({"max_num_seqs": 5}, "max_num_seqs", "6 users streaming"),
-    ({"budget": 63}, "budget", "from 64 to 65,536"),
+    ({"max_num_batched_tokens": 63}, "max_num_batched_tokens", "from 64 to 65,536"),
     ({"scenario": "storm"}, "scenario", "long_document"),
 ])
 def test_bad_settings_name_the_field(settings_, field, words):
     with pytest.raises(ConfigError) as err:
-        from_mapping(BudgetConfig, settings_)
+        from_mapping(ChunkedPrefillConfig, settings_)
     assert err.value.field == field and words in err.value.message
-    answer = json.loads(bridge.call("budget", json.dumps({"config": settings_})))
+    answer = json.loads(bridge.call("chunked_prefill", json.dumps({"config": settings_})))
     assert answer["ok"] is False and answer["error"]["field"] == field
 
 
 def test_chunked_prefill_off_with_a_budget_that_holds_the_document():
     # Budget 16,384, no chunking: at step 4 the 6 decodes leave 16,378 >= 16,000, so the
     # document goes in whole, as with chunking.
-    view = view_of(chunked_prefill=False, budget=16384)
+    view = view_of(enable_chunked_prefill=False, max_num_batched_tokens=16384)
     assert view["summary"]["ttft_ms"] == {"doc": 565.6}
 
 
 def test_takes_no_actions():
     with pytest.raises(ConfigError):
-        bridge.run("budget", {"config": {}, "actions": ["step"]})
+        bridge.run("chunked_prefill", {"config": {}, "actions": ["step"]})
 
 
 def test_cli_json_and_text(capsys):
-    assert main(["budget", "--json", "--set", "budget=2048", "--set", "scenario=long_document"]) == 0
+    assert main(["chunked_prefill", "--json", "--set", "max_num_batched_tokens=2048", "--set", "scenario=long_document"]) == 0
     view = json.loads(capsys.readouterr().out)
-    assert set(view) >= {"requests", "steps", "summary", "model", "budget_presets", "scenarios"}
+    assert set(view) >= {"requests", "steps", "summary", "model", "max_num_batched_tokens_presets", "scenarios"}
     assert view["summary"]["ttft_ms"] == {"doc": 601.44}
-    assert {"arrival_ms", "prompt_tokens", "output_tokens", "streaming_at_start"} <= set(view["requests"][0])
-    assert main(["budget", "--set", "budget=16384"]) == 0
+    assert {"arrival_ms", "num_prompt_tokens", "max_tokens", "streaming_at_start"} <= set(view["requests"][0])
+    assert main(["chunked_prefill", "--set", "max_num_batched_tokens=16384"]) == 0
     out = capsys.readouterr().out
     assert "565.60" in out and "illustrative" in out
-    assert main(["budget", "--set", "pool_blocks=10"]) == 2
-    assert "pool_blocks" in capsys.readouterr().err
+    assert main(["chunked_prefill", "--set", "num_gpu_blocks=10"]) == 2
+    assert "num_gpu_blocks" in capsys.readouterr().err
 
 
 @settings(max_examples=30, deadline=None)
@@ -224,10 +224,10 @@ def test_cli_json_and_text(capsys):
        seqs=st.integers(6, 64), pool=st.integers(1002, 3000), caching=st.booleans(),
        policy=st.sampled_from(["fcfs", "priority"]))
 def test_any_setting_finishes_within_budget(scenario, budget, seqs, pool, caching, policy):
-    view = view_of(scenario=scenario, budget=budget, max_num_seqs=seqs, pool_blocks=pool,
-                   prefix_caching=caching, policy=policy)
+    view = view_of(scenario=scenario, max_num_batched_tokens=budget, max_num_seqs=seqs, num_gpu_blocks=pool,
+                   enable_prefix_caching=caching, policy=policy)
     for s in view["steps"]:
         assert 0 < s["decode_tokens"] + s["prefill_tokens"] <= budget
         assert s["running"] <= seqs
     for r in view["requests"]:
-        assert len(r["token_ms"]) == r["output_tokens"] - r["streaming_at_start"]
+        assert len(r["token_ms"]) == r["max_tokens"] - r["streaming_at_start"]

@@ -10,7 +10,7 @@ from conftest import page_url, until
 from pysim import bridge
 
 PAGE = "toy-scheduler"
-ROOT = ".pysim-widget[data-widget='toy']"
+ROOT = ".pysim-widget[data-widget='toy_scheduler']"
 
 
 def wait_for_python(page):
@@ -21,7 +21,7 @@ def wait_for_python(page):
 
 
 def expected(**config):
-    answer = json.loads(bridge.call("toy", json.dumps({"config": config})))
+    answer = json.loads(bridge.call("toy_scheduler", json.dumps({"config": config})))
     assert answer["ok"], answer
     return answer["result"]
 
@@ -33,7 +33,7 @@ def row_values(page, policy) -> dict:
     # Policy, block, blocks, budget, seqs, requests, seed, then the results.
     keys = ["finished", "iterations", "tokens_per_iteration", "mean_batch", "mean_ttft",
             "max_ttft", "mean_ttft_urgent", "preemptions"]
-    return {"policy": cells[0], "total_blocks": int(cells[2]),
+    return {"policy": cells[0], "num_gpu_blocks": int(cells[2]),
             **{k: float(v) for k, v in zip(keys, cells[7:])}}
 
 
@@ -55,7 +55,7 @@ def test_prerendered_then_same_in_pyodide(page, site_url):
     until(page, f"document.querySelector(\"{ROOT}\").dataset.live && "
                 f"document.querySelector(\"{ROOT}\").dataset.live !== 'pending'")
     assert page.evaluate(f"document.querySelector(\"{ROOT}\").dataset.live") == "same"
-    assert page.evaluate("PySim.runtime.call('toy', {config: {}}).then(a => a.result)") == view
+    assert page.evaluate("PySim.runtime.call('toy_scheduler', {config: {}}).then(a => a.result)") == view
     # The chart has a text alternative and a visible table.
     label = page.locator(f"{ROOT} svg.toy-chart").get_attribute("aria-label")
     assert label.startswith(f"Batch size over {view['results']['iterations']:,} iterations")
@@ -82,23 +82,23 @@ def test_two_policies_run_in_the_browser_and_read_back(page, site_url):
     current = page.locator(f'{ROOT} .toy-runs tr[data-current="true"]')
     assert current.get_attribute("data-policy") == "shortest"
     # A constant: more memory, no preemptions (another row).
-    box = page.locator(f'{ROOT} .pysim-control[data-field="total_blocks"] input[type="number"]')
+    box = page.locator(f'{ROOT} .pysim-control[data-field="num_gpu_blocks"] input[type="number"]')
     box.fill("2000")
     box.press("Enter")
     wait_rows(page, 3)
     more = row_values(page, "shortest")
-    assert more["total_blocks"] == 2000 and more["preemptions"] == 0
-    assert "total_blocks=2000" in page.url and "policy=shortest" in page.url
+    assert more["num_gpu_blocks"] == 2000 and more["preemptions"] == 0
+    assert "num_gpu_blocks=2000" in page.url and "policy=shortest" in page.url
 
 
 def test_bad_value_is_shown_beside_its_control_and_the_picture_stays(page, site_url):
     page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
     before = card(page, "iterations")
-    box = page.locator(f'{ROOT} .pysim-control[data-field="token_budget"] input[type="number"]')
+    box = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] input[type="number"]')
     box.fill("500")
     box.press("Enter")
-    error = page.locator(f'{ROOT} .pysim-control[data-field="token_budget"] .pysim-error')
+    error = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] .pysim-error')
     error.wait_for(state="visible")
     assert "Token budget" in error.inner_text() and "855" in error.inner_text()
     assert card(page, "iterations") == before
@@ -109,14 +109,14 @@ def test_bad_value_is_shown_beside_its_control_and_the_picture_stays(page, site_
 
 
 def test_link_restores_a_run_and_crafted_text_stays_text(page, site_url):
-    page.goto(page_url(site_url, PAGE, "#toy.policy=priority&toy.max_seqs=8"))
+    page.goto(page_url(site_url, PAGE, "#toy_scheduler.policy=priority&toy_scheduler.max_num_seqs=8"))
     wait_for_python(page)
     until(page, f"document.querySelector(\"{ROOT} .toy-runs tr[data-current='true']\")"
                 "?.dataset.policy === 'priority'")
-    view = expected(policy="priority", max_seqs=8)["results"]
+    view = expected(policy="priority", max_num_seqs=8)["results"]
     assert card(page, "iterations") == f"{view['iterations']:,}"
     page.goto("about:blank")
-    page.goto(page_url(site_url, PAGE, "#toy.policy=%3Cimg%20src%3Dx%3E&toy.seed=1e9"))
+    page.goto(page_url(site_url, PAGE, "#toy_scheduler.policy=%3Cimg%20src%3Dx%3E&toy_scheduler.seed=1e9"))
     message = page.locator(f"{ROOT} .toy-hash-error")
     assert "Ignored part of the link" in message.inner_text()
     assert "seed must be a whole number" in message.inner_text()

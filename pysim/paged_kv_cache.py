@@ -24,7 +24,7 @@ generated token is the word "xk". Statuses: waiting, running, finished, and pree
 (back in the waiting queue after a preemption).
 
 View model (JSON)
-    pool        {num_blocks, block_size, caching, used, cached, free, num_free_blocks}:
+    pool        {num_gpu_blocks, block_size, enable_prefix_caching, used, cached, free, num_free_blocks}:
                 counts of blocks in use, free but cached, free; num_free_blocks =
                 cached + free (the free queue's length)
     blocks      one per block id: {id, state "used" | "cached" | "free", owners (names of
@@ -35,7 +35,7 @@ View model (JSON)
                 handed out next; null when in use)}
     free_queue  block ids from head (handed out next) to tail (evicted last)
     requests    in config order: {name, status, block_table, prompt (words),
-                generated (words), answer_tokens, num_tokens (prompt + generated),
+                generated (words), max_tokens, num_tokens (prompt + generated),
                 prefilled (tokens computed by its prefills, all admissions),
                 skipped_by_cache (tokens its prefills took from the cache),
                 preemptions, queue_position (index in waiting or null)}
@@ -77,11 +77,11 @@ PIRATE = "you are a pirate . speak like one".split()
 def default_requests() -> list[dict]:
     """The spec's five chats: A, B, C, E share an 8-token system prompt, D has its own."""
     return [
-        {"name": "A", "prompt": SYSTEM + "explain kv caching".split(), "answer_tokens": 8},
-        {"name": "B", "prompt": SYSTEM + "define latency".split(), "answer_tokens": 10},
-        {"name": "C", "prompt": SYSTEM + "why batch requests ?".split(), "answer_tokens": 6},
-        {"name": "D", "prompt": PIRATE + "tell me about the sea".split(), "answer_tokens": 12},
-        {"name": "E", "prompt": SYSTEM + "what is a kv cache ?".split(), "answer_tokens": 9},
+        {"name": "A", "prompt": SYSTEM + "explain kv caching".split(), "max_tokens": 8},
+        {"name": "B", "prompt": SYSTEM + "define latency".split(), "max_tokens": 10},
+        {"name": "C", "prompt": SYSTEM + "why batch requests ?".split(), "max_tokens": 6},
+        {"name": "D", "prompt": PIRATE + "tell me about the sea".split(), "max_tokens": 12},
+        {"name": "E", "prompt": SYSTEM + "what is a kv cache ?".split(), "max_tokens": 9},
     ]
 
 
@@ -103,9 +103,9 @@ def check_requests(value) -> list[dict]:
         raise bad(f"expected a list of 1 to {MAX_REQUESTS} requests")
     out, names = [], set()
     for i, item in enumerate(value, 1):
-        if not isinstance(item, dict) or set(item) != {"name", "prompt", "answer_tokens"}:
-            raise bad(f"request {i}: expected exactly the keys name, prompt, answer_tokens")
-        name, prompt, answer = item["name"], item["prompt"], item["answer_tokens"]
+        if not isinstance(item, dict) or set(item) != {"name", "prompt", "max_tokens"}:
+            raise bad(f"request {i}: expected exactly the keys name, prompt, max_tokens")
+        name, prompt, answer = item["name"], item["prompt"], item["max_tokens"]
         if not isinstance(name, str) or not _NAME.match(name):
             raise bad(f"request {i}: name must be 1 to 12 letters, digits, '_' or '-'")
         if name in names:
@@ -120,26 +120,28 @@ def check_requests(value) -> list[dict]:
                       "of 1 to 24 characters without spaces")
         if isinstance(answer, bool) or not isinstance(answer, int) \
                 or not 1 <= answer <= MAX_ANSWER_TOKENS:
-            raise bad(f"request {name}: answer_tokens must be a whole number "
+            raise bad(f"request {name}: max_tokens must be a whole number "
                       f"from 1 to {MAX_ANSWER_TOKENS}")
-        out.append({"name": name, "prompt": list(prompt), "answer_tokens": answer})
+        out.append({"name": name, "prompt": list(prompt), "max_tokens": answer})
     return out
 
 
 @dataclass(frozen=True)
-class KVCacheConfig:
-    pool_blocks: int = bounded(24, 1, 4096, "blocks in the KV-cache pool")
-    block_size: int = bounded(4, 1, 32, "tokens per block")
-    caching: bool = flag(True, "prefix caching on or off")
+class PagedKVCacheConfig:
+    num_gpu_blocks: int = bounded(24, 1, 4096, "blocks in the KV-cache pool",
+                                 label="KV blocks", unit="blocks")
+    block_size: int = bounded(4, 1, 32, "tokens per block", label="Block size", unit="tokens")
+    enable_prefix_caching: bool = flag(True, "prefix caching on or off", label="Prefix caching")
     requests: list = data(default_requests, f"1 to {MAX_REQUESTS} requests, each "
-                          "{name, prompt (words), answer_tokens}", check_requests)
+                          "{name, prompt (words), max_tokens}", check_requests,
+                          label="Requests")
 
     def check(self):
         for r in self.requests:
-            need = cdiv(len(r["prompt"]) + r["answer_tokens"], self.block_size)
-            if need > self.pool_blocks:
+            need = cdiv(len(r["prompt"]) + r["max_tokens"], self.block_size)
+            if need > self.num_gpu_blocks:
                 raise ConfigError("requests", f"request {r['name']} needs {need} blocks for "
-                                  f"its prompt and answer; the pool has {self.pool_blocks}")
+                                  f"its prompt and answer; the pool has {self.num_gpu_blocks}")
 
 
 def token_id(word: str) -> int:
@@ -151,7 +153,7 @@ class _Request:
     def __init__(self, spec: dict):
         self.name = spec["name"]
         self.prompt = spec["prompt"]
-        self.answer_tokens = spec["answer_tokens"]
+        self.max_tokens = spec["max_tokens"]
         self.words = list(self.prompt)  # prompt + generated so far
         self.ids = [token_id(w) for w in self.words]
         self.hashes: list[bytes] = []  # chained hashes of its full blocks, grown as they fill
@@ -168,8 +170,8 @@ def _plural(n: int, word: str) -> str:
 
 
 class _Sim:
-    def __init__(self, config: KVCacheConfig):
-        self.pool = BlockPool(config.pool_blocks, config.block_size, config.caching)
+    def __init__(self, config: PagedKVCacheConfig):
+        self.pool = BlockPool(config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
         self.kv = KVCacheManager(self.pool)
         self.requests = [_Request(r) for r in config.requests]
         self.by_name = {r.name: r for r in self.requests}
@@ -188,7 +190,7 @@ class _Sim:
     # --- admission -------------------------------------------------------------
     def hashes(self, r: _Request) -> list[bytes]:
         """r's full-block hashes, extended by the blocks filled since the last call (B1)."""
-        if self.pool.enable_caching:
+        if self.pool.enable_prefix_caching:
             hs, bs = r.hashes, self.pool.block_size
             while len(hs) < len(r.ids) // bs:
                 i = len(hs)
@@ -279,12 +281,12 @@ class _Sim:
         self.say(line + "".join(f"; {x}" for x in new_blocks))
         for event in events:
             self.say(event)
-        for r in [r for r in self.running if len(r.generated) == r.answer_tokens]:
+        for r in [r for r in self.running if len(r.generated) == r.max_tokens]:
             n = len(self.kv.block_table(r.name))
             self.kv.free(r.name)
             self.running.remove(r)
             r.status = "finished"
-            self.say(f"{r.name} finished after {r.answer_tokens} tokens and frees "
+            self.say(f"{r.name} finished after {r.max_tokens} tokens and frees "
                      f"{_plural(n, 'block')}")
 
     def preempt(self, victim: _Request, requester: _Request) -> str:
@@ -308,7 +310,7 @@ class _Sim:
         # Between two gens, each admission follows a preemption or a first arrival,
         # and a gen preempts fewer than len(requests). The bound is a safety net.
         n = len(self.requests)
-        limit = (n + 1) * (sum(r.answer_tokens for r in self.requests) + 1) + n
+        limit = (n + 1) * (sum(r.max_tokens for r in self.requests) + 1) + n
         blocked = None
         for _ in range(limit):
             if not self.waiting and not self.running:
@@ -372,7 +374,7 @@ def parse_actions(actions, names) -> list[str]:
     return list(actions)
 
 
-def simulate(config: KVCacheConfig, actions) -> _Sim:
+def simulate(config: PagedKVCacheConfig, actions) -> _Sim:
     """The simulation state after replaying `actions` (tests step through `_Sim.apply`)."""
     sim = _Sim(config)
     for a in parse_actions(actions, sim.by_name):
@@ -380,7 +382,7 @@ def simulate(config: KVCacheConfig, actions) -> _Sim:
     return sim
 
 
-def run(config: KVCacheConfig, actions) -> dict:
+def run(config: PagedKVCacheConfig, actions) -> dict:
     sim = simulate(config, actions)
     sim.pool.check_invariants(sim.tables())
     v = view(sim)
@@ -403,7 +405,7 @@ def view(sim: _Sim) -> dict:
     queue = pool.free_queue()
     position = {b: i for i, b in enumerate(queue)}
     blocks = []
-    for b in range(pool.num_blocks):
+    for b in range(pool.num_gpu_blocks):
         h = pool.block_hash(b)
         parent, words = sim.hash_info[h] if h is not None else (None, ())
         ref = pool.ref_count(b)
@@ -424,7 +426,7 @@ def view(sim: _Sim) -> dict:
         "block_table": list(kv.block_table(r.name)),
         "prompt": list(r.prompt),
         "generated": r.generated,
-        "answer_tokens": r.answer_tokens,
+        "max_tokens": r.max_tokens,
         "num_tokens": len(r.words),
         "prefilled": r.prefilled,
         "skipped_by_cache": r.skipped,
@@ -438,8 +440,8 @@ def view(sim: _Sim) -> dict:
     log = sim.log[-MAX_LOG_LINES:]
     dropped = len(sim.log) - len(log)
     return {
-        "pool": {"num_blocks": pool.num_blocks, "block_size": bs, "caching": pool.enable_caching,
-                 "used": used, "cached": cached, "free": pool.num_blocks - used - cached,
+        "pool": {"num_gpu_blocks": pool.num_gpu_blocks, "block_size": bs, "enable_prefix_caching": pool.enable_prefix_caching,
+                 "used": used, "cached": cached, "free": pool.num_gpu_blocks - used - cached,
                  "num_free_blocks": pool.num_free_blocks},
         "blocks": blocks,
         "free_queue": queue,
@@ -467,8 +469,8 @@ def view(sim: _Sim) -> dict:
 
 def text(v: dict) -> str:
     p, c = v["pool"], v["counters"]
-    lines = [f"pool: {p['num_blocks']} blocks of {p['block_size']} tokens, caching "
-             f"{'on' if p['caching'] else 'off'}; {p['used']} used, {p['cached']} free but "
+    lines = [f"pool: {p['num_gpu_blocks']} blocks of {p['block_size']} tokens, caching "
+             f"{'on' if p['enable_prefix_caching'] else 'off'}; {p['used']} used, {p['cached']} free but "
              f"cached, {p['free']} free; gen steps: {v['step']}"]
     mark = {"used": "", "cached": "c", "free": "."}
     cells = [f"{b['id']}:{'+'.join(b['owners']) or mark[b['state']]}"
@@ -480,7 +482,7 @@ def text(v: dict) -> str:
                  f"{'preempt':>7}  block table")
     for r in v["requests"]:
         lines.append(f"{r['name']:<8} {r['status']:<10} "
-                     f"{len(r['generated']):>3}/{r['answer_tokens']:<3} {r['prefilled']:>7} "
+                     f"{len(r['generated']):>3}/{r['max_tokens']:<3} {r['prefilled']:>7} "
                      f"{r['skipped_by_cache']:>7} {r['preemptions']:>7}  "
                      + " ".join(map(str, r["block_table"])))
     lines.append("counters: " + ", ".join(f"{k}={val}" for k, val in c.items()))
@@ -489,5 +491,5 @@ def text(v: dict) -> str:
     return "\n".join(lines)
 
 
-SIMULATION = Simulation(name="kvcache", config_cls=KVCacheConfig, run=run, text=text,
+SIMULATION = Simulation(name="paged_kv_cache", config_cls=PagedKVCacheConfig, run=run, text=text,
                         takes_actions=True)

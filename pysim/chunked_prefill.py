@@ -17,7 +17,7 @@ the next step; when nothing is running or waiting, time jumps to the next arriva
 
 Users already streaming at t = 0 (`streaming_at_start`) had their prompt prefilled and
 their first token sampled before step 0 (counted as step -1), so their first step is
-a decode. Their `output_tokens` includes that first token; they have no TTFT.
+a decode. Their `max_tokens` includes that first token; they have no TTFT.
 
 Metrics (all in milliseconds):
 - TTFT of a request: from its arrival to the end of the step that samples its first token.
@@ -56,8 +56,8 @@ class Spec:
     id: str
     label: str
     arrival_ms: int
-    prompt_tokens: int
-    output_tokens: int  # answer length, including a stream's token sampled before t = 0
+    num_prompt_tokens: int
+    max_tokens: int  # answer length, including a stream's token sampled before t = 0
     streaming_at_start: bool = False
     priority: int = 0  # lower is served first under the priority policy
     shared_prefix: int = 0  # leading prompt tokens identical across the scenario
@@ -113,21 +113,29 @@ def scenario_requests(name: str) -> list[Spec]:
 
 
 @dataclass(frozen=True)
-class BudgetConfig:
-    scenario: str = choice("long_document", tuple(SCENARIOS), "the workload")
-    budget: int = bounded(2048, 64, 65_536, "tokens one step may process "
-                          "(--max-num-batched-tokens)")
-    max_num_seqs: int = bounded(128, 1, 512, "most requests running at once (--max-num-seqs)")
-    base_ms: float = bounded(5.0, 0.1, 100.0, "fixed cost of a step, ms", integer=False)
+class ChunkedPrefillConfig:
+    scenario: str = choice("long_document", tuple(SCENARIOS), "the workload", label="Scenario",
+                           option_labels={k: v[0] for k, v in SCENARIOS.items()})
+    max_num_batched_tokens: int = bounded(2048, 64, 65_536, "tokens one step may process "
+                                          "(--max-num-batched-tokens)",
+                                          label="Budget", unit="tokens", scale="log")
+    max_num_seqs: int = bounded(128, 1, 512, "most requests running at once (--max-num-seqs)",
+                                 label="Max running requests")
+    base_ms: float = bounded(5.0, 0.1, 100.0, "fixed cost of a step, ms", integer=False,
+                             label="Base step time", unit="ms")
     per_decode_ms: float = bounded(0.02, 0.0, 10.0, "extra ms per decoding request",
-                                   integer=False)
+                                   integer=False, label="Per decode", unit="ms")
     per_prefill_token_ms: float = bounded(0.035, 0.0, 1.0, "extra ms per prompt token",
-                                          integer=False)
-    pool_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens")
-    prefix_caching: bool = flag(False, "reuse cached KV blocks of identical prompt prefixes")
-    chunked_prefill: bool = flag(True, "cut prompts that do not fit the budget into chunks")
+                                          integer=False, label="Per prompt token", unit="ms")
+    num_gpu_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens",
+                                 label="KV blocks", unit="blocks")
+    enable_prefix_caching: bool = flag(False, "reuse cached KV blocks of identical prompt prefixes",
+                                       label="Prefix caching")
+    enable_chunked_prefill: bool = flag(True, "cut prompts that do not fit the budget into chunks",
+                                        label="Chunked prefill")
     policy: str = choice("fcfs", ("fcfs", "priority"), "order of the waiting queue and of "
-                         "preemption")
+                         "preemption", label="Policy",
+                         option_labels={"fcfs": "First come, first served", "priority": "Priority"})
 
     def check(self) -> None:
         specs = scenario_requests(self.scenario)
@@ -137,15 +145,15 @@ class BudgetConfig:
             raise ConfigError("max_num_seqs", f"got {self.max_num_seqs}, but {label} starts "
                               f"with {len(streams)} users streaming; expected a whole number "
                               f"from {len(streams)} to 512")
-        longest = max(s.prompt_tokens + s.output_tokens - 1 for s in specs)
+        longest = max(s.num_prompt_tokens + s.max_tokens - 1 for s in specs)
         need = max(cdiv(longest, BLOCK_SIZE),
-                   sum(cdiv(s.prompt_tokens, BLOCK_SIZE) for s in streams))
-        if self.pool_blocks < need:
-            raise ConfigError("pool_blocks", f"got {self.pool_blocks:,}, but {label} needs at "
+                   sum(cdiv(s.num_prompt_tokens, BLOCK_SIZE) for s in streams))
+        if self.num_gpu_blocks < need:
+            raise ConfigError("num_gpu_blocks", f"got {self.num_gpu_blocks:,}, but {label} needs at "
                               f"least {need:,} blocks; expected a whole number from {need:,} "
                               f"to 65,536")
-        if not self.chunked_prefill and self.budget < longest:
-            raise ConfigError("budget", f"got {self.budget:,}, but with chunked prefill off a "
+        if not self.enable_chunked_prefill and self.max_num_batched_tokens < longest:
+            raise ConfigError("max_num_batched_tokens", f"got {self.max_num_batched_tokens:,}, but with chunked prefill off a "
                               f"whole sequence must fit one step: {label} needs at least "
                               f"{longest:,}; expected a whole number from {longest:,} to 65,536")
 
@@ -173,7 +181,7 @@ def _ms(us: int) -> float:
 def _token_ids(spec: Spec, index: int) -> list[int]:
     shared = list(range(spec.shared_prefix))
     own = (index + 1) * 1_000_000
-    return shared + list(range(own, own + spec.prompt_tokens - spec.shared_prefix))
+    return shared + list(range(own, own + spec.num_prompt_tokens - spec.shared_prefix))
 
 
 def nearest_rank(values: list, q: float):
@@ -185,20 +193,20 @@ def nearest_rank(values: list, q: float):
     return ordered[k - 1]
 
 
-def simulate(specs: list[Spec], *, budget: int = 2048, max_num_seqs: int = 128,
+def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_seqs: int = 128,
              base_ms: float = 5.0, per_decode_ms: float = 0.02,
-             per_prefill_token_ms: float = 0.035, pool_blocks: int = 4096,
-             prefix_caching: bool = False, chunked_prefill: bool = True,
+             per_prefill_token_ms: float = 0.035, num_gpu_blocks: int = 4096,
+             enable_prefix_caching: bool = False, enable_chunked_prefill: bool = True,
              policy: str = "fcfs") -> dict:
     """Run `specs` on the engine with the step-time model; return requests, steps, summary."""
-    engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
-                                 num_blocks=pool_blocks, block_size=BLOCK_SIZE,
-                                 enable_caching=prefix_caching,
-                                 enable_chunked_prefill=chunked_prefill, policy=policy))
+    engine = Engine(EngineConfig(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                                 num_gpu_blocks=num_gpu_blocks, block_size=BLOCK_SIZE,
+                                 enable_prefix_caching=enable_prefix_caching,
+                                 enable_chunked_prefill=enable_chunked_prefill, policy=policy))
     for i, s in enumerate(specs):
-        engine.add_request(s.id, s.prompt_tokens, s.output_tokens, arrival=s.arrival_ms * 1000,
+        engine.add_request(s.id, s.num_prompt_tokens, s.max_tokens, arrival=s.arrival_ms * 1000,
                            priority=s.priority,
-                           token_ids=_token_ids(s, i) if prefix_caching else None,
+                           token_ids=_token_ids(s, i) if enable_prefix_caching else None,
                            prefilled=s.streaming_at_start)
     token_us: dict[str, list[int]] = {s.id: [] for s in specs}
     steps = []
@@ -219,8 +227,8 @@ def simulate(specs: list[Spec], *, budget: int = 2048, max_num_seqs: int = 128,
             "admitted": result.admitted,
             "preempted": result.preempted,
             "finished": result.finished,
-            "running": result.num_running,
-            "waiting": result.num_waiting,
+            "running": result.num_requests_running,
+            "waiting": result.num_requests_waiting,
         })
     requests, ttft, gaps_all = [], {}, []
     for s in specs:
@@ -235,8 +243,8 @@ def simulate(specs: list[Spec], *, budget: int = 2048, max_num_seqs: int = 128,
             "id": s.id,
             "label": s.label,
             "arrival_ms": s.arrival_ms,
-            "prompt_tokens": s.prompt_tokens,
-            "output_tokens": s.output_tokens,
+            "num_prompt_tokens": s.num_prompt_tokens,
+            "max_tokens": s.max_tokens,
             "priority": s.priority,
             "streaming_at_start": s.streaming_at_start,
             "ttft_ms": first,
@@ -258,23 +266,23 @@ def simulate(specs: list[Spec], *, budget: int = 2048, max_num_seqs: int = 128,
     return {"requests": requests, "steps": steps, "summary": summary}
 
 
-def run(config: BudgetConfig, actions: list) -> dict:
+def run(config: ChunkedPrefillConfig, actions: list) -> dict:
     assert not actions
     label, _, description = SCENARIOS[config.scenario]
-    view = simulate(scenario_requests(config.scenario), budget=config.budget,
+    view = simulate(scenario_requests(config.scenario), max_num_batched_tokens=config.max_num_batched_tokens,
                     max_num_seqs=config.max_num_seqs, base_ms=config.base_ms,
                     per_decode_ms=config.per_decode_ms,
                     per_prefill_token_ms=config.per_prefill_token_ms,
-                    pool_blocks=config.pool_blocks, prefix_caching=config.prefix_caching,
-                    chunked_prefill=config.chunked_prefill, policy=config.policy)
+                    num_gpu_blocks=config.num_gpu_blocks, enable_prefix_caching=config.enable_prefix_caching,
+                    enable_chunked_prefill=config.enable_chunked_prefill, policy=config.policy)
     return {
         "config": {
-            "scenario": config.scenario, "budget": config.budget,
+            "scenario": config.scenario, "max_num_batched_tokens": config.max_num_batched_tokens,
             "max_num_seqs": config.max_num_seqs, "base_ms": config.base_ms,
             "per_decode_ms": config.per_decode_ms,
             "per_prefill_token_ms": config.per_prefill_token_ms,
-            "pool_blocks": config.pool_blocks, "prefix_caching": config.prefix_caching,
-            "chunked_prefill": config.chunked_prefill, "policy": config.policy,
+            "num_gpu_blocks": config.num_gpu_blocks, "enable_prefix_caching": config.enable_prefix_caching,
+            "enable_chunked_prefill": config.enable_chunked_prefill, "policy": config.policy,
         },
         "scenario": {"id": config.scenario, "label": label, "description": description},
         "model": {
@@ -286,7 +294,7 @@ def run(config: BudgetConfig, actions: list) -> dict:
                        "+ per_prefill_token_ms x prompt tokens",
         },
         "block_size": BLOCK_SIZE,
-        "budget_presets": list(BUDGET_PRESETS),
+        "max_num_batched_tokens_presets": list(BUDGET_PRESETS),
         "scenarios": [{"id": k, "label": v[0], "description": v[2]} for k, v in SCENARIOS.items()],
         **view,
     }
@@ -296,10 +304,10 @@ def text(view: dict) -> str:
     s = view["summary"]
     cfg = view["config"]
     lines = [
-        f"Token budget: {view['scenario']['label']}, budget {cfg['budget']:,} tokens/step, "
+        f"Token budget: {view['scenario']['label']}, budget {cfg['max_num_batched_tokens']:,} tokens/step, "
         f"max_num_seqs {cfg['max_num_seqs']}, {cfg['policy']}"
-        + ("" if cfg["chunked_prefill"] else ", chunked prefill off")
-        + (", prefix caching" if cfg["prefix_caching"] else ""),
+        + ("" if cfg["enable_chunked_prefill"] else ", chunked prefill off")
+        + (", prefix caching" if cfg["enable_prefix_caching"] else ""),
         f"  step time ({view['model']['label']}): {cfg['base_ms']:g} ms + "
         f"{cfg['per_decode_ms']:g} ms x decodes + {cfg['per_prefill_token_ms']:g} ms x prompt tokens",
         "",
@@ -309,8 +317,8 @@ def text(view: dict) -> str:
     for r in view["requests"]:
         ttft = "streaming" if r["ttft_ms"] is None else f"{r['ttft_ms']:.2f}"
         gap = f"{max(r['gaps_ms']):.2f}" if r["gaps_ms"] else "-"
-        lines.append(f"{r['label']:<16} {r['arrival_ms']:>10,} {r['prompt_tokens']:>7,} "
-                     f"{r['output_tokens']:>7,} {ttft:>9} {gap:>10} {r['finish_ms']:>10.2f} "
+        lines.append(f"{r['label']:<16} {r['arrival_ms']:>10,} {r['num_prompt_tokens']:>7,} "
+                     f"{r['max_tokens']:>7,} {ttft:>9} {gap:>10} {r['finish_ms']:>10.2f} "
                      f"{r['preemptions']:>7}")
     p50 = "-" if s["itl_p50_ms"] is None else f"{s['itl_p50_ms']:.2f}"
     mx = "-" if s["itl_max_ms"] is None else f"{s['itl_max_ms']:.2f}"
@@ -319,5 +327,5 @@ def text(view: dict) -> str:
     return "\n".join(lines)
 
 
-SIMULATION = Simulation(name="budget", config_cls=BudgetConfig, run=run, text=text,
+SIMULATION = Simulation(name="chunked_prefill", config_cls=ChunkedPrefillConfig, run=run, text=text,
                         takes_actions=False)

@@ -1,4 +1,4 @@
-// Widget for simulation 1, the scheduler race (pysim/race.py, bridge name "race").
+// Widget for simulation 1, the scheduler race (pysim/naive_batching.py, bridge name "naive_batching").
 //
 // pysim computes every frame of all three schedulers at once; this file only plays
 // them back and draws them. Playback (Run / Pause / Step / Reset) moves a cursor over
@@ -17,8 +17,8 @@
   const CONTROLS = [
     // name, label, slider maximum (typed values may go up to pysim's own bound)
     ["requests", "Requests", 200],
-    ["pool_blocks", "Pool blocks", 640],
-    ["max_running", "Max running", 64],
+    ["num_gpu_blocks", "Pool blocks", 640],
+    ["max_num_seqs", "Max running", 64],
     ["seed", "Seed", 999],
   ];
   const ROW = 9; // px per slot row in the timeline
@@ -51,7 +51,7 @@
     let requestSeq = 0;
 
     // ---------------------------------------------------------------- state from the link
-    const fromHash = readHash("race");
+    const fromHash = readHash("naive_batching");
     const hashProblems = [];
     for (const [key, value] of Object.entries(fromHash)) {
       if (key === "view") {
@@ -157,7 +157,7 @@
       for (const [name] of CONTROLS) state[name] = config[name];
       state.view = show;
       state.step = cursor;
-      writeHash("race", state);
+      writeHash("naive_batching", state);
     }
 
     // ---------------------------------------------------------------- recompute
@@ -175,7 +175,7 @@
       for (const c of Object.values(controls)) c.showError("");
       let answer;
       try {
-        answer = await runtime.call("race", { config: payloadConfig(next) });
+        answer = await runtime.call("naive_batching", { config: payloadConfig(next) });
       } catch (err) {
         controls.requests.showError("");
         summary.textContent = "Python is not available, so the picture shows the last computed race.";
@@ -212,7 +212,7 @@
     runtime.subscribe(async (state) => {
       if (state !== "ready" || root.dataset.live) return;
       root.dataset.live = "pending";
-      const answer = await runtime.call("race", { config: payloadConfig(config) }).catch(() => null);
+      const answer = await runtime.call("naive_batching", { config: payloadConfig(config) }).catch(() => null);
       if (!answer || !answer.ok) { root.dataset.live = "failed"; return; }
       const same = JSON.stringify(answer.result) === JSON.stringify(view);
       if (!same && hashProblems.length === 0 && !Object.keys(fromHash).some((k) => k !== "view" && k !== "step")) {
@@ -247,7 +247,7 @@
     function drawPanel(name, palette, dark, total) {
       const result = view.schedulers[name];
       const { status, timeline, bars } = panels[name];
-      const slots = view.config.max_running;
+      const slots = view.config.max_num_seqs;
       const step = Math.min(cursor, result.steps_to_finish);
       const frame = step > 0 ? result.frames[step - 1] : [];
       const running = frame.filter((s) => s && (s[4] === "run" || s[4] === "new")).length;
@@ -255,7 +255,7 @@
       const done = cursor >= result.steps_to_finish;
       status.textContent = done
         ? `finished in ${result.steps_to_finish} steps`
-        : `step ${step}: ${running} running, KV ${kv[0] + kv[1]} written + ${kv[2]} reserved of ${view.config.pool_blocks}`;
+        : `step ${step}: ${running} running, KV ${kv[0] + kv[1]} written + ${kv[2]} reserved of ${view.config.num_gpu_blocks}`;
 
       // Timeline: one row per slot, one column per step, drawn up to the cursor.
       const width = Math.max(120, timeline.parentElement.clientWidth - 150);
@@ -313,7 +313,7 @@
         return h("tr", { "data-scheduler": name, "data-finished": finished ? "true" : "false" },
           h("th", { scope: "row" }, NAMES[name]), cells.map((c) => h("td", {}, String(c))));
       });
-      table.replaceChildren(h("caption", {}, `${view.config.requests} requests, pool of ${view.config.pool_blocks} blocks, at most ${view.config.max_running} running (seed ${view.config.seed})`),
+      table.replaceChildren(h("caption", {}, `${view.config.requests} requests, pool of ${view.config.num_gpu_blocks} blocks, at most ${view.config.max_num_seqs} running (seed ${view.config.seed})`),
         h("thead", {}, head), h("tbody", {}, rows));
       const finished = shown().filter((n) => cursor >= view.schedulers[n].steps_to_finish);
       summary.textContent = finished.length
@@ -329,5 +329,5 @@
     draw();
   }
 
-  window.PySim.register("race", mount);
+  window.PySim.register("naive_batching", mount);
 })();

@@ -1,4 +1,4 @@
-"""Exercise 5's runner and checker (pysim.exercise, bridge name "exercise"), and pysim's
+"""Exercise 5's runner and checker (pysim.exercises, bridge name "exercises"), and pysim's
 own chunked toy (pysim.toy_chunked) that the checker compares a reader's code with."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from pysim import bridge, exercise, toy, toy_chunked
+from pysim import bridge, exercises, toy_scheduler, toy_chunked
 from pysim.__main__ import main
 from pysim.engine import Engine, EngineConfig, run_timed
-from pysim.toy import ToyConfig
+from pysim.toy_scheduler import ToyConfig
 
 
 def call(config) -> dict:
-    answer = json.loads(bridge.call("exercise", json.dumps({"config": config})))
+    answer = json.loads(bridge.call("exercises", json.dumps({"config": config})))
     assert answer["ok"], answer
     return answer["result"]
 
@@ -22,7 +22,7 @@ def call(config) -> dict:
 def prefill_before_decodes() -> str:
     """The classic mistake: the correct solution with the prompt chunks (passes 2 and 3)
     moved in front of the decodes (pass 1), so chunks eat the budget first."""
-    code = exercise.solution_code()
+    code = exercises.solution_code()
     cls = code.index("class ChunkedScheduler")
     a = code.index("        # 1. Decodes first", cls)
     b = code.index("        # 2. Running requests", cls)
@@ -38,7 +38,7 @@ def test_chunked_toy_by_hand():
     # 62 left; no token for C yet. Iteration 2: decodes + C's last 38: C samples its 1st.
     # Iteration 3: three decodes; C samples its 2nd. Iteration 4: C's 3rd (finished),
     # A and B their 5th. Iteration 5: A and B their 6th and last.
-    requests, reports = toy_chunked.simulate(exercise._tiny(), ToyConfig(token_budget=64, max_seqs=8))
+    requests, reports = toy_chunked.simulate(exercises._tiny(), ToyConfig(max_num_batched_tokens=64, max_num_seqs=8))
     d = lambda rid: (rid, "decode", 1)  # noqa: E731
     assert [rep["batch"] for rep in reports] == [
         [(0, "prefill", 20), (1, "prefill", 20)],
@@ -55,9 +55,9 @@ def test_chunked_toy_by_hand():
 def test_chunked_toy_equals_the_toy_when_no_prompt_is_cut():
     # With a budget no iteration's prompts can exceed, chunking never happens and the
     # two schedulers are the same program.
-    cfg = ToyConfig(token_budget=8192)
-    specs = toy.workload(200, cfg.seed)
-    assert toy_chunked.simulate(specs, cfg)[1] == toy.simulate(specs, cfg)[1]
+    cfg = ToyConfig(max_num_batched_tokens=8192)
+    specs = toy_scheduler.workload(200, cfg.seed)
+    assert toy_chunked.simulate(specs, cfg)[1] == toy_scheduler.simulate(specs, cfg)[1]
 
 
 @pytest.mark.parametrize("budget, seqs", [(256, 32), (128, 64), (64, 16)])
@@ -65,16 +65,16 @@ def test_chunked_toy_equals_the_engine_when_memory_is_plentiful(budget, seqs):
     # The engine with chunked prefill on allocates blocks chunk by chunk, the toy for the
     # whole sequence at admission; with memory to spare that never matters, and the two
     # hand out the same tokens to the same requests in every iteration.
-    cfg = ToyConfig(token_budget=budget, total_blocks=10_000, max_seqs=seqs)
-    specs = toy.workload(120, cfg.seed)
+    cfg = ToyConfig(max_num_batched_tokens=budget, num_gpu_blocks=10_000, max_num_seqs=seqs)
+    specs = toy_scheduler.workload(120, cfg.seed)
     _, reports = toy_chunked.simulate(specs, cfg)
-    e = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=seqs, num_blocks=10_000,
+    e = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=seqs, num_gpu_blocks=10_000,
                             block_size=cfg.block_size, enable_chunked_prefill=True))
     for s in specs:
-        e.add_request(s["id"], s["prompt"], s["output"], arrival=s["arrival"])
+        e.add_request(s["id"], s["num_prompt_tokens"], s["max_tokens"], arrival=s["arrival"])
     steps = list(run_timed(e, lambda res: 1))
     assert len(steps) == len(reports)
-    assert any(n < r["prompt"] for rep in reports for rid, kind, n in rep["batch"]
+    assert any(n < r["num_prompt_tokens"] for rep in reports for rid, kind, n in rep["batch"]
                for r in [specs[rid]] if kind == "prefill")  # chunks did happen
     for rep, (res, start, _) in zip(reports, steps):
         assert rep["iteration"] == start
@@ -85,7 +85,7 @@ def test_chunked_toy_equals_the_engine_when_memory_is_plentiful(budget, seqs):
 # --------------------------------------------------------------------------- the checker
 
 def test_starter_code_is_the_toy_without_its_bridge_section():
-    code = exercise.starter_code()
+    code = exercises.starter_code()
     assert code.startswith('"""A toy continuous-batching scheduler')
     assert "class ToyScheduler" in code and "def run_driver" in code
     assert "SIMULATION" not in code and "--8<--" not in code
@@ -94,10 +94,10 @@ def test_starter_code_is_the_toy_without_its_bridge_section():
 
 
 def test_a_correct_solution_passes_every_check():
-    view = call({"mode": "check", "code": exercise.solution_code()})
+    view = call({"mode": "check", "code": exercises.solution_code()})
     assert view["passed"] is True
     assert view["message"] == "all checks pass"
-    assert len(view["checks"]) == len(exercise.CHECKS) and all(c["passed"] for c in view["checks"])
+    assert len(view["checks"]) == len(exercises.CHECKS) and all(c["passed"] for c in view["checks"])
     assert view["error"] is None
 
 
@@ -119,11 +119,11 @@ def test_prefill_before_decodes_names_the_first_differing_step():
     assert first == ("step 1: request 0 expected a decode (1 token), got nothing (not in the batch); "
                      "request 1 expected a decode (1 token), got nothing (not in the batch); "
                      "request 2 expected 62 prefill tokens, got 64")
-    assert view["message"] == f"Check 1 ({exercise.CHECKS[0][0]}): {first}"
+    assert view["message"] == f"Check 1 ({exercises.CHECKS[0][0]}): {first}"
 
 
 def test_a_syntax_error_is_reported_with_its_line():
-    code = exercise.starter_code().replace("    def add(self, r: Request) -> None:",
+    code = exercises.starter_code().replace("    def add(self, r: Request) -> None:",
                                            "    def add(self, r: Request) -> None", 1)
     line = code.splitlines().index("    def add(self, r: Request) -> None") + 1
     view = call({"mode": "check", "code": code})
@@ -135,7 +135,7 @@ def test_a_syntax_error_is_reported_with_its_line():
 
 
 def test_an_exception_names_its_line_and_the_step():
-    code = exercise.solution_code().replace("            r.computed += n\n",
+    code = exercises.solution_code().replace("            r.computed += n\n",
                                             "            r.computed += n\n            assert r.computed < 60\n", 1)
     line = code.splitlines().index("            assert r.computed < 60") + 1
     view = call({"mode": "check", "code": code})
@@ -152,12 +152,12 @@ def test_missing_names_are_explained():
 
 
 def test_run_shows_results_and_printed_output():
-    code = exercise.solution_code() + "\nprint('hello from the worker')\n"
+    code = exercises.solution_code() + "\nprint('hello from the worker')\n"
     view = call({"mode": "run", "code": code})
     assert view["ok"] is True and view["error"] is None
     assert view["output"] == "hello from the worker\n"
-    expected = toy.summarize(*toy_chunked.simulate(toy.workload(200, toy.ToyConfig().seed),
-                                                   ToyConfig(token_budget=256)))
+    expected = toy_scheduler.summarize(*toy_chunked.simulate(toy_scheduler.workload(200, toy_scheduler.ToyConfig().seed),
+                                                   ToyConfig(max_num_batched_tokens=256)))
     assert view["summary"]["finished"] == 200
     assert view["summary"]["iterations"] == expected["iterations"]
     assert view["summary"]["mean_ttft"] == round(expected["mean_ttft"], 2)
@@ -171,28 +171,28 @@ def test_run_of_the_starter_explains_why_it_is_stuck():
 
 def test_printing_is_capped():
     view = call({"mode": "run", "code": "for i in range(5000): print('x' * 10)\n"})
-    assert len(view["output"]) < exercise.MAX_OUTPUT_CHARS + 100
+    assert len(view["output"]) < exercises.MAX_OUTPUT_CHARS + 100
     assert view["output"].endswith("[output cut at 10,000 characters]")
 
 
 def test_code_size_is_bounded_and_named():
-    answer = json.loads(bridge.call("exercise", json.dumps(
-        {"config": {"mode": "run", "code": "#" * (exercise.MAX_CODE_CHARS + 1)}})))
+    answer = json.loads(bridge.call("exercises", json.dumps(
+        {"config": {"mode": "run", "code": "#" * (exercises.MAX_CODE_CHARS + 1)}})))
     assert answer["ok"] is False and answer["error"]["field"] == "code"
     assert "50,000" in answer["error"]["message"]
-    answer = json.loads(bridge.call("exercise", json.dumps({"config": {"code": 5}})))
+    answer = json.loads(bridge.call("exercises", json.dumps({"config": {"code": 5}})))
     assert answer["ok"] is False and answer["error"]["field"] == "code"
     # The largest accepted program, JSON-escaped, still fits the bridge's payload limit.
-    worst = json.dumps({"config": {"mode": "run", "code": '"' * exercise.MAX_CODE_CHARS}})
+    worst = json.dumps({"config": {"mode": "run", "code": '"' * exercises.MAX_CODE_CHARS}})
     assert len(worst) <= bridge.MAX_PAYLOAD_CHARS
 
 
 def test_the_readers_module_does_not_leak():
     import sys
-    call({"mode": "run", "code": exercise.solution_code()})
-    assert exercise.MODULE_NAME not in sys.modules
+    call({"mode": "run", "code": exercises.solution_code()})
+    assert exercises.MODULE_NAME not in sys.modules
 
 
 def test_cli(capsys):
-    assert main(["exercise", "--set", "mode=check"]) == 0
+    assert main(["exercises", "--set", "mode=check"]) == 0
     assert "step 1: request 2 expected 62 prefill tokens" in capsys.readouterr().out

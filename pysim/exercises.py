@@ -1,6 +1,6 @@
 """Exercise 5 (chunked prefill in the toy scheduler): run a reader's code and check it.
 
-The Exercises page holds an editor pre-filled with the toy scheduler (pysim/toy.py, up
+The Exercises page holds an editor pre-filled with the toy scheduler (pysim/toy_scheduler.py, up
 to its bridge section). Its buttons call this module through the bridge, in the page's
 Python worker, never on the page's own thread:
 
@@ -11,7 +11,7 @@ Python worker, never on the page's own thread:
   (pysim.toy_chunked) and reports the first iteration where they differ, naming the
   request and the tokens expected and got, or that all checks pass.
 
-The driving loop is pysim's (`pysim.toy.iterate`, the same loop as in the reader's
+The driving loop is pysim's (`pysim.toy_scheduler.iterate`, the same loop as in the reader's
 file), so a reader changes the scheduler, not the harness. An endless loop in the
 reader's code is stopped by the page: its call times out and the worker is restarted.
 """
@@ -26,7 +26,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import toy, toy_chunked
+from . import toy_scheduler, toy_chunked
 from .config import ConfigError, choice, data
 
 FILENAME = "<your code>"
@@ -38,8 +38,8 @@ BRIDGE_SECTION = "# The bridge's view of the toy"
 MARKER = re.compile(r"^[ \t]*# --8<-- \[(start|end):[a-z_]+\][ \t]*\n", re.M)
 
 # Run: the driver's workload where whole prompts no longer fit one iteration.
-RUN_SETTINGS = {"token_budget": 256}
-RUN_REQUESTS, RUN_SEED = 200, toy.ToyConfig().seed
+RUN_SETTINGS = {"max_num_batched_tokens": 256}
+RUN_REQUESTS, RUN_SEED = 200, toy_scheduler.ToyConfig().seed
 
 
 def _check_code(value):
@@ -52,10 +52,13 @@ def _check_code(value):
 
 
 @dataclass(frozen=True)
-class ExerciseConfig:
+class ExercisesConfig:
     mode: str = choice("start", ("start", "run", "check"),
-                       "start: the starter code; run: run your scheduler; check: compare it")
-    code: str = data(str, "your program (empty: the starter code)", check=_check_code)
+                       "start: the starter code; run: run your scheduler; check: compare it",
+                       label="Mode", option_labels={"start": "Back to the starter code",
+                                                    "run": "Run", "check": "Check"})
+    code: str = data(str, "your program (empty: the starter code)", check=_check_code,
+                      label="Python code of your toy scheduler")
 
 
 # ---------------------------------------------------------------- the workloads
@@ -63,28 +66,28 @@ class ExerciseConfig:
 def _tiny() -> list[dict]:
     # Budget 64. Iteration 0: A and B (20-token prompts) are prefilled. Iteration 1: A and
     # B decode, and C (100 tokens) gets the 62 tokens left; iteration 2 its last 38.
-    return [{"id": 0, "arrival": 0, "prompt": 20, "output": 6},
-            {"id": 1, "arrival": 0, "prompt": 20, "output": 6},
-            {"id": 2, "arrival": 1, "prompt": 100, "output": 3}]
+    return [{"id": 0, "arrival": 0, "num_prompt_tokens": 20, "max_tokens": 6},
+            {"id": 1, "arrival": 0, "num_prompt_tokens": 20, "max_tokens": 6},
+            {"id": 2, "arrival": 1, "num_prompt_tokens": 100, "max_tokens": 3}]
 
 
 CHECKS = (
     ("a long prompt arrives while two requests decode, budget 64",
-     {"token_budget": 64, "max_seqs": 8}, _tiny),
+     {"max_num_batched_tokens": 64, "max_num_seqs": 8}, _tiny),
     ("the driver's 200 requests with a 256-token budget",
-     {"token_budget": 256}, lambda: toy.workload(200, RUN_SEED)),
+     {"max_num_batched_tokens": 256}, lambda: toy_scheduler.workload(200, RUN_SEED)),
     ("the driver's 200 requests with the default 1,024-token budget",
-     {}, lambda: toy.workload(200, RUN_SEED)),
+     {}, lambda: toy_scheduler.workload(200, RUN_SEED)),
     ("a memory-starved run with preemptions, 150 blocks and a 128-token budget",
-     {"token_budget": 128, "total_blocks": 150, "max_seqs": 16}, lambda: toy.workload(120, 5)),
+     {"max_num_batched_tokens": 128, "num_gpu_blocks": 150, "max_num_seqs": 16}, lambda: toy_scheduler.workload(120, 5)),
 )
 
 
 # ---------------------------------------------------------------- the reader's code
 
 def starter_code() -> str:
-    """pysim/toy.py up to its bridge section, without the page's snippet markers."""
-    source = Path(toy.__file__).read_text(encoding="utf-8")
+    """pysim/toy_scheduler.py up to its bridge section, without the page's snippet markers."""
+    source = Path(toy_scheduler.__file__).read_text(encoding="utf-8")
     head = source[:source.index(BRIDGE_SECTION)]
     head = head[:head.rindex("\n#")].rstrip() + "\n"  # without the section's rule line
     return MARKER.sub("", head)
@@ -170,7 +173,7 @@ def drive(module, settings: dict, specs: list[dict]):
     """Yield the reader's iteration reports, one by one (their code runs as we go)."""
     config = module.ToyConfig(**settings)
     requests = [module.Request(**spec) for spec in specs]
-    return requests, toy.iterate(module.ToyScheduler(config), requests)
+    return requests, toy_scheduler.iterate(module.ToyScheduler(config), requests)
 
 
 # ---------------------------------------------------------------- comparing
@@ -221,7 +224,7 @@ def compare(expected: dict, got: dict) -> str | None:
 
 def check_one(module, code: str, settings: dict, specs: list[dict]) -> tuple[bool, str, int]:
     """Compare the reader's scheduler with pysim's on one workload: (passed, message, steps)."""
-    config = toy.ToyConfig(**settings)
+    config = toy_scheduler.ToyConfig(**settings)
     _, expected = toy_chunked.simulate(specs, config)
     _, reports = drive(module, settings, specs)
     step = 0
@@ -268,7 +271,7 @@ def _with_reader_code(code: str, action):
     return result, error, out.text()
 
 
-def run(config: ExerciseConfig, actions) -> dict:
+def run(config: ExercisesConfig, actions) -> dict:
     if config.mode == "start":
         return {"mode": "start", "starter_code": starter_code(), "time_limit_s": TIME_LIMIT_S,
                 "checks": [name for name, _, _ in CHECKS],
@@ -277,7 +280,7 @@ def run(config: ExerciseConfig, actions) -> dict:
 
     if config.mode == "run":
         def action(module):
-            requests, reports = drive(module, RUN_SETTINGS, toy.workload(RUN_REQUESTS, RUN_SEED))
+            requests, reports = drive(module, RUN_SETTINGS, toy_scheduler.workload(RUN_REQUESTS, RUN_SEED))
             try:
                 reports = list(reports)
             except ReaderError:
@@ -285,7 +288,7 @@ def run(config: ExerciseConfig, actions) -> dict:
             except BaseException as exc:  # SystemExit too: exit() in a reader's code
                 raise ReaderError(_explain(exc, code)) from None
             return {k: round(v, 2) if isinstance(v, float) else v
-                    for k, v in toy.summarize(requests, reports).items()}
+                    for k, v in toy_scheduler.summarize(requests, reports).items()}
 
         summary, error, output = _with_reader_code(code, action)
         return {"mode": "run", "ok": error is None, "summary": summary, "error": error,
@@ -330,7 +333,7 @@ def text(view: dict) -> str:
 
 def _simulation():
     from .bridge import Simulation
-    return Simulation(name="exercise", config_cls=ExerciseConfig, run=run, text=text,
+    return Simulation(name="exercises", config_cls=ExercisesConfig, run=run, text=text,
                       runs_reader_code=True)
 
 

@@ -1,4 +1,4 @@
-"""Tests for pysim.race (simulation 1, the scheduler race; widgets.md section 1).
+"""Tests for pysim.naive_batching (simulation 1, the scheduler race; widgets.md section 1).
 
 The small cases below were traced by hand, step by step, from the spec's rules;
 the traces are written out in the comments and the asserts check the results.
@@ -13,9 +13,9 @@ import pytest
 
 from pysim.config import ConfigError, from_mapping
 from pysim.prng import SplitMix64
-from pysim.race import (
+from pysim.naive_batching import (
     SCHEDULERS,
-    RaceConfig,
+    NaiveBatchingConfig,
     admit_limit,
     min_pool,
     run,
@@ -39,7 +39,7 @@ def summary(result: dict) -> tuple:
 
 
 # ---------------------------------------------------------------------------
-# Case A: four requests, no preemption. longest = 10, pool = 20, max_running = 3.
+# Case A: four requests, no preemption. longest = 10, pool = 20, max_num_seqs = 3.
 #   R0 prompt 2, answer 3 | R1 prompt 3, answer 1 | R2 prompt 2, answer 4 | R3 prompt 4, answer 2
 #   total answer blocks = 3 + 1 + 4 + 2 = 10
 CASE_A = [(2, 3), (3, 1), (2, 4), (4, 2)]
@@ -87,7 +87,7 @@ def test_case_a_continuous_reserved():
 def test_case_a_continuous_paged():
     # Admission limit floor(0.9 * 20) = 18.
     # step 0: R0: 0 + 2 + 1 = 3 <= 18, used 2. R1: 2 + 3 + 1 = 6, used 5.
-    #         R2: 5 + 2 + 1 = 8, used 7. R3: 3 running = max_running, stop.
+    #         R2: 5 + 2 + 1 = 8, used 7. R3: 3 running = max_num_seqs, stop.
     #         grow R0, R1 (finish 0), R2: used 10.
     # step 1: retire R1 (4 blocks): used 6. R3: 6 + 4 + 1 = 11 <= 18, used 10, wait 1.
     #         grow R0, R2, R3: used 13.
@@ -104,7 +104,7 @@ def test_case_a_continuous_paged():
 
 # ---------------------------------------------------------------------------
 # Case B: a small pool forces a paged preemption of a request other than the requester.
-# longest = 8, pool = 10 (admission limit floor(9.0) = 9), max_running = 4.
+# longest = 8, pool = 10 (admission limit floor(9.0) = 9), max_num_seqs = 4.
 #   R0 prompt 2, answer 6 | R1 prompt 2, answer 6
 CASE_B = [(2, 6), (2, 6)]
 
@@ -143,7 +143,7 @@ def test_case_b_reserved_schedulers_run_one_at_a_time(name):
 
 # ---------------------------------------------------------------------------
 # Case C: the requester preempts itself, then head-of-line blocking.
-# longest = 8, pool = 10 (limit 9), max_running = 4.
+# longest = 8, pool = 10 (limit 9), max_num_seqs = 4.
 #   R0 prompt 2, answer 5 | R1 prompt 2, answer 5 | R2 prompt 1, answer 2
 CASE_C = [(2, 5), (2, 5), (1, 2)]
 
@@ -182,7 +182,7 @@ def test_case_c_reserved_schedulers(name):
 
 # Case D: a request admitted in a step preempts itself in that step, before its first
 # block, so its wait is the step of its later first block.
-# longest = 8, pool = 10 (limit 9), max_running = 4.
+# longest = 8, pool = 10 (limit 9), max_num_seqs = 4.
 #   R0 prompt 1, answer 2 | R1 prompt 1, answer 2 | R2 prompt 6, answer 2
 CASE_D = [(1, 2), (1, 2), (6, 2)]
 
@@ -206,7 +206,7 @@ def test_case_d_paged_preempted_before_its_first_block():
 
 
 def test_static_batch_capped_by_max_running():
-    # pool 100, longest 10: memory allows 10 but max_running = 2, so batches of 2.
+    # pool 100, longest 10: memory allows 10 but max_num_seqs = 2, so batches of 2.
     # {R0 a=1, R1 a=3} steps 0..2; {R2 a=2} from step 3, finishes 4. steps 5.
     r = simulate("static", [(1, 1), (1, 3), (1, 2)], 100, 2, 10)
     assert summary(r) == (5, 0, [0, 0, 3], [0, 2, 4])
@@ -218,7 +218,7 @@ def test_static_batch_capped_by_max_running():
 
 
 def test_workload_draw_order_is_prompt_then_answer_per_request():
-    config = RaceConfig(requests=5, seed=42)
+    config = NaiveBatchingConfig(requests=5, seed=42)
     rng = SplitMix64(42)
     expected = []
     for _ in range(5):
@@ -227,12 +227,12 @@ def test_workload_draw_order_is_prompt_then_answer_per_request():
         expected.append((p, a))
     assert workload(config) == expected
     view = run(config, [])
-    assert view["workload"] == [{"id": i, "prompt_blocks": p, "answer_steps": a}
+    assert view["workload"] == [{"id": i, "prompt_blocks": p, "answer_blocks": a}
                                 for i, (p, a) in enumerate(expected)]
 
 
 def test_default_shape_static_slowest_paged_fastest_by_a_wide_margin():
-    s = run(RaceConfig(), [])["schedulers"]
+    s = run(NaiveBatchingConfig(), [])["schedulers"]
     static, reserved, paged = (s[n]["steps_to_finish"] for n in SCHEDULERS)
     assert static > 1.3 * reserved
     assert reserved > 1.5 * paged
@@ -243,37 +243,37 @@ def test_default_shape_static_slowest_paged_fastest_by_a_wide_margin():
 
 
 def test_mean_running_is_total_answer_blocks_over_steps():
-    view = run(RaceConfig(), [])
-    total = sum(w["answer_steps"] for w in view["workload"])
+    view = run(NaiveBatchingConfig(), [])
+    total = sum(w["answer_blocks"] for w in view["workload"])
     for r in view["schedulers"].values():
         assert r["mean_running"] == round(total / r["steps_to_finish"], 3)
 
 
 # The digest of the default view model. CPython and Pyodide must both give it.
-DEFAULT_DIGEST = "943c5197465525105b7f0b403e859981d634951a94b46ed98973d7a2c9bad20d"
+DEFAULT_DIGEST = "96b90e1372481e4b132122d1f194ce9dbf895689272275bd96dab8e5d66890d8"
 
 
 def test_default_digest_is_stable():
-    first = trace_digest(run(RaceConfig(), []))
-    assert first == trace_digest(run(RaceConfig(), []))
+    first = trace_digest(run(NaiveBatchingConfig(), []))
+    assert first == trace_digest(run(NaiveBatchingConfig(), []))
     assert first == DEFAULT_DIGEST
 
 
 def test_digest_changes_with_the_seed():
-    assert trace_digest(run(RaceConfig(seed=2), [])) != trace_digest(run(RaceConfig(), []))
+    assert trace_digest(run(NaiveBatchingConfig(seed=2), [])) != trace_digest(run(NaiveBatchingConfig(), []))
 
 
 def test_default_view_is_small_json():
-    view = run(RaceConfig(), [])
+    view = run(NaiveBatchingConfig(), [])
     encoded = json.dumps(view, allow_nan=False, separators=(",", ":"))
     assert len(encoded) < 300_000
     assert json.loads(encoded) == view
 
 
 def test_one_scheduler_only():
-    view = run(RaceConfig(scheduler="continuous_paged"), [])
+    view = run(NaiveBatchingConfig(scheduler="continuous_paged"), [])
     assert list(view["schedulers"]) == ["continuous_paged"]
-    full = run(RaceConfig(), [])
+    full = run(NaiveBatchingConfig(), [])
     assert view["schedulers"]["continuous_paged"] == full["schedulers"]["continuous_paged"]
 
 
@@ -282,33 +282,33 @@ def test_pool_minimum_keeps_the_longest_request_under_the_paged_limit():
     for longest in range(2, 49):
         assert admit_limit(min_pool(longest)) >= longest > admit_limit(min_pool(longest) - 1)
     with pytest.raises(ConfigError) as err:
-        RaceConfig(pool_blocks=33).check()
-    assert err.value.field == "pool_blocks" and "34" in err.value.message
-    RaceConfig(pool_blocks=34).check()
+        NaiveBatchingConfig(num_gpu_blocks=33).check()
+    assert err.value.field == "num_gpu_blocks" and "34" in err.value.message
+    NaiveBatchingConfig(num_gpu_blocks=34).check()
 
 
 @pytest.mark.parametrize("raw, field", [
     ({"prompt_blocks_min": 7}, "prompt_blocks_min"),
-    ({"answer_steps_min": 25}, "answer_steps_min"),
-    ({"pool_blocks": 0}, "pool_blocks"),
-    ({"max_running": 65}, "max_running"),
+    ({"answer_blocks_min": 25}, "answer_blocks_min"),
+    ({"num_gpu_blocks": 0}, "num_gpu_blocks"),
+    ({"max_num_seqs": 65}, "max_num_seqs"),
     ({"requests": 401}, "requests"),
     ({"scheduler": "fastest"}, "scheduler"),
 ])
 def test_config_refuses(raw, field):
     with pytest.raises(ConfigError) as err:
-        from_mapping(RaceConfig, raw)
+        from_mapping(NaiveBatchingConfig, raw)
     assert err.value.field == field
 
 
 def test_actions_are_refused():
     with pytest.raises(ConfigError) as err:
-        run(RaceConfig(), ["step"])
+        run(NaiveBatchingConfig(), ["step"])
     assert err.value.field == "actions"
 
 
 def test_text_table_lists_every_scheduler():
-    view = run(RaceConfig(), [])
+    view = run(NaiveBatchingConfig(), [])
     out = text(view)
     assert "steps to finish" in out
     for name in SCHEDULERS:
@@ -322,8 +322,8 @@ def test_text_table_lists_every_scheduler():
 
 def check_properties(view: dict) -> None:
     c = view["config"]
-    pool, max_running = c["pool_blocks"], c["max_running"]
-    answers = [w["answer_steps"] for w in view["workload"]]
+    pool, max_num_seqs = c["num_gpu_blocks"], c["max_num_seqs"]
+    answers = [w["answer_blocks"] for w in view["workload"]]
     for name, r in view["schedulers"].items():
         per = r["per_request"]
         steps = r["steps_to_finish"]
@@ -338,12 +338,12 @@ def check_properties(view: dict) -> None:
         written = 0
         previous: dict[int, int] = {}
         for t, (frame, kv) in enumerate(zip(r["frames"], r["kv"])):
-            assert len(frame) <= max_running and (not frame or frame[-1] is not None)
+            assert len(frame) <= max_num_seqs and (not frame or frame[-1] is not None)
             entries = [e for e in frame if e is not None]
             ids = [e[0] for e in entries]
             assert len(ids) == len(set(ids)), f"{name} step {t}: a request twice"
             working = [e for e in entries if e[4] in ("new", "run")]
-            assert len(working) <= max_running
+            assert len(working) <= max_num_seqs
             written += len(working)
             held = [e for e in entries if e[4] != "pre"]
             assert kv == [sum(e[1] for e in held), sum(e[2] for e in held), sum(e[3] for e in held)]
@@ -365,9 +365,9 @@ def check_properties(view: dict) -> None:
 def test_properties_on_a_fixed_sweep():
     # Runs everywhere (also without hypothesis): small pools and many seeds.
     for seed in range(12):
-        config = RaceConfig(requests=20, pool_blocks=min_pool(14) + seed, max_running=1 + seed % 6,
+        config = NaiveBatchingConfig(requests=20, num_gpu_blocks=min_pool(14) + seed, max_num_seqs=1 + seed % 6,
                             seed=seed, prompt_blocks_min=1, prompt_blocks_max=4,
-                            answer_steps_min=1, answer_steps_max=10)
+                            answer_blocks_min=1, answer_blocks_max=10)
         check_properties(run(config, []))
 
 
@@ -379,10 +379,10 @@ if given is not None:
         amin = draw(st.integers(1, 6))
         amax = draw(st.integers(amin, 12))
         pool = draw(st.integers(min_pool(pmax + amax), min_pool(pmax + amax) + 60))
-        return RaceConfig(requests=draw(st.integers(1, 25)), pool_blocks=pool,
-                          max_running=draw(st.integers(1, 10)), seed=draw(st.integers(0, 2**32 - 1)),
+        return NaiveBatchingConfig(requests=draw(st.integers(1, 25)), num_gpu_blocks=pool,
+                          max_num_seqs=draw(st.integers(1, 10)), seed=draw(st.integers(0, 2**32 - 1)),
                           prompt_blocks_min=pmin, prompt_blocks_max=pmax,
-                          answer_steps_min=amin, answer_steps_max=amax)
+                          answer_blocks_min=amin, answer_blocks_max=amax)
 
     @settings(max_examples=80, deadline=None)
     @given(small_configs())
@@ -394,6 +394,6 @@ else:  # pragma: no cover
 
 
 def test_config_fields_are_all_bounded_with_help():
-    for f in dataclasses.fields(RaceConfig):
+    for f in dataclasses.fields(NaiveBatchingConfig):
         assert f.metadata["help"]
         assert f.metadata["kind"] in ("int", "choice")

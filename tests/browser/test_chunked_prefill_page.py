@@ -12,11 +12,11 @@ from conftest import page_url, wait_for_python
 from pysim import bridge
 
 PAGE = "chunked-prefill"
-ROOT = ".pysim-widget[data-widget='budget']"
+ROOT = ".pysim-widget[data-widget='chunked_prefill']"
 
 
 def expected(scenario="long_document", budget=2048):
-    answer = json.loads(bridge.call("budget", json.dumps({"config": {"scenario": scenario, "budget": budget}})))
+    answer = json.loads(bridge.call("chunked_prefill", json.dumps({"config": {"scenario": scenario, "max_num_batched_tokens": budget}})))
     assert answer["ok"], answer
     return answer["result"]
 
@@ -87,7 +87,7 @@ def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
     wait_for_python(page)
     page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.live !== 'pending'")
     assert root_data(page, "live") == "same"
-    pyodide_view = page.evaluate("PySim.runtime.call('budget', {config: {}}).then(a => a.result)")
+    pyodide_view = page.evaluate("PySim.runtime.call('chunked_prefill', {config: {}}).then(a => a.result)")
     assert pyodide_view == default
     assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
 
@@ -125,11 +125,11 @@ def test_pin_one_run_and_compare_with_the_next(page, site_url):
     assert summary(page, "pin") == expected_summary(expected("long_document", 2048))
     assert page.locator(".budget-pin-timeline").is_visible()
     assert "budget 2,048" in page.locator(".budget-pin-head").inner_text()
-    assert "pin_budget=2048" in page.url
+    assert "pin_max_num_batched_tokens=2048" in page.url
     page.locator(ROOT).get_by_role("button", name="Clear pin").click()
     assert page.locator('.budget-table th[data-run="pin"]').count() == 0
     assert page.locator(".budget-pin-timeline").is_hidden()
-    assert "pin_budget" not in page.url
+    assert "pin_max_num_batched_tokens" not in page.url
 
 
 def test_step_moves_the_cursor_and_shows_the_step(page, site_url):
@@ -178,14 +178,14 @@ def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(page, site_ur
     page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
     before = summary(page)
-    box = page.locator(f'{ROOT} .pysim-control[data-field="budget"] input[type="number"]')
+    box = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] input[type="number"]')
     box.fill("10")
     box.press("Enter")
-    error = page.locator(f'{ROOT} .pysim-control[data-field="budget"] .pysim-error')
+    error = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] .pysim-error')
     error.wait_for(state="visible")
     message = error.inner_text()
     assert "Budget" in message and "10" in message and "64" in message and "65,536" in message
-    assert root_data(page, "error") == "budget"
+    assert root_data(page, "error") == "max_num_batched_tokens"
     assert summary(page) == before  # the last good picture stays
     assert root_data(page, "budget") == "2048"
     # A good value clears the message and redraws.
@@ -206,9 +206,9 @@ def test_state_lives_in_the_url_hash(page, site_url):
     widget.get_by_role("button", name="Reset", exact=True).click()
     for _ in range(3):
         widget.get_by_role("button", name="Step", exact=True).click()
-    page.wait_for_function("() => location.hash.includes('budget.step=3')")
+    page.wait_for_function("() => location.hash.includes('chunked_prefill.step=3')")
     url = page.url
-    for part in ("budget.scenario=mixed", "budget.budget=512", "budget.pin_scenario=mixed", "budget.pin_budget=8192"):
+    for part in ("chunked_prefill.scenario=mixed", "chunked_prefill.max_num_batched_tokens=512", "chunked_prefill.pin_scenario=mixed", "chunked_prefill.pin_max_num_batched_tokens=8192"):
         assert part in url
     page.goto("about:blank")
     page.goto(url)
@@ -233,8 +233,8 @@ def test_state_lives_in_the_url_hash(page, site_url):
 
 
 def test_crafted_hash_is_data_not_markup(page, site_url):
-    page.goto(page_url(site_url, PAGE, "#budget.scenario=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
-                       "&budget.budget=%3Cscript%3E&budget.pin_budget=7"))
+    page.goto(page_url(site_url, PAGE, "#chunked_prefill.scenario=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
+                       "&chunked_prefill.max_num_batched_tokens=%3Cscript%3E&chunked_prefill.pin_max_num_batched_tokens=7"))
     message = page.locator(f"{ROOT} .budget-link-error")
     text = message.inner_text()
     assert "Ignored part of the link" in text and "pin_scenario" in text

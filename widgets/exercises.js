@@ -1,4 +1,4 @@
-// Widget for exercise 5 (pysim/exercise.py, bridge name "exercise"): an editor holding
+// Widget for exercise 5 (pysim/exercises.py, bridge name "exercises"): an editor holding
 // the toy scheduler's code, a Run button and a Check button.
 //
 // The reader's code never runs on this page's thread: it travels as text to the page's
@@ -12,8 +12,8 @@
 (function () {
   "use strict";
   const { h, fmt } = window.PySim;
-  const NAME = "exercise";
-  const STORE = "pysim.exercise.code"; // the reader's code survives a reload
+  const NAME = "exercises";
+  const STORE = "pysim.exercises.code"; // the reader's code survives a reload
   const THEMES = { light: "ace/theme/chrome", dark: "ace/theme/tomorrow_night" };
   const LABELS = {
     finished: "finished", iterations: "iterations", tokens: "tokens computed",
@@ -129,7 +129,7 @@
       h("div", { class: "pysim-toolbar" }, runBtn, checkBtn, resetBtn, note),
       editor.element, help, verdict, details);
     // When Python is ready, ask it for the starter view: it must equal the pre-rendered
-    // one (the same pysim, the same toy.py), or the editor would start from stale code.
+    // one (the same pysim, the same toy_scheduler.py), or the editor would start from stale code.
     // Ace comes after that first answer, or at once if Python will not start.
     runtime.subscribe(async (state) => {
       if (state === "failed" || state === "unavailable") editor.upgrade();
@@ -203,7 +203,7 @@
 
     function showRun(v) {
       const s = v.run_settings;
-      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.token_budget)}`;
+      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.max_num_batched_tokens)}`;
       if (!v.ok) {
         root.dataset.result = "error";
         show("Your code stopped with an error.", [
