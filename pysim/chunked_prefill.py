@@ -335,10 +335,17 @@ def figures() -> dict:
         out[f"itl_max_{budget}"] = summary["itl_max_ms"]
         out[f"itl_p50_{budget}"] = summary["itl_p50_ms"]
         out[f"total_{budget}"] = summary["total_ms"]
+        out[f"steps_{budget}"] = summary["steps"]
         # Steps that carried a piece of the document's prompt.
         out[f"chunks_{budget}"] = sum(
             any(part[0] == doc["id"] and part[1] == "prefill" for part in step["parts"])
             for step in view["steps"])
+        # The "Burst of chats" scenario: nobody streams at the start, so the number of
+        # steps, each paying the fixed cost, depends on the budget.
+        burst = run(ChunkedPrefillConfig(scenario="burst_of_chats", max_num_batched_tokens=budget), [])["summary"]
+        out[f"burst_steps_{budget}"] = burst["steps"]
+        out[f"burst_total_{budget}"] = burst["total_ms"]
+    out["burst_extra_steps"] = out["burst_steps_512"] - out["burst_steps_16384"]
     return out
 
 

@@ -87,6 +87,18 @@ def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, max_tokens=5
 # ------------------------------------------------------------------ page 1: the waste
 
 
+def context_for_beta(beta_ms: float, gpu="H100", model="llama-3.1-8b") -> float:
+    """The context whose KV read takes `beta_ms` on this GPU: beta = tokens x kv bytes / bandwidth.
+
+    beta is the per-request term of t(B) = t0 + beta B, one request's KV cache read per
+    step, so a page that uses another beta is speaking of another context length.
+    """
+    from .catalog import GPUS, MODELS
+
+    per_token_s = MODELS[model].kv_bytes_per_token(kv_fp8=False) / GPUS[gpu].bandwidth_bytes_per_s
+    return beta_ms / 1000 / per_token_s
+
+
 def decode_step(gpu="H100", model="llama-3.1-8b", context_tokens=2_048, wide=32,
                 short_context=128) -> dict:
     """Why a decode step is nearly free to widen, from the batch-size page's roofline.
@@ -124,6 +136,9 @@ def decode_step(gpu="H100", model="llama-3.1-8b", context_tokens=2_048, wide=32,
         # The same roofline as the linear model of page 2: t(B) = t0 + beta * B.
         "t0_ms": roof.weight_bytes / roof.bandwidth * 1000,
         "beta_ms": roof.request_kv_bytes / roof.bandwidth * 1000,
+        # The contexts that page 2's illustrative beta and page 5's stand for.
+        "beta_context_page2": context_for_beta(littles_law()["beta_ms"], gpu, model),
+        "beta_context_chunk": context_for_beta(STEP_DECODE_MS, gpu, model),
     }
 
 
@@ -170,19 +185,23 @@ def output_lengths(requests: int, seed: int) -> list[int]:
     return [OUTPUT_MIX[rng.randint(0, len(OUTPUT_MIX) - 1)] for _ in range(requests)]
 
 
-def static_trace(lengths: list[int], batch: int) -> list[int]:
-    """Requests that produce a token in each step of request-level batching.
+def static_batches(lengths: list[int], batch: int) -> list[list[int]]:
+    """Request-level batching's batches: `batch` requests at a time, in arrival order."""
+    return [lengths[start:start + batch] for start in range(0, len(lengths), batch)]
 
-    Batches of `batch` requests in arrival order; a batch runs until its longest answer
-    is done, then the next one starts. A finished member stays in the batch (it is
-    padding: it still costs its share of the step) but produces nothing.
+
+def static_trace(lengths: list[int], batch: int) -> list[tuple[int, int]]:
+    """(rows, requests producing a token) in each step of request-level batching.
+
+    A batch runs until its longest answer is done, then the next one starts. A finished
+    member stays in the batch (it is padding: it still costs its share of the step) but
+    produces nothing. The last batch may hold fewer than `batch` rows.
     """
-    busy = []
-    for start in range(0, len(lengths), batch):
-        members = lengths[start:start + batch]
+    steps = []
+    for members in static_batches(lengths, batch):
         for step in range(max(members)):
-            busy.append(sum(1 for n in members if n > step))
-    return busy
+            steps.append((len(members), sum(1 for n in members if n > step)))
+    return steps
 
 
 def continuous_trace(lengths: list[int], batch: int) -> list[int]:
@@ -222,16 +241,21 @@ def static_vs_continuous(requests=1000, batch=64, t0_ms=20.0, beta_ms=0.2, seed=
 
     static = static_trace(lengths, batch)
     static_steps = len(static)
-    static_ms = static_steps * step_ms(t0_ms, beta_ms, batch)
+    # Every step costs t(rows): the rows a batch holds, finished or not.
+    static_ms = sum(step_ms(t0_ms, beta_ms, rows) for rows, _ in static)
+    row_steps = sum(rows for rows, _ in static)
 
     continuous = continuous_trace(lengths, batch)
     continuous_steps = len(continuous)
     continuous_ms = 0.0
     for b in continuous:
         continuous_ms += step_ms(t0_ms, beta_ms, b)
-    assert sum(static) == sum(continuous) == tokens
+    assert sum(busy for _, busy in static) == sum(continuous) == tokens
 
-    utilisation = tokens / (static_steps * batch)
+    utilisation = tokens / row_steps  # of the row-steps the batches really hold
+    # A continuous server that kept every slot busy to the very end would need only
+    # tokens / batch full steps at t(batch): the ceiling of what it can gain.
+    ideal_steps = tokens / batch
     return {
         "requests": requests, "batch": batch, "tokens": tokens,
         "t0_ms": t0_ms, "beta_ms": beta_ms, "seed": seed,
@@ -247,9 +271,9 @@ def static_vs_continuous(requests=1000, batch=64, t0_ms=20.0, beta_ms=0.2, seed=
         "continuous_mean_batch": tokens / continuous_steps,
         "multiplier": static_ms / continuous_ms,
         "static_utilisation": utilisation,
-        # If continuous batching kept every slot busy to the very end, it would need
-        # tokens / batch full steps, and the ratio would be exactly 1 / utilisation.
-        "tail_bound": 1 / utilisation,
+        "last_batch": len(static_batches(lengths, batch)[-1]),
+        "ideal_steps": ideal_steps,
+        "tail_bound": static_ms / (ideal_steps * step_ms(t0_ms, beta_ms, batch)),
     }
 
 
@@ -291,6 +315,13 @@ def exercise3(block_size=16, num_gpu_blocks=400, max_num_seqs=64) -> dict:
         # and each prompt's last block has this many free slots.
         "long_spare_blocks": num_gpu_blocks - (num_gpu_blocks // long_prompt_blocks) * long_prompt_blocks,
         "long_free_slots": long_prompt_blocks * block_size - 600,
+        # Growing together, each answer gets its last block's free slots and an equal
+        # share of the spare blocks before the pool is empty.
+        "long_spare_each": (num_gpu_blocks - (num_gpu_blocks // long_prompt_blocks) * long_prompt_blocks)
+                           // (num_gpu_blocks // long_prompt_blocks),
+        "long_tokens_before_preempt": long_prompt_blocks * block_size - 600
+                                      + block_size * ((num_gpu_blocks - (num_gpu_blocks // long_prompt_blocks)
+                                                       * long_prompt_blocks) // (num_gpu_blocks // long_prompt_blocks)),
         # 64 x 100 tokens is exactly the pool's token capacity, yet it does not fit: each
         # request's last block is partly empty.
         "max_num_seqs": max_num_seqs,
@@ -304,71 +335,11 @@ def exercise3(block_size=16, num_gpu_blocks=400, max_num_seqs=64) -> dict:
     }
 
 
-def self_preemption(guard: bool, block_size=16, num_gpu_blocks=6, prompts=(40, 44), steps=8) -> list[dict]:
-    """Exercise 4: two requests, a full pool, and a victim choice that may hit the requester.
+def exercise4() -> dict:
+    """Exercise 4, traced on the page-4 toy itself (pysim/toy_self_victim.py)."""
+    from .toy_self_victim import figures
 
-    Both prompts are prefilled in step 0 and fill the pool exactly. In every later step
-    each running request (oldest first) stores one more token, and a request whose last
-    block is full needs a new one. With the pool empty, the most recently admitted request is
-    preempted (recompute: its blocks are freed, it goes to the front of the waiting
-    queue). With `guard`, a request that preempts itself stops there and waits, as in
-    vLLM; without it, the loop carries on and schedules the requester anyway, so it ends
-    up both RUNNING and WAITING. Returns what a metrics endpoint would read after each
-    step: running and waiting gauges, preemptions so far, KV blocks in use.
-    """
-    stored = list(prompts)  # tokens whose KV is in the cache, per request
-    held = [cdiv(n, block_size) for n in prompts]
-    assert sum(held) == num_gpu_blocks, "the scenario starts with a full pool"
-    running = list(range(len(prompts)))  # admission order, oldest first
-    waiting: list[int] = []
-    preemptions = 0
-    trace = [{"step": 0, "running": len(running), "waiting": 0, "preemptions": 0,
-              "blocks_used": sum(held)}]
-    for step in range(1, steps + 1):
-        scheduled = []
-        for r in list(running):
-            if r not in running:
-                continue  # preempted earlier in this step
-            ok = True
-            while cdiv(stored[r] + 1, block_size) > held[r] and sum(held) == num_gpu_blocks:
-                victim = running.pop()  # the newest running request, maybe r itself
-                preemptions += 1
-                held[victim], stored[victim] = 0, 0
-                waiting.insert(0, victim)
-                if victim == r and guard:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            held[r] = cdiv(stored[r] + 1, block_size)
-            stored[r] += 1
-            scheduled.append(r)
-        running = scheduled  # the running set is rebuilt every step
-        trace.append({"step": step, "running": len(running), "waiting": len(waiting),
-                      "preemptions": preemptions, "blocks_used": sum(held)})
-    return trace
-
-
-def exercise4(block_size=16, num_gpu_blocks=6, prompts=(40, 44)) -> dict:
-    ok = self_preemption(True, block_size, num_gpu_blocks, prompts)
-    bug = self_preemption(False, block_size, num_gpu_blocks, prompts)
-    # The first step in which anybody was preempted.
-    step = next(t["step"] for t in ok if t["preemptions"])
-    a, b = ok[step], bug[step]
-    return {
-        "block_size": block_size, "num_gpu_blocks": num_gpu_blocks,
-        "prompt_a": prompts[0], "prompt_b": prompts[1],
-        "blocks_a": cdiv(prompts[0], block_size), "blocks_b": cdiv(prompts[1], block_size),
-        "free_slots_a": cdiv(prompts[0], block_size) * block_size - prompts[0],
-        "free_slots_b": cdiv(prompts[1], block_size) * block_size - prompts[1],
-        "requests": len(prompts), "step": step,
-        "ok_running": a["running"], "ok_waiting": a["waiting"],
-        "ok_total": a["running"] + a["waiting"], "ok_blocks": a["blocks_used"],
-        "bug_running": b["running"], "bug_waiting": b["waiting"],
-        "bug_total": b["running"] + b["waiting"], "bug_blocks": b["blocks_used"],
-        "bug_preemptions": b["preemptions"],
-        "bug_usage": b["blocks_used"] / num_gpu_blocks,
-    }
+    return figures()
 
 
 # ------------------------------------------------------------------ page 3: paged KV cache

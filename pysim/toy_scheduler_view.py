@@ -81,7 +81,14 @@ def figures() -> dict:
     out["seed"] = ToyConfig().seed
     out["longest"] = LONGEST
     out["longest_blocks"] = blocks_for(LONGEST, BLOCK_SIZE)
+    # "Try this" 3: a pool barely larger than the longest request (FCFS).
+    small = run_driver(ToyConfig(num_gpu_blocks=SMALL_POOL))
+    out["small_pool_blocks"] = SMALL_POOL
+    out.update({f"small_pool_{key}": small[key] for key in ("iterations", "mean_batch", "preemptions")})
     return out
+
+
+SMALL_POOL = 60  # blocks: the longest request needs 54
 
 
 SIMULATION = Simulation(name="toy_scheduler", config_cls=ToyConfig, run=run, text=text,

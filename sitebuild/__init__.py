@@ -6,6 +6,7 @@ One module per job:
     pyodide_runtime.py  the pinned Pyodide runtime files from node_modules
     assets.py           our widget scripts and styles (and vendored libraries) under
                         content-hashed names, and the tags one page needs to load them
+    facts.py            docs/facts.toml, the real systems' facts, and their {{ fact.KEY }} in a page
     figures.py          {{ group.key }} numbers and {{ plot.NAME }} pictures in a page's Markdown
     plots.py            the SVG plots those lines draw, from pysim.figures' numbers
     math.py             formulas rendered to HTML by KaTeX at build time, and its stylesheet and fonts

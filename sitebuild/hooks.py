@@ -4,9 +4,11 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
 `mkdocs serve`) the events call, in this order:
 
     on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's
-    on_pre_build       wheel, assets: the wheel, its lock file's name, the hashed assets
-                       (the lab's traces too, fetched by the worker on first use)
-    on_page_markdown   figures: {{ group.key }} numbers and {{ plot.NAME }} pictures
+    on_pre_build       wheel, assets, facts: the wheel, its lock file's name, the hashed
+                       assets (the lab's traces too, fetched by the worker on first use),
+                       the facts table docs/facts.toml
+    on_page_markdown   facts, then figures: {{ fact.KEY }} statements about real systems,
+                       {{ group.key }} numbers and {{ plot.NAME }} pictures
     on_page_content    katex, prerender: math rendered, widgets filled with their models;
                        what the page must load goes to page.meta for overrides/main.html
     on_post_page       csp: the finished page's policy (404.html: on_post_template)
@@ -38,8 +40,8 @@ if sys.path[:1] != [str(ROOT)]:
 for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebuild.")]:
     del sys.modules[_name]
 
-from sitebuild import (BuildError, assets, csp, figures, iframe_worker, katex,  # noqa: E402
-                       offline_zip, prerender, pyodide_runtime, wheel, write_files)
+from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
+                       katex, offline_zip, prerender, pyodide_runtime, wheel, write_files)
 import sitebuild.plots  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.pysim")
@@ -52,6 +54,7 @@ class Build:
     bridge: object = None          # pysim.bridge, imported fresh from the working tree
     figure: object = None          # pysim.figures.figure
     plots: object = None           # sitebuild.plots, drawn with that pysim
+    facts: dict = field(default_factory=dict)  # docs/facts.toml, checked row by row
     fields: dict = field(default_factory=dict)
     assets: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)    # widget -> {Pyodide path: Asset} (assets.collect_data)
@@ -95,6 +98,7 @@ def on_pre_build(config, **kwargs):
     build.figure = importlib.import_module("pysim.figures").figure
     build.plots = importlib.reload(sitebuild.plots)  # it imported the pysim just dropped
     build.fields = prerender.describe(build.bridge.call)
+    build.facts = facts.load(Path(config.docs_dir) / "facts.toml")
     build.assets = assets.collect()
     build.data = assets.collect_data({"lab": importlib.import_module("pysim.traces").site_files()})
     build.wheel = wheel.build_wheel(Path(tempfile.mkdtemp(prefix="pysim-wheel-")))
@@ -106,7 +110,10 @@ def on_pre_build(config, **kwargs):
 
 @reported
 def on_page_markdown(markdown, page, config, files, **kwargs):
-    return figures.expand(markdown, build.figure, build.plots, page.file.src_path)
+    # Facts first: a fact's text holds no figure, but a page may hold both.
+    where = page.file.src_path
+    markdown = facts.render(markdown, build.facts, where)
+    return figures.expand(markdown, build.figure, build.plots, where)
 
 
 @reported

@@ -208,10 +208,12 @@ def occupancy() -> str:
         "requests", "batch", "t0_ms", "beta_ms", "seed", "static_s", "continuous_s",
         "static_mean_batch", "continuous_mean_batch", "multiplier")}
     lengths = figures.output_lengths(m["requests"], m["seed"])
-    static = figures.static_trace(lengths, m["batch"])
+    trace = figures.static_trace(lengths, m["batch"])
+    static = [busy for _, busy in trace]
     continuous = figures.continuous_trace(lengths, m["batch"])
-    # Static pays for every slot of every step; continuous only for the slots in use.
-    static_ms = [figures.step_ms(m["t0_ms"], m["beta_ms"], m["batch"])] * len(static)
+    # Static pays for every row its batch holds, finished or not; continuous only for
+    # the slots in use.
+    static_ms = [figures.step_ms(m["t0_ms"], m["beta_ms"], rows) for rows, _ in trace]
     continuous_ms = [figures.step_ms(m["t0_ms"], m["beta_ms"], b) for b in continuous]
     assert abs(sum(static_ms) / 1000 - m["static_s"]) < 1e-6
     assert abs(sum(continuous_ms) / 1000 - m["continuous_s"]) < 1e-6

@@ -56,7 +56,10 @@ def test_static_vs_continuous_multiplier_small_case():
     lengths = [figures.OUTPUT_MIX[i] for i in _draws(5, 7)]
     static_steps = max(lengths[0:2]) + max(lengths[2:4]) + lengths[4]
     assert m["static_steps"] == static_steps
-    assert m["static_s"] == pytest.approx(static_steps * 12 / 1000)
+    # Two full batches at t(2) = 10 + 2 = 12 ms a step, the last (one request) at t(1) = 11.
+    full = max(lengths[0:2]) + max(lengths[2:4])
+    assert m["static_s"] == pytest.approx((full * 12 + lengths[4] * 11) / 1000)
+    assert m["last_batch"] == 1
     assert m["multiplier"] > 1
 
 
@@ -74,7 +77,14 @@ def test_static_vs_continuous_default():
     # Continuous needs at least tokens / 64 steps, and the tail adds little.
     assert m["tokens"] / 64 <= m["continuous_steps"] < m["tokens"] / 64 + 256
     assert 2.0 < m["multiplier"] < 2.6
-    assert m["static_utilisation"] == pytest.approx(m["tokens"] / (4096 * 64))
+    # 1,000 requests = 15 batches of 64 and a last one of 40, each 256 steps long: the
+    # batches hold 15 * 64 * 256 + 40 * 256 = 256,000 row-steps, not 4096 * 64 = 262,144.
+    assert m["last_batch"] == 40
+    assert m["static_utilisation"] == pytest.approx(m["tokens"] / 256_000)
+    assert m["static_utilisation"] == pytest.approx(0.434125)  # 111,136 tokens / 256,000
+    # Time: 15 * 256 steps at t(64) = 32.8 ms plus 256 at t(40) = 28 ms = 133,120 ms.
+    assert m["static_s"] == pytest.approx(133.12)
+    assert m["multiplier"] == pytest.approx(2.2191, abs=1e-4)
 
 
 def test_unknown_figure_is_refused():
@@ -195,9 +205,9 @@ def test_littles_law_resident_ratio():
 
 
 def test_traces_by_hand():
-    # Static, batch 2, answers [3, 1, 2]: batch (3, 1) runs 3 steps with 2, 1, 1 producing;
-    # batch (2,) runs 2 steps with 1 producing.
-    assert figures.static_trace([3, 1, 2], 2) == [2, 1, 1, 1, 1]
+    # Static, batch 2, answers [3, 1, 2]: batch (3, 1) runs 3 steps of 2 rows with 2, 1, 1
+    # producing; batch (2,) runs 2 steps of 1 row with 1 producing.
+    assert figures.static_trace([3, 1, 2], 2) == [(2, 2), (2, 1), (2, 1), (1, 1), (1, 1)]
     # Continuous, 2 slots: step 0 runs requests 0 and 1; 1 is done, so step 1 runs 0 and 2;
     # step 2 finishes both (0 had 3 tokens, 2 had 2).
     assert figures.continuous_trace([3, 1, 2], 2) == [2, 2, 2]
@@ -206,8 +216,10 @@ def test_traces_by_hand():
 def test_multiplier_derived_figures():
     tokens = figure("multiplier.tokens")
     assert figure("multiplier.static_mean_batch") == pytest.approx(tokens / 4096)
-    # 1 / utilisation = 4096 * 64 / tokens: the ratio if continuous never drained.
-    assert figure("multiplier.tail_bound") == pytest.approx(4096 * 64 / tokens)
+    # If continuous never drained: tokens / 64 = 1,736.5 full steps at 32.8 ms = 56,957.2 ms,
+    # against static's 133,120 ms: 2.337.
+    assert figure("multiplier.ideal_steps") == pytest.approx(tokens / 64) == pytest.approx(1736.5)
+    assert figure("multiplier.tail_bound") == pytest.approx(133_120 / (1736.5 * 32.8))
     assert figure("multiplier.multiplier") < figure("multiplier.tail_bound")
     assert figure("multiplier.continuous_mean_batch") == pytest.approx(tokens / figure("multiplier.continuous_steps"))
     assert figure("multiplier.long_share") == pytest.approx(2 / 5)
@@ -307,22 +319,43 @@ def test_exercise2_and_3_extras():
     assert figure("ex3.len100_next_block_at_token") == 13
 
 
-def test_exercise4_self_preemption_by_hand():
+def test_exercise4_is_traced_on_the_real_toy():
     # A: 40 tokens in 3 blocks (8 free slots); B: 44 tokens in 3 blocks (4 free slots);
-    # the 6-block pool is full. B's 5th token (44 + 5 = 49 > 48) needs a 4th block in
-    # step 5, while A still has room; the newest running request is B itself.
+    # the 6-block pool is full after iteration 0. Each iteration B adds a token to its
+    # sequence: 44 + 5 = 49 > 48 in iteration 5, the first time anyone needs a block.
     assert figure("ex4.free_slots_a") == 8 and figure("ex4.free_slots_b") == 4
     assert figure("ex4.step") == 5
-    # Guarded: B waits, A runs alone on its 3 blocks.
-    assert (figure("ex4.ok_running"), figure("ex4.ok_waiting"), figure("ex4.ok_blocks")) == (1, 1, 3)
-    # Unguarded: B freed its 3 blocks, then took 1 and ran: it is running AND waiting.
-    assert (figure("ex4.bug_running"), figure("ex4.bug_waiting"), figure("ex4.bug_blocks")) == (2, 1, 4)
-    assert figure("ex4.bug_total") == 3 > figure("ex4.requests") == 2
+    # The toy as written preempts A (the newest other than B): A's 3 blocks come back,
+    # B takes 1 (4 in use, 2 free), A waits holding nothing. 1 running + 1 waiting.
+    assert (figure("ex4.ok_running"), figure("ex4.ok_waiting"), figure("ex4.ok_batch")) == (1, 1, 1)
+    assert (figure("ex4.ok_blocks"), figure("ex4.ok_blocks_waiting"), figure("ex4.ok_preemptions")) == (4, 0, 1)
+    # B's 20th token is sampled in iteration 19 (its prefill gave the 1st in iteration 0).
+    # A, readmitted in iteration 20 with 40 + 5 tokens, samples its 6th..20th in 20..34.
+    assert (figure("ex4.ok_b_finished"), figure("ex4.ok_a_finished")) == (19, 34)
+    # The tidied version: B preempts itself (3 blocks freed), takes them back, needs a
+    # 4th, preempts A (3 more freed), takes 1: B holds 4 blocks while waiting, nobody runs.
+    assert (figure("ex4.bug_running"), figure("ex4.bug_waiting"), figure("ex4.bug_batch")) == (0, 2, 1)
+    assert (figure("ex4.bug_blocks"), figure("ex4.bug_blocks_waiting"), figure("ex4.bug_preemptions")) == (4, 4, 2)
+    # The gauges still add up to the 2 requests: the sum is no symptom here.
+    assert figure("ex4.bug_running") + figure("ex4.bug_waiting") == figure("ex4.requests") == 2
+    # Next iteration: A (40 + 5 tokens = 3 blocks) heads the queue with 2 free: stuck for good.
+    assert (figure("ex4.bug_head_needs"), figure("ex4.bug_free"), figure("ex4.bug_stuck_at")) == (3, 2, 6)
     assert figure("ex4.bug_usage") == pytest.approx(4 / 6)
-    # Before step 5 nobody needs a block, in either variant.
-    for guard in (True, False):
-        trace = figures.self_preemption(guard)
-        assert all(t["preemptions"] == 0 and t["running"] == 2 for t in trace[:5])
+
+
+def test_the_self_victim_toy_differs_from_the_toy_only_in_the_victim():
+    from pysim.toy_scheduler import ToyConfig, ToyScheduler
+    from pysim.toy_self_victim import SelfVictimScheduler, trace
+
+    cfg = ToyConfig(block_size=16, num_gpu_blocks=6)
+    ok, _, ok_end = trace(ToyScheduler, cfg)
+    bug, _, bug_end = trace(SelfVictimScheduler, cfg)
+    assert (ok_end, bug_end) == ("finished", "stuck")
+    assert ok[:5] == bug[:5]  # identical until the first block shortage, in iteration 5
+    assert all(e["blocks_waiting"] == 0 for e in ok)  # the invariant the bug breaks
+    # With a roomy pool nobody is ever preempted, and the two are the same scheduler.
+    roomy = ToyConfig(block_size=16, num_gpu_blocks=20)
+    assert trace(ToyScheduler, roomy)[0] == trace(SelfVictimScheduler, roomy)[0]
 
 
 def test_decode_intensity_limit():
@@ -418,3 +451,47 @@ def test_batch_size_page_by_hand():
     assert figure("batch_size.fp8_max_batch_memory") == 386
     # 32,768-token contexts: 396,270 // 32,768 = 12.
     assert figure("batch_size.coding_max_batch_memory") == 12
+
+
+def test_beta_stands_for_a_context_length():
+    # Llama 3.1 8B: 2 (K, V) x 32 layers x 8 KV heads x 128 dims x 2 bytes = 131,072 bytes
+    # per token; an H100 reads 3.35e12 bytes/s, so one token's KV takes 3.9127e-8 s.
+    # beta = 0.2 ms -> 0.2e-3 / 3.9127e-8 = 5,111.7 tokens; 0.02 ms -> 511.2 tokens.
+    assert figure("decode.beta_context_page2") == pytest.approx(0.2e-3 * 3.35e12 / 131_072)
+    assert figure("decode.beta_context_chunk") == pytest.approx(0.02e-3 * 3.35e12 / 131_072)
+    # And page 1's own beta is its 2,048-token context, read back.
+    assert figures.context_for_beta(figure("decode.beta_ms")) == pytest.approx(2048)
+
+
+def test_exercise3_room_for_the_long_answers():
+    # 10 prompts of 600 tokens hold 380 blocks; 20 spare = 2 each; each last block has
+    # 38 * 16 - 600 = 8 free slots: 8 + 2 * 16 = 40 tokens each before the pool is empty.
+    assert figure("ex3.long_spare_each") == 2
+    assert figure("ex3.long_tokens_before_preempt") == 40
+
+
+def test_chunked_prefill_steps_set_the_total():
+    # Long document: the streams decode for 149 steps at every budget, and the
+    # document's chunks ride inside them, so every budget has 149 steps and one total.
+    assert {figure(f"chunked_prefill.steps_{b}") for b in (512, 2048, 8192, 16384)} == {149}
+    totals = {round(figure(f"chunked_prefill.total_{b}"), 6) for b in (512, 2048, 8192, 16384)}
+    assert totals == {1319.42}
+    # Burst of chats: 70 steps at 512, 63 at 16,384. The same tokens are computed, so the
+    # 7 extra steps add exactly 7 fixed costs of 5 ms: 569.945 - 534.945 = 35 ms.
+    assert (figure("chunked_prefill.burst_steps_512"), figure("chunked_prefill.burst_steps_16384")) == (70, 63)
+    assert figure("chunked_prefill.burst_extra_steps") == 7
+    assert figure("chunked_prefill.burst_total_512") == pytest.approx(569.945)
+    assert figure("chunked_prefill.burst_total_16384") == pytest.approx(534.945)
+    assert figure("chunked_prefill.burst_total_512") - figure("chunked_prefill.burst_total_16384") == pytest.approx(7 * 5.0)
+
+
+
+def test_a_tiny_toy_pool_costs_concurrency_more_than_recomputation():
+    # 60 blocks, the longest request needing 54 (855 tokens / 16): page 4's "Try this" 3.
+    assert figure("toy_scheduler.small_pool_blocks") == 60 and figure("toy_scheduler.longest_blocks") == 54
+    # What the page says it shows: about 2.6 requests at a time, against 13.5 with the
+    # default pool, and preemptions in barely 1% of the iterations.
+    assert figure("toy_scheduler.small_pool_mean_batch") == pytest.approx(2.6, abs=0.05)
+    assert figure("toy_scheduler.small_pool_mean_batch") < figure("toy_scheduler.fcfs_mean_batch") / 4
+    assert figure("toy_scheduler.small_pool_preemptions") / figure("toy_scheduler.small_pool_iterations") < 0.015
+    assert figure("toy_scheduler.small_pool_iterations") > 5 * figure("toy_scheduler.fcfs_iterations")

@@ -1,0 +1,120 @@
+"""The facts table (docs/facts.toml) and the pages that state its facts.
+
+Build-side only (CPython): the table is read when the site is built, never in the
+browser, so these tests do not run inside Pyodide.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sitebuild import facts
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+TABLE = DOCS / "facts.toml"
+
+
+PAGES = {p.name: p.read_text(encoding="utf-8") for p in sorted(DOCS.glob("*.md"))}
+
+GOOD_ROW = """
+[a_fact]
+system = "vLLM"
+version = "0.33.0"
+text = "blocks hold 16 tokens"
+source = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py"
+source_title = "vllm/config/cache.py, CacheConfig"
+"""
+
+
+def write(tmp_path, text: str) -> Path:
+    path = tmp_path / "facts.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_table_loads_and_every_row_names_version_and_source():
+    table = facts.load(TABLE)
+    assert len(table) >= 20
+    for key, row in table.items():
+        assert facts.problems_of(key, row) == []
+        assert re.search(r"\d", row["version"]) and row["source"].startswith("https://")
+
+
+@pytest.mark.parametrize("field", ["version", "source", "system", "text", "source_title"])
+def test_a_row_without_a_version_or_a_source_is_refused(tmp_path, field):
+    facts.load(write(tmp_path, GOOD_ROW))  # the row as written is fine
+    without = "\n".join(line for line in GOOD_ROW.splitlines() if not line.startswith(f"{field} ="))
+    with pytest.raises(facts.FactError, match=f"a_fact: no {field}"):
+        facts.load(write(tmp_path, without))
+
+
+@pytest.mark.parametrize("line, message", [
+    ('version = "latest"', "names no release"),          # a version must name a release
+    ('source = "see the docs"', "not an https link"),     # a source must be a link
+    ('system = "Some Server"', "is not one of"),          # one of the chapter's systems
+    ('text = "a | b"', "without '|'"),                    # it may sit in a table cell
+])
+def test_a_row_with_a_vague_version_or_source_is_refused(tmp_path, line, message):
+    field = line.split(" =")[0]
+    bad = "\n".join(line if l.startswith(f"{field} =") else l for l in GOOD_ROW.splitlines())
+    with pytest.raises(facts.FactError, match=re.escape(message)):
+        facts.load(write(tmp_path, bad))
+
+
+def test_a_placeholder_becomes_the_text_with_its_version_linked_to_its_source(tmp_path):
+    table = facts.load(write(tmp_path, GOOD_ROW))
+    out = facts.render("In vLLM {{ fact.a_fact }}.", table, "x.md")
+    assert out.startswith("In vLLM blocks hold 16 tokens<sup")
+    assert 'href="https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py"' in out
+    assert ">vLLM 0.33.0</a></sup>." in out
+    with pytest.raises(facts.FactError, match="x.md names unknown fact 'nope'"):
+        facts.render("{{ fact.nope }}", table, "x.md")
+
+
+def test_every_placeholder_on_every_page_resolves():
+    table = facts.load(TABLE)
+    unknown = {(name, key) for name, text in PAGES.items() for key in facts.keys_used(text)
+               if key not in table}
+    assert not unknown
+
+
+def test_every_row_of_the_table_is_stated_on_some_page():
+    table = facts.load(TABLE)
+    used = set().union(*(facts.keys_used(text) for text in PAGES.values()))
+    assert set(table) - used == set()
+
+
+def test_further_reading_lists_every_source_of_the_table():
+    table = facts.load(TABLE)
+    page = PAGES["further-reading.md"]
+    assert facts.SOURCES_LINE.search(page), "further-reading.md has no {{ fact_sources }} line"
+    rendered = facts.render(page, table, "further-reading.md")
+    urls = {row["source"] for row in table.values()}
+    urls |= {extra["url"] for row in table.values() for extra in row.get("also", [])}
+    assert all(f"]({url})" in rendered for url in urls)
+
+
+# A sentence that states a real system's default in prose, without the table, is the
+# drift this table exists to stop. We can detect the plainest form: a paragraph that
+# names a system and uses the word "default", with no fact in it.
+SYSTEM_NAMES = re.compile(r"\b(vLLM|SGLang|TensorRT-LLM|TGI|llama\.cpp|llama-server)\b")
+DEFAULT_WORDS = re.compile(r"\bdefault(?:s|ed)?\b", re.I)
+FENCE = re.compile(r"^(\s*)(```|~~~).*?^\1\2", re.M | re.S)
+
+
+def paragraphs(text: str):
+    text = FENCE.sub("", text)
+    return [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def test_no_paragraph_states_a_systems_default_without_a_fact():
+    offenders = []
+    for name, text in PAGES.items():
+        for para in paragraphs(text):
+            if SYSTEM_NAMES.search(para) and DEFAULT_WORDS.search(para) and "{{ fact." not in para:
+                offenders.append(f"{name}: {' '.join(para.split())[:120]}")
+    assert offenders == []
