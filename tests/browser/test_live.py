@@ -74,7 +74,10 @@ PROBE = """
   EventTarget.prototype.addEventListener = function (type, fn, opts) {
     if (global(this) && fn && !(opts && opts.once) && mine() &&
         !live.listeners.some((l) => l.t === this && l.type === type && l.fn === fn && l.c === capture(opts))) {
-      live.listeners.push({ t: this, type, fn, c: capture(opts) });
+      // Called straight from a library (Ace, uPlot) rather than from our code: kept apart,
+      // since Ace installs one window listener for the page's life on its first editor.
+      const lib = /assets\\/vendor\\//.test(new Error().stack.split("\\n")[2] || "");
+      live.listeners.push({ t: this, type, fn, c: capture(opts), lib });
     }
     return add.call(this, type, fn, opts);
   };
@@ -114,7 +117,8 @@ PROBE = """
 """
 
 CENSUS = """() => ({
-  listeners: __live.listeners.length, timeouts: __live.timeouts.size, intervals: __live.intervals.size,
+  listeners: __live.listeners.filter((l) => !l.lib).length,
+  library_listeners: __live.listeners.filter((l) => l.lib).length, timeouts: __live.timeouts.size, intervals: __live.intervals.size,
   frames: __live.frames.size, observers: __live.observers.size, subscribers: PySim.runtime.listeners.size,
   canvases: document.querySelectorAll('.pysim-widget canvas').length,
 })"""
@@ -130,7 +134,7 @@ def test_unmount_leaves_nothing_running(page, site_url, widget):
     mounted = page.evaluate(CENSUS)
     # The probe sees what the widget holds while mounted (live.js's hashchange listener
     # at least; charts' canvases and observers), so it would see them left behind.
-    assert mounted["listeners"] > 0, mounted
+    assert mounted["listeners"] + mounted["library_listeners"] > 0, mounted
 
     page.evaluate("PySim.unmountAll()")
     page.wait_for_timeout(500)
@@ -141,7 +145,10 @@ def test_unmount_leaves_nothing_running(page, site_url, widget):
     # and any it took with w.onRuntime (the exercise's); search.js keeps one for the page.
     assert mounted["subscribers"] - unmounted["subscribers"] >= 2 * widgets
     assert unmounted["subscribers"] <= 1
-    assert {k: v for k, v in unmounted.items() if k != "subscribers"} == {
+    # A library may keep a page-wide listener it installed once (Ace's window focus
+    # handler); the remount loop below checks that it does not grow per mount.
+    assert unmounted["library_listeners"] <= 1, unmounted
+    assert {k: v for k, v in unmounted.items() if k not in ("subscribers", "library_listeners")} == {
         "listeners": 0, "timeouts": 0, "intervals": 0, "frames": 0, "observers": 0, "canvases": 0}
 
     # Mounted and unmounted again and again, it leaves exactly as much as before.
@@ -151,7 +158,12 @@ def test_unmount_leaves_nothing_running(page, site_url, widget):
         assert page.locator(f"{root} .pysim-body").count() == 1
         page.evaluate("PySim.unmountAll()")
     page.wait_for_timeout(500)
-    assert page.evaluate(CENSUS) == unmounted
+    after = page.evaluate(CENSUS)
+    # Ace may have arrived during the loop (it loads once Python has answered): its one
+    # page-wide listener is allowed, once; everything else is exactly as before.
+    assert after.pop("library_listeners") <= 1, after
+    unmounted.pop("library_listeners")
+    assert after == unmounted
 
 
 def test_back_and_forward_follow_the_link(page, site_url):
