@@ -13,9 +13,10 @@ all of them under one token budget (`max_num_batched_tokens`):
 1. RUNNING requests first, in the order they were admitted. A decoding request
    needs 1 token (the one it sampled last step); a request part-way through its prompt
    needs the rest of it, cut to what is left of the budget (a *chunk*). If its KV needs
-   a new block while the pool is empty, another request is preempted (the waiting
+   a new block while the pool is empty, a running request is preempted (the waiting
    queue's policy picks it, pysim.request_queue: FCFS the tail of `running`, PRIORITY
-   the largest (priority, arrival)), and allocation is retried, until it succeeds or the request has preempted itself.
+   the largest (priority, arrival)) and allocation is retried, until it succeeds or
+   the request has preempted itself.
 2. WAITING requests next, only if nobody was preempted this step, and only the
    head of the queue: admitted while `len(running) < max_num_seqs`, budget is left and
    the pool can hold the request's whole current sequence. When the head cannot be
