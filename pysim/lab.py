@@ -439,4 +439,5 @@ def figures() -> dict:
 
 
 # figures: computed only when a page names one (pysim.figures looks groups up lazily).
-SIMULATION = Simulation(name="lab", config_cls=LabConfig, run=run, text=text, figures=figures)
+SIMULATION = Simulation(name="lab", config_cls=LabConfig, run=run, text=text, figures=figures,
+                        data_files=traces.site_files)

@@ -45,6 +45,10 @@ class Simulation:
     # The numbers the chapter's prose quotes from this simulation ({{ NAME.key }}),
     # computed on demand: () -> {key: value}.
     figures: Callable[[], dict] | None = None
+    # Data files its calls read that the site ships apart from the wheel and the page
+    # fetches on first use (the lab's traces): () -> {path in Pyodide's file system: the
+    # repository's file}. The build hashes them (sitebuild/assets.py).
+    data_files: Callable[[], dict] | None = None
 
     def __post_init__(self):
         assert self.name in MODULES, f"{self.name} is not in pysim.registry.MODULES"

@@ -102,6 +102,11 @@ def keys_used(markdown: str) -> set[str]:
     return {m.group("key") for m in PLACEHOLDER.finditer(markdown)}
 
 
+def escape_markdown(text: str) -> str:
+    """A code name read as text: `BlockPool.__init__` must not turn into bold "init"."""
+    return re.sub(r"([\\`*_])", r"\\\1", text)
+
+
 def sources(facts: dict[str, dict]) -> str:
     """Every source of the table once, grouped by system, as a Markdown list.
 
@@ -123,6 +128,7 @@ def sources(facts: dict[str, dict]) -> str:
             continue
         lines.append(f"**{system}**\n")
         for url, (title, *whats) in sorted(links.items(), key=lambda kv: kv[1][0].lower()):
+            whats = [escape_markdown(w) for w in whats]
             lines.append(f"- [{title}]({url})" + (": " + "; ".join(whats) if whats else ""))
         lines.append("")
     return "\n".join(lines)

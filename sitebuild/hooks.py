@@ -100,7 +100,8 @@ def on_pre_build(config, **kwargs):
     build.fields = prerender.describe(build.bridge.call)
     build.facts = facts.load(Path(config.docs_dir) / "facts.toml")
     build.assets = assets.collect()
-    build.data = assets.collect_data({"lab": importlib.import_module("pysim.traces").site_files()})
+    build.data = assets.collect_data({name: sim.data_files() for name, sim in build.bridge.simulations().items()
+                                      if sim.data_files is not None})
     build.wheel = wheel.build_wheel(Path(tempfile.mkdtemp(prefix="pysim-wheel-")))
     pyodide_dir = pyodide_runtime.site_dir()
     build.runtime = {"pyodide": pyodide_dir, "lock": pyodide_dir + wheel.lock_name(build.wheel),

@@ -118,3 +118,13 @@ def test_no_paragraph_states_a_systems_default_without_a_fact():
             if SYSTEM_NAMES.search(para) and DEFAULT_WORDS.search(para) and "{{ fact." not in para:
                 offenders.append(f"{name}: {' '.join(para.split())[:120]}")
     assert offenders == []
+
+
+def test_sources_keep_code_names_literal():
+    # "BlockPool.__init__" in a source_title would otherwise be Markdown for bold "init":
+    # each underscore comes out escaped, so the page shows the name as written.
+    row = {"system": "vLLM", "version": "0.33.0", "text": "t",
+           "source": "https://example.org/block_pool.py",
+           "source_title": "block_pool.py, BlockPool.__init__"}
+    listed = facts.sources({"a_fact": row})
+    assert r"BlockPool.\_\_init\_\_" in listed
