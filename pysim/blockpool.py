@@ -1,8 +1,11 @@
 """The paged KV-cache memory: one pool of fixed-size blocks, shared by every simulation.
 
 Follows vLLM V1 (0.33) `BlockPool`, `FreeKVCacheBlockQueue` and `KVCacheManager`
-(vllm-v1-semantics.md sections A-E), with one teaching simplification from
-widgets.md section 2: there is no null block, so all `num_blocks` blocks are usable.
+(vllm/v1/core/block_pool.py, kv_cache_utils.py, kv_cache_manager.py), null block
+included: `BlockPool.__init__` takes block 0 out of the free queue as the *null block*
+(a placeholder that sliding-window and Mamba layers point at for positions they no
+longer keep). A full-attention model never uses it, but it still costs one block, so a
+pool of `num_gpu_blocks` blocks has `num_gpu_blocks - 1` usable ones, ids 1 and up.
 
 The vocabulary:
 - A *block* holds `block_size` token slots; a request's *block table* lists the
@@ -49,11 +52,15 @@ def hash_full_blocks(token_ids: Sequence[int], block_size: int,
     return hashes
 
 
+NULL_BLOCK = 0  # vLLM's BlockPool.null_block: reserved at start, never handed out
+
+
 class BlockPool:
-    """Blocks 0..num_blocks-1, their ref counts and hashes, the free queue, the cache."""
+    """Blocks 0..num_blocks-1 (0 is the null block), their ref counts and hashes, the
+    free queue, the cache. `num_blocks` is vLLM's `num_gpu_blocks`."""
 
     def __init__(self, num_blocks: int, block_size: int, enable_caching: bool):
-        assert num_blocks >= 1 and block_size >= 1
+        assert num_blocks >= 2 and block_size >= 1, "the null block and at least one more"
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.enable_caching = enable_caching
@@ -68,10 +75,18 @@ class BlockPool:
         self._next = list(range(1, num_blocks + 1)) + [0]
         self._prev = [s] + list(range(num_blocks))
         self._num_free = num_blocks  # all blocks, in ascending id order (A1)
+        # vLLM: `self.null_block = self.free_block_queue.popleft()`, marked is_null. It
+        # stays out of the queue with ref count 0 for the pool's whole life.
+        self._unlink(NULL_BLOCK)
         self.num_evictions = 0  # cached hashes dropped because their block was handed out
         self.num_allocations = 0  # blocks handed out by get_new_blocks
 
     # --- reading -------------------------------------------------------------
+    @property
+    def num_usable_blocks(self) -> int:
+        """Every block but the null block."""
+        return self.num_blocks - 1
+
     @property
     def num_free_blocks(self) -> int:
         """Length of the free queue, free-but-cached blocks included (A4)."""
@@ -175,11 +190,13 @@ class BlockPool:
         queue = self.free_queue()
         assert len(queue) == self._num_free == len(set(queue))
         in_queue = set(queue)
-        for b in range(self.num_blocks):
+        assert NULL_BLOCK not in in_queue and self._ref[NULL_BLOCK] == 0
+        assert self._hash[NULL_BLOCK] is None
+        for b in range(1, self.num_blocks):
             assert (b in in_queue) == (self._ref[b] == 0), f"block {b}: queue xor in use"
             assert self._ref[b] >= 0
         used = sum(1 for r in self._ref if r > 0)
-        assert used + self._num_free == self.num_blocks
+        assert used + self._num_free == self.num_usable_blocks
         if block_tables is not None:
             holders = [0] * self.num_blocks
             for table in block_tables:

@@ -69,17 +69,18 @@ class EngineConfig:
 
     max_num_batched_tokens: int = 2048  # the per-step token budget
     max_num_seqs: int = 128  # most requests RUNNING at once
-    num_blocks: int = 4096  # KV pool size (all usable: no null block, widgets.md)
+    num_gpu_blocks: int = 4096  # KV pool size, vLLM's null block included: 4095 usable
     block_size: int = 16
     enable_caching: bool = False  # prefix caching
     enable_chunked_prefill: bool = True
     policy: str = "fcfs"  # or "priority": lower value first, then arrival
 
     def __post_init__(self):
-        for name in ("max_num_batched_tokens", "max_num_seqs", "num_blocks", "block_size"):
+        for name in ("max_num_batched_tokens", "max_num_seqs", "num_gpu_blocks", "block_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+            least = 2 if name == "num_gpu_blocks" else 1  # the null block and one more
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
 
@@ -165,7 +166,7 @@ class Engine:
 
     def __init__(self, config: EngineConfig = EngineConfig()):
         self.config = config
-        self.pool = BlockPool(config.num_blocks, config.block_size, config.enable_caching)
+        self.pool = BlockPool(config.num_gpu_blocks, config.block_size, config.enable_caching)
         self.kv = KVCacheManager(self.pool)
         self.requests: dict = {}  # every request ever added, by id
         self.running: list[Request] = []  # admission order
@@ -175,6 +176,7 @@ class Engine:
         self.num_steps = 0
         self.num_unfinished = 0
         self.num_preemptions = 0
+        self._batch = None  # scheduled by `schedule`, not yet applied
 
     # --- adding work -------------------------------------------------------------
     def add_request(self, req_id, prompt_tokens: int, max_tokens: int, *, arrival=0,
@@ -195,9 +197,10 @@ class Engine:
                              f"{1 + prefilled} output tokens")
         # The longest sequence it ever holds KV for is prompt + answer - 1 tokens.
         longest = prompt_tokens + max_tokens - 1
-        if cdiv(longest, cfg.block_size) > cfg.num_blocks:
+        if cdiv(longest, cfg.block_size) > cfg.num_gpu_blocks - 1:
             raise ValueError(f"request {req_id!r} needs {cdiv(longest, cfg.block_size)} blocks "
-                             f"at its longest; the pool has {cfg.num_blocks}")
+                             f"at its longest; the pool has {cfg.num_gpu_blocks - 1} usable "
+                             f"(block 0 is vLLM's null block)")
         if not cfg.enable_chunked_prefill and longest > cfg.max_num_batched_tokens:
             # vLLM requires max_num_batched_tokens >= max_model_len without chunking (I10):
             # otherwise a resumed request could never be prefilled in one step.
@@ -255,6 +258,11 @@ class Engine:
             return [entry[-1].id for entry in sorted(self.waiting)]
         return [r.id for r in self.waiting]
 
+    def scheduled(self) -> dict:
+        """{request id: tokens} of the batch the last `schedule` made, in scheduling order
+        (running requests first, then admissions), until `update_from_output`."""
+        return {r.id: r.sched_n for r in self._batch or ()}
+
     def snapshot(self) -> dict:
         """The scheduler's visible state, for comparing another scheduler step by step."""
         return {
@@ -293,6 +301,12 @@ class Engine:
     # --- one step ----------------------------------------------------------------
     def step(self, now=math.inf) -> StepResult:
         """Admit arrivals up to `now`, schedule one batch, apply its outputs (F0-F5)."""
+        return self.update_from_output(self.schedule(now))
+
+    def schedule(self, now=math.inf) -> StepResult:
+        """The first half of a step, vLLM's `Scheduler.schedule()`: arrivals, then the
+        batch, with its blocks allocated. Nothing is computed or sampled yet; call
+        `update_from_output` with the result to finish the step."""
         cfg = self.config
         result = StepResult(self.num_steps)
         self._arrive(now, result)
@@ -326,9 +340,16 @@ class Engine:
         if not result.preempted:
             budget = self._admit(budget, batch, result)
 
-        # 3. Outputs: advance computed tokens, sample, finish (F4, F5).
-        self._apply(batch, result)
         assert budget >= 0
+        self._batch = batch
+        return result
+
+    def update_from_output(self, result: StepResult) -> StepResult:
+        """The second half, vLLM's `update_from_output()`: advance computed tokens,
+        sample, finish and free (F4, F5)."""
+        batch, self._batch = self._batch, None
+        assert batch is not None, "update_from_output without a schedule"
+        self._apply(batch, result)
         self.num_steps += 1
         result.num_running = len(self.running)
         result.num_waiting = len(self.waiting)
