@@ -123,13 +123,22 @@ class BudgetConfig:
                                    integer=False)
     per_prefill_token_ms: float = bounded(0.035, 0.0, 1.0, "extra ms per prompt token",
                                           integer=False)
-    pool_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens")
+    pool_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens, vLLM's "
+                               "null block included")
     prefix_caching: bool = flag(False, "reuse cached KV blocks of identical prompt prefixes")
     chunked_prefill: bool = flag(True, "cut prompts that do not fit the budget into chunks")
     policy: str = choice("fcfs", ("fcfs", "priority"), "order of the waiting queue and of "
                          "preemption")
 
     def check(self) -> None:
+        # vLLM refuses this pair at start-up: SchedulerConfig.verify_max_model_len
+        # (vllm/config/scheduler.py) raises unless max_num_batched_tokens >= max_num_seqs,
+        # since a full batch of decodes needs one token of budget per running request.
+        if self.budget < self.max_num_seqs:
+            raise ConfigError("budget", f"got {self.budget:,}, but vLLM requires "
+                              f"max_num_batched_tokens >= max_num_seqs ({self.max_num_seqs:,}); "
+                              f"expected a whole number from {max(64, self.max_num_seqs):,} "
+                              f"to 65,536")
         specs = scenario_requests(self.scenario)
         label = SCENARIOS[self.scenario][0]
         streams = [s for s in specs if s.streaming_at_start]
@@ -138,8 +147,9 @@ class BudgetConfig:
                               f"with {len(streams)} users streaming; expected a whole number "
                               f"from {len(streams)} to 512")
         longest = max(s.prompt_tokens + s.output_tokens - 1 for s in specs)
-        need = max(cdiv(longest, BLOCK_SIZE),
-                   sum(cdiv(s.prompt_tokens, BLOCK_SIZE) for s in streams))
+        # + 1: block 0 is vLLM's null block, never handed out.
+        need = 1 + max(cdiv(longest, BLOCK_SIZE),
+                       sum(cdiv(s.prompt_tokens, BLOCK_SIZE) for s in streams))
         if self.pool_blocks < need:
             raise ConfigError("pool_blocks", f"got {self.pool_blocks:,}, but {label} needs at "
                               f"least {need:,} blocks; expected a whole number from {need:,} "
@@ -192,7 +202,7 @@ def simulate(specs: list[Spec], *, budget: int = 2048, max_num_seqs: int = 128,
              policy: str = "fcfs") -> dict:
     """Run `specs` on the engine with the step-time model; return requests, steps, summary."""
     engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
-                                 num_blocks=pool_blocks, block_size=BLOCK_SIZE,
+                                 num_gpu_blocks=pool_blocks, block_size=BLOCK_SIZE,
                                  enable_caching=prefix_caching,
                                  enable_chunked_prefill=chunked_prefill, policy=policy))
     for i, s in enumerate(specs):

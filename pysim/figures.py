@@ -473,11 +473,12 @@ def admission_run(requests: int, prompt: int, answer: int, pool_blocks: int,
                   max_num_seqs: int, block_size=16, budget=2048) -> dict:
     """One run of the chapter's engine (vLLM V1 rules, FCFS, recompute preemption):
     `requests` identical requests all waiting at time 0. Times use the step-time model
-    above; KV usage is vLLM's gauge (1 - free / pool), averaged over time."""
+    above; KV usage is vLLM's gauge (1 - free / usable blocks, the null block left out,
+    as vLLM's BlockPool.get_usage does), averaged over time."""
     from .engine import Engine, EngineConfig, run_timed
 
     engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
-                                 num_blocks=pool_blocks, block_size=block_size))
+                                 num_gpu_blocks=pool_blocks, block_size=block_size))
     for i in range(requests):
         engine.add_request(i, prompt, answer)
 
@@ -490,7 +491,7 @@ def admission_run(requests: int, prompt: int, answer: int, pool_blocks: int,
         steps += 1
         computed += result.num_tokens
         sampled += len(result.sampled)
-        usage_ms += (1 - result.num_free_blocks / pool_blocks) * duration
+        usage_ms += (1 - result.num_free_blocks / (pool_blocks - 1)) * duration
         end_ms = start + duration
     done = engine.requests.values()
     recomputed = sum(r.recomputed_tokens for r in done)

@@ -370,7 +370,10 @@ class ContinuousPaged(_Scheduler):
         super().__init__(*args)
         # The blocks live in the shared paged pool (pysim.blockpool), caching off:
         # each running request's block table holds its prompt and written answer blocks.
-        self.blocks = KVCacheManager(BlockPool(self.pool, self.BLOCK_TOKENS, enable_caching=False))
+        # The race counts usable blocks; the shared pool also reserves vLLM's null block
+        # (block 0), so it is made one block larger and `used` leaves that block out.
+        self.blocks = KVCacheManager(BlockPool(self.pool + 1, self.BLOCK_TOKENS,
+                                               enable_caching=False))
 
     @property
     def used(self) -> int:

@@ -68,7 +68,7 @@ def test_chunked_toy_equals_the_engine_when_memory_is_plentiful(budget, seqs):
     cfg = ToyConfig(token_budget=budget, total_blocks=10_000, max_seqs=seqs)
     specs = toy.workload(120, cfg.seed)
     _, reports = toy_chunked.simulate(specs, cfg)
-    e = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=seqs, num_blocks=10_000,
+    e = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=seqs, num_gpu_blocks=10_000,
                             block_size=cfg.block_size, enable_chunked_prefill=True))
     for s in specs:
         e.add_request(s["id"], s["prompt"], s["output"], arrival=s["arrival"])

@@ -228,7 +228,8 @@ def kv_cases(draw):
         own = draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=10))
         reqs.append({"name": name, "prompt": (common + own)[:kvcache.MAX_PROMPT_WORDS],
                      "answer_tokens": draw(st.integers(1, 12))})
-    need = max(cdiv(len(r["prompt"]) + r["answer_tokens"], bs) for r in reqs)
+    # The longest KV a request holds is prompt + answer - 1 tokens; + 1 for the null block.
+    need = 1 + max(cdiv(len(r["prompt"]) + r["answer_tokens"] - 1, bs) for r in reqs)
     lo, hi = int_range("kvcache", "pool_blocks")
     pool = draw(st.integers(max(lo, need), min(hi, need + 12)))
     words = ["admit", "gen", "run"] + [f"admit:{n}" for n in names]
@@ -244,19 +245,24 @@ def check_kv_view(v: dict, config) -> None:
     blocks = v["blocks"]
     assert [b["id"] for b in blocks] == list(range(config.pool_blocks))
     states = [b["state"] for b in blocks]
-    # Blocks are conserved: each is used, free-but-cached or free, and the counts add up.
+    # Block 0 is vLLM's null block: never held, never free, never hashed.
+    assert states[0] == "null" and states.count("null") == 1 and pool["null_block"] == 0
+    assert blocks[0]["ref_count"] == 0 and blocks[0]["hash"] is None and not blocks[0]["owners"]
+    # Blocks are conserved: each other one is used, free-but-cached or free.
     assert (pool["used"], pool["cached"], pool["free"]) == \
         (states.count("used"), states.count("cached"), states.count("free"))
-    assert pool["used"] + pool["cached"] + pool["free"] == pool["num_blocks"] == config.pool_blocks
+    assert pool["used"] + pool["cached"] + pool["free"] == pool["usable"] == config.pool_blocks - 1
+    assert pool["num_blocks"] == config.pool_blocks
     assert pool["num_free_blocks"] == pool["cached"] + pool["free"] == len(v["free_queue"])
-    assert sorted(v["free_queue"]) == [b["id"] for b in blocks if b["state"] != "used"]
+    assert sorted(v["free_queue"]) == [b["id"] for b in blocks if b["state"] in ("cached", "free")]
     for i, b in enumerate(v["free_queue"]):
         assert blocks[b]["free_queue_position"] == i
     for b in blocks:
         # A block is held once by each running request that lists it.
         assert b["ref_count"] == len(b["owners"]) == len(set(b["owners"]))
         assert (b["state"] == "used") == (b["ref_count"] > 0)
-        assert (b["free_queue_position"] is None) == (b["state"] == "used")
+        assert (b["free_queue_position"] is None) == (b["state"] in ("used", "null"))
+        assert not b["pending"] or b["state"] == "used"
         if b["hash"] is not None:  # only full blocks are hashed
             assert config.caching and len(b["tokens"]) == bs
         else:
@@ -277,20 +283,31 @@ def check_kv_view(v: dict, config) -> None:
         assert len(r["generated"]) <= r["answer_tokens"]
         assert (r["status"] == "finished") == (len(r["generated"]) == r["answer_tokens"])
         if in_running:
-            assert len(r["block_table"]) == cdiv(r["num_tokens"], bs)
+            # vLLM's timing: the KV of every token is written except, once it has
+            # sampled, the newest token's, which is pending until the next gen.
+            kv = r["num_computed_tokens"]
+            assert kv == r["num_tokens"] - (r["pending_token"] is not None)
+            assert r["pending_token"] is None or r["pending_token"] == r["generated"][-1]
+            assert len(r["block_table"]) == cdiv(kv, bs)
+            if r["pending_token"] is not None:
+                slot = kv // bs  # the block its pending token's slot falls in
+                assert r["pending_needs_block"] == (slot == len(r["block_table"]))
+                if not r["pending_needs_block"]:
+                    assert r["name"] in blocks[r["block_table"][slot]]["pending"]
             words = r["prompt"] + r["generated"]
             parent = "root"
             for i, b in enumerate(r["block_table"]):
                 block = blocks[b]
                 assert r["name"] in block["owners"]
-                assert block["tokens"] == words[i * bs:(i + 1) * bs]
+                assert block["tokens"] == words[i * bs:min((i + 1) * bs, kv)]
                 if block["hash"] is not None:  # hashes chain from the first block on
                     assert block["parent_hash"] == parent
                     parent = block["hash"]
                 else:
                     parent = None
         else:
-            assert r["block_table"] == []
+            assert r["block_table"] == [] and r["num_computed_tokens"] == 0
+            assert r["pending_token"] is None and not r["pending_needs_block"]
         assert r["skipped_by_cache"] % bs == 0
     # The counters are the sums of what each request shows.
     c = v["counters"]
@@ -321,7 +338,7 @@ def test_kvcache_view_conserves_blocks_and_tokens_and_run_finishes(case):
     check_kv_view(end, config)
     assert end["next_actions"]["done"] and not end["waiting"] and not end["running"]
     assert all(r["status"] == "finished" for r in end["requests"])
-    assert end["pool"]["used"] == 0 and end["pool"]["num_free_blocks"] == config.pool_blocks
+    assert end["pool"]["used"] == 0 and end["pool"]["num_free_blocks"] == config.pool_blocks - 1
     # Deterministic, and the bridge answers the same view.
     assert digest(kvcache.run(config, actions)) == digest(kvcache.run(config, actions))
     answer = call("kvcache", {"config": raw, "actions": actions + ["run"]})
@@ -428,7 +445,7 @@ def engine_cases(draw):
     config = EngineConfig(
         max_num_batched_tokens=draw(st.integers(1, 200)),
         max_num_seqs=draw(st.integers(1, 6)),
-        num_blocks=draw(st.integers(4, 40)),
+        num_gpu_blocks=draw(st.integers(5, 41)),
         block_size=draw(st.sampled_from([1, 2, 4, 16])),
         enable_caching=draw(st.booleans()),
         enable_chunked_prefill=draw(st.booleans()),
@@ -492,7 +509,7 @@ def test_engine_stepped_at_random_times(case):
     e, trace, kept = drive(config, reqs, gaps)
     # Everything that was accepted fits, so everything finishes and frees its blocks.
     assert not e.has_unfinished()
-    assert e.pool.num_free_blocks == config.num_blocks
+    assert e.pool.num_free_blocks == config.num_gpu_blocks - 1  # all but the null block
     for i in kept:
         r = e.requests[i]
         assert r.status == FINISHED and r.num_output == r.max_tokens
@@ -518,7 +535,7 @@ def pool_state(pool: BlockPool):
 
 
 @PROPS
-@given(ops=pool_ops, caching=st.booleans(), num_blocks=st.integers(1, 12),
+@given(ops=pool_ops, caching=st.booleans(), num_blocks=st.integers(2, 13),
        block_size=st.integers(1, 4))
 def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, caching, num_blocks,
                                                                       block_size):
@@ -555,12 +572,13 @@ def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, cachi
             del seqs[req]
         # Blocks are conserved: held by someone or in the free queue, never both.
         held = {b for t in kv.tables().values() for b in t}
-        assert len(held) + pool.num_free_blocks == num_blocks
+        assert len(held) + pool.num_free_blocks == num_blocks - 1  # block 0: the null block
         assert not held & set(pool.free_queue())
         assert pool.num_evictions <= pool.num_allocations
     for req in list(seqs):
         kv.free(req)
-    assert pool.num_free_blocks == num_blocks and sorted(pool.free_queue()) == list(range(num_blocks))
+    assert pool.num_free_blocks == num_blocks - 1
+    assert sorted(pool.free_queue()) == list(range(1, num_blocks))
     assert all(pool.ref_count(b) == 0 for b in range(num_blocks))
     pool.check_invariants([])
 
@@ -680,9 +698,9 @@ DIGESTS = [
     ("race", '{"config": {"requests": 25, "pool_blocks": 40, "max_running": 7, "seed": 3}}',
      "cdde88912901de1d08ee817b19aa3e49857b9575a10448b4c961ee0a77ec434c"),
     ("kvcache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}',
-     "2960ab1b8695fcf69f4857a2d48398a2f5ca917b3818dc929e43ca323f405fa6"),
+     "0a8d300620c98db6fb091dbb4f75240c797521ccbc98d1c7e7cf8ab6534582bf"),
     ("kvcache", '{"config": {"caching": false, "pool_blocks": 12}, "actions": ["run"]}',
-     "58039d4a022b5ffcb9f6df99a927ebd829bc713c9d123be80702e97e97f62692"),
+     "f376f78ff9007c6e1e24e417da6b61dcce796099c66da70d33cf49cde8ba6601"),
     ("budget", '{"config": {}}',
      "b17dcc7d4def52b02b8dda0438ec9b8a3557b8dfbf9731900237f822ac6e63fc"),
     ("budget", '{"config": {"scenario": "mixed", "budget": 512, "prefix_caching": true, '
@@ -713,7 +731,8 @@ ENGINE_DIGEST = "bc938e6c91a24dd44774254ad950138a7ece3a7bb6ea4336b7d3d017f394a2c
 
 
 def test_engine_trace_digest_is_pinned():
-    config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_blocks=19,
+    # 19 usable blocks + the null block: the same trace as before the null block.
+    config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_gpu_blocks=20,
                           block_size=4, enable_caching=True, policy="priority")
     reqs = [(20 + 7 * i, 6 + i, 3 * i, i % 3, i % 4 == 0, i % 3) for i in range(9)]
     e, trace, kept = drive(config, reqs, [0, 1, 5])
