@@ -522,7 +522,7 @@ def thrashing(block_size=16) -> dict:
            "step_decode_ms": STEP_DECODE_MS, "step_prefill_ms": STEP_PREFILL_MS}
     for name, (n, prompt, answer, pool) in workloads.items():
         longest_blocks = cdiv(prompt + answer - 1, block_size)
-        calm = pool // longest_blocks
+        calm = (pool - 1) // longest_blocks  # the pool's blocks but vLLM's null block
         out.update({f"{name}_requests": n, f"{name}_prompt": prompt, f"{name}_answer": answer,
                     f"{name}_pool": pool, f"{name}_longest_blocks": longest_blocks})
         for label, seqs in (("calm", calm), ("busy", 64)):
@@ -666,11 +666,35 @@ def kv_walkthrough() -> dict:
     victim = next(r for r in view["requests"] if r["preemptions"])
     line = next(l for l in view["log"] if l.startswith("out of blocks"))
     requester = line.split(": ", 1)[1].split(" needs", 1)[0]
+    # The page's text tells a self-preemption: the newest running request is the one
+    # whose pending token needs the block (vLLM's timing and null block, issue 17).
+    assert requester == victim["name"], "docs/paged-kv-cache.md step 3 describes a self-preemption"
+    finished_at_preemption = [r["name"] for r in view["requests"] if r["status"] == "finished"]
 
-    finished_on = run(on, ["run"])["counters"]
-    finished_off = run(off, ["run"])["counters"]
+    # vLLM's timing: A alone, Generate until its first new block. The gen that fills
+    # block 3 is followed by one whose pending token needs a new block, written a gen later.
+    timing: list[str] = ["admit"]
+    while True:
+        timing.append("gen")
+        a = run(on, timing)["requests"][0]
+        if a["pending_needs_block"]:
+            full_gen = len(timing) - 1
+            break
+    a_next = run(on, timing + ["gen"])["requests"][0]
+
+    done_on = run(on, ["run"])
+    finished_on, finished_off = done_on["counters"], run(off, ["run"])["counters"]
     return {
         "block_size": on.block_size,
+        "num_blocks": on.pool_blocks,
+        "usable_blocks": shared["pool"]["usable"],
+        "null_block": shared["pool"]["null_block"],
+        "a_prompt_tokens": len(a["prompt"]),
+        "a_full_gen": full_gen,  # gens after which A's last block is full of written KV
+        "a_full_tokens": a["num_computed_tokens"],
+        "a_pending_word": a["pending_token"],
+        "a_new_block_gen": full_gen + 1,
+        "a_new_block": a_next["block_table"][-1],
         "shared_blocks": len(common),
         "shared_ref": max(blk["ref_count"] for blk in shared["blocks"] if blk["id"] in common),
         "skipped_tokens": b_on["skipped_by_cache"],
@@ -681,7 +705,11 @@ def kv_walkthrough() -> dict:
         "preempt_requester": requester,
         "preempt_victim": victim["name"],
         "victim_kept_tokens": len(victim["generated"]),
+        "finished_at_preemption": " and ".join(finished_at_preemption),
         "run_blocks_saved": finished_on["blocks_saved_by_caching"],
+        "run_cached_blocks": done_on["pool"]["cached"],
+        "run_allocations_on": finished_on["allocations"],
+        "run_allocations_off": finished_off["allocations"],
         "run_prefill_on": finished_on["prefill_tokens"],
         "run_prefill_off": finished_off["prefill_tokens"],
     }
