@@ -228,7 +228,8 @@ class _Sim:
 
     # --- admission -------------------------------------------------------------
     def hashes(self, r: _Request) -> list[bytes]:
-        """r's full-block hashes, extended by the blocks filled since the last call (B1)."""
+        """r's full-block hashes, extended by the blocks filled since the last call (vLLM
+        keeps these on the request and extends them as tokens are appended)."""
         if self.pool.enable_caching:
             hs, bs = r.hashes, self.pool.block_size
             while len(hs) < len(r.ids) // bs:
@@ -336,7 +337,7 @@ class _Sim:
                      f"{_plural(n, 'block')}")
 
     def preempt(self, victim: _Request, requester: _Request) -> str:
-        """Recompute preemption (F2); returns the log line."""
+        """Preemption by recompute, as vLLM's V1 scheduler does it; returns the log line."""
         n = len(self.kv.block_table(victim.name))
         self.kv.free(victim.name)
         victim.status = "preempted"
