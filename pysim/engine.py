@@ -39,6 +39,13 @@ sampled M tokens. Its last sampled token is never fed back (F5), so across all s
 is served exactly P + M - 1 tokens, plus, for each preemption, the tokens it had
 computed when it was preempted, minus the tokens prefix-cache hits let it skip.
 
+The pool is vLLM's: `num_gpu_blocks` blocks of which block 0 is the null block, never
+handed out. Every step (tokens per request in order, admissions and their prefix-cache
+hits, preemptions, finishes, block tables, free-queue lengths) agrees with recordings of
+vLLM 0.33.0's own Scheduler on 80 workloads (tests/data/fidelity/sched, checked by
+tests/unit/test_fidelity_sched.py); `schedule` and `update_from_output` are the two
+halves of a step, so a test can read the state between them as vLLM's recorder did.
+
 Not modelled (single model, plain decoder): max_model_len, long_prefill_token_threshold,
 the watermark (0 by default), speculative decoding, KV connectors, async scheduling.
 
