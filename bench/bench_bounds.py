@@ -42,6 +42,14 @@ def lo(name: str, field: str):
     return next(f for f in describe(SIMS[name].config_cls) if f["name"] == field)["lo"]
 
 
+def allowed(name: str, config: dict) -> bool:
+    try:
+        from_mapping(SIMS[name].config_cls, config)
+        return True
+    except ConfigError:
+        return False
+
+
 def smallest_allowed(name: str, field: str, config: dict) -> int | None:
     """The smallest value of `field` that the config's own rules accept with `config`."""
     a, b = lo(name, field), hi(name, field)
@@ -112,16 +120,23 @@ def budget_candidates():
     for scenario in fields["scenario"]["options"]:
         for budget in (lo("chunked_prefill", "max_num_batched_tokens"), 2048, hi("chunked_prefill", "max_num_batched_tokens")):
             for chunked in (True, False):
-                base = {"scenario": scenario, "max_num_batched_tokens": budget, "enable_chunked_prefill": chunked}
+                # vLLM refuses a budget below max_num_seqs, so the smallest budget is
+                # tried with max_num_seqs no larger than it.
+                base = {"scenario": scenario, "max_num_batched_tokens": budget,
+                        "enable_chunked_prefill": chunked,
+                        "max_num_seqs": min(128, budget)}
                 try:
                     from_mapping(SIMS["chunked_prefill"].config_cls, base)
                 except ConfigError as exc:
                     if exc.field == "max_num_batched_tokens":
                         continue  # chunking off needs a budget that holds a whole sequence
                 least = smallest_allowed("chunked_prefill", "num_gpu_blocks", base)
-                seqs_least = smallest_allowed("chunked_prefill", "max_num_seqs", base)
+                # max_num_seqs is bounded on both sides (the streams below, the budget
+                # above), so the search for its least value goes up from the bottom.
+                seqs_least = next(v for v in range(lo("chunked_prefill", "max_num_seqs"), budget + 1)
+                                  if allowed("chunked_prefill", {**base, "max_num_seqs": v}))
                 for pool in sorted({least, 4096, hi("chunked_prefill", "num_gpu_blocks")}):
-                    for seqs in sorted({seqs_least, hi("chunked_prefill", "max_num_seqs")}):
+                    for seqs in sorted({seqs_least, min(budget, hi("chunked_prefill", "max_num_seqs"))}):
                         for caching in (True, False):
                             for policy in fields["policy"]["options"]:
                                 yield {"config": {**base, "num_gpu_blocks": pool, "max_num_seqs": seqs,

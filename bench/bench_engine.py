@@ -7,7 +7,7 @@ timed inside Pyodide (the lead adds that column).
 
 Workload (fixed, from SplitMix64(2024)): prompts of 20..600 tokens, answers of 8..256
 tokens. Engine: budget 8,192 tokens, max_num_seqs 256, FCFS, no prefix caching, a pool
-of 4,096 blocks of 16 tokens: small enough that memory binds and preemption happens
+of 4,096 blocks of 16 tokens (4,095 usable: block 0 is the null block): small enough that memory binds and preemption happens
 now and then (the count is printed).
 - burst:   all requests arrive at time 0; the engine is stepped directly.
 - poisson: exponential gaps at 200 requests/s, driven by `run_timed` with the budget

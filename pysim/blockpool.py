@@ -1,9 +1,11 @@
 """The paged KV-cache memory: one pool of fixed-size blocks, shared by every simulation.
 
-Follows vLLM V1 (0.33) `BlockPool` and `FreeKVCacheBlockQueue` (vllm/v1/core/block_pool.py,
-vllm/v1/core/kv_cache_utils.py) and `KVCacheManager` (vllm/v1/core/kv_cache_manager.py),
-with one teaching simplification: there is no null block, so all `num_gpu_blocks` blocks
-are usable.
+Follows vLLM V1 (0.33) `BlockPool`, `FreeKVCacheBlockQueue` and `KVCacheManager`
+(vllm/v1/core/block_pool.py, kv_cache_utils.py, kv_cache_manager.py), null block
+included: `BlockPool.__init__` takes block 0 out of the free queue as the *null block*
+(a placeholder that sliding-window and Mamba layers point at for positions they no
+longer keep). A full-attention model never uses it, but it still costs one block, so a
+pool of `num_gpu_blocks` blocks has `num_gpu_blocks - 1` usable ones, ids 1 and up.
 
 The vocabulary:
 - A *block* holds `block_size` token slots; a request's *block table* lists the
@@ -61,11 +63,15 @@ def hash_full_blocks(token_ids: Sequence[int], block_size: int, known: Sequence[
         yield parent
 
 
+NULL_BLOCK = 0  # vLLM's BlockPool.null_block: reserved at start, never handed out
+
+
 class BlockPool:
-    """Blocks 0..num_gpu_blocks-1, their ref counts and hashes, the free queue, the cache."""
+    """Blocks 0..num_gpu_blocks-1 (0 is the null block), their ref counts and hashes, the
+    free queue, the cache. `num_gpu_blocks` is vLLM's name."""
 
     def __init__(self, num_gpu_blocks: int, block_size: int, enable_prefix_caching: bool):
-        assert num_gpu_blocks >= 1 and block_size >= 1
+        assert num_gpu_blocks >= 2 and block_size >= 1, "the null block and at least one more"
         self.num_gpu_blocks = num_gpu_blocks
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
@@ -81,10 +87,18 @@ class BlockPool:
         self._next = list(range(1, num_gpu_blocks + 1)) + [0]
         self._prev = [s] + list(range(num_gpu_blocks))
         self._num_free = num_gpu_blocks  # all blocks, in ascending id order (vLLM: `BlockPool.__init__`)
+        # vLLM: `self.null_block = self.free_block_queue.popleft()`, marked is_null. It
+        # stays out of the queue with ref count 0 for the pool's whole life.
+        self._unlink(NULL_BLOCK)
         self.num_evictions = 0  # cached hashes dropped because their block was handed out
         self.num_allocations = 0  # blocks handed out by get_new_blocks
 
     # --- reading -------------------------------------------------------------
+    @property
+    def num_usable_blocks(self) -> int:
+        """Every block but the null block."""
+        return self.num_gpu_blocks - 1
+
     @property
     def num_free_blocks(self) -> int:
         """Length of the free queue, free-but-cached blocks included (vLLM:
@@ -191,11 +205,13 @@ class BlockPool:
         queue = self.free_queue()
         assert len(queue) == self._num_free == len(set(queue))
         in_queue = set(queue)
-        for b in range(self.num_gpu_blocks):
+        assert NULL_BLOCK not in in_queue and self._ref[NULL_BLOCK] == 0
+        assert self._hash[NULL_BLOCK] is None
+        for b in range(1, self.num_gpu_blocks):
             assert (b in in_queue) == (self._ref[b] == 0), f"block {b}: queue xor in use"
             assert self._ref[b] >= 0
         used = sum(1 for r in self._ref if r > 0)
-        assert used + self._num_free == self.num_gpu_blocks
+        assert used + self._num_free == self.num_usable_blocks
         if block_tables is not None:
             holders = [0] * self.num_gpu_blocks
             for table in block_tables:

@@ -127,7 +127,7 @@ class ChunkedPrefillConfig:
                                    integer=False, label="Per decode", unit="ms")
     per_prefill_token_ms: float = bounded(0.035, 0.0, 1.0, "extra ms per prompt token",
                                           integer=False, label="Per prompt token", unit="ms")
-    num_gpu_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens",
+    num_gpu_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens, vLLM's null block included",
                                  label="KV blocks", unit="blocks")
     enable_prefix_caching: bool = flag(False, "reuse cached KV blocks of identical prompt prefixes",
                                        label="Prefix caching")
@@ -138,6 +138,14 @@ class ChunkedPrefillConfig:
                          option_labels={"fcfs": "First come, first served", "priority": "Priority"})
 
     def check(self) -> None:
+        # vLLM refuses this pair at start-up: SchedulerConfig.verify_max_model_len
+        # (vllm/config/scheduler.py) raises unless max_num_batched_tokens >= max_num_seqs,
+        # since a full batch of decodes needs one token of budget per running request.
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ConfigError("max_num_batched_tokens", f"got {self.max_num_batched_tokens:,}, but vLLM requires "
+                              f"max_num_batched_tokens >= max_num_seqs ({self.max_num_seqs:,}); "
+                              f"expected a whole number from {max(64, self.max_num_seqs):,} "
+                              f"to 65,536")
         specs = scenario_requests(self.scenario)
         label = SCENARIOS[self.scenario][0]
         streams = [s for s in specs if s.streaming_at_start]
@@ -146,8 +154,9 @@ class ChunkedPrefillConfig:
                               f"with {len(streams)} users streaming; expected a whole number "
                               f"from {len(streams)} to 512")
         longest = max(s.num_prompt_tokens + s.max_tokens - 1 for s in specs)
-        need = max(cdiv(longest, BLOCK_SIZE),
-                   sum(cdiv(s.num_prompt_tokens, BLOCK_SIZE) for s in streams))
+        # + 1: block 0 is vLLM's null block, never handed out.
+        need = 1 + max(cdiv(longest, BLOCK_SIZE),
+                       sum(cdiv(s.num_prompt_tokens, BLOCK_SIZE) for s in streams))
         if self.num_gpu_blocks < need:
             raise ConfigError("num_gpu_blocks", f"got {self.num_gpu_blocks:,}, but {label} needs at "
                               f"least {need:,} blocks; expected a whole number from {need:,} "

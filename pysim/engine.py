@@ -41,6 +41,13 @@ sampled M tokens. Its last sampled token is never fed back, so across all steps 
 is served exactly P + M - 1 tokens, plus, for each preemption, the tokens it had
 computed when it was preempted, minus the tokens prefix-cache hits let it skip.
 
+The pool is vLLM's: `num_gpu_blocks` blocks of which block 0 is the null block, never
+handed out. Every step (tokens per request in order, admissions and their prefix-cache
+hits, preemptions, finishes, block tables, free-queue lengths) agrees with recordings of
+vLLM 0.33.0's own Scheduler on 80 workloads (tests/data/fidelity/sched, checked by
+tests/unit/test_fidelity_sched.py); `schedule` and `update_from_output` are the two
+halves of a step, so a test can read the state between them as vLLM's recorder did.
+
 Not modelled (single model, plain decoder): max_model_len, long_prefill_token_threshold,
 the watermark (0 by default), speculative decoding, KV connectors, async scheduling.
 
@@ -72,7 +79,7 @@ class EngineConfig:
 
     max_num_batched_tokens: int = 2048  # the per-step token budget
     max_num_seqs: int = 128  # most requests RUNNING at once
-    num_gpu_blocks: int = 4096  # KV pool size (all usable: no null block in this model)
+    num_gpu_blocks: int = 4096  # KV pool size, vLLM's null block included: 4095 usable
     block_size: int = 16
     enable_prefix_caching: bool = False  # prefix caching
     enable_chunked_prefill: bool = True
@@ -81,8 +88,9 @@ class EngineConfig:
     def __post_init__(self):
         for name in ("max_num_batched_tokens", "max_num_seqs", "num_gpu_blocks", "block_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+            least = 2 if name == "num_gpu_blocks" else 1  # the null block and one more
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
 
@@ -174,6 +182,7 @@ class Engine:
         self.num_steps = 0
         self.num_unfinished = 0
         self.num_preemptions = 0
+        self._batch = None  # scheduled by `schedule`, not yet applied
 
     # --- adding work -------------------------------------------------------------
     def add_request(self, req_id, num_prompt_tokens: int, max_tokens: int, *, arrival=0,
@@ -194,9 +203,10 @@ class Engine:
                              f"{1 + prefilled} output tokens")
         # The longest sequence it ever holds KV for is prompt + answer - 1 tokens.
         longest = num_prompt_tokens + max_tokens - 1
-        if cdiv(longest, cfg.block_size) > cfg.num_gpu_blocks:
+        if cdiv(longest, cfg.block_size) > cfg.num_gpu_blocks - 1:
             raise ValueError(f"request {req_id!r} needs {cdiv(longest, cfg.block_size)} blocks "
-                             f"at its longest; the pool has {cfg.num_gpu_blocks}")
+                             f"at its longest; the pool has {cfg.num_gpu_blocks - 1} usable "
+                             f"(block 0 is vLLM's null block)")
         if not cfg.enable_chunked_prefill and longest > cfg.max_num_batched_tokens:
             # vLLM requires max_num_batched_tokens >= max_model_len without chunking (I10):
             # otherwise a resumed request could never be prefilled in one step.
@@ -252,6 +262,11 @@ class Engine:
         """Waiting requests in the order they would be admitted."""
         return [r.id for r in self.waiting]
 
+    def scheduled(self) -> dict:
+        """{request id: tokens} of the batch the last `schedule` made, in scheduling order
+        (running requests first, then admissions), until `update_from_output`."""
+        return {r.id: r.sched_n for r in self._batch or ()}
+
     def snapshot(self) -> dict:
         """The scheduler's visible state, for comparing another scheduler step by step."""
         return {
@@ -290,7 +305,13 @@ class Engine:
     # --- one step ----------------------------------------------------------------
     def step(self, now=math.inf) -> StepResult:
         """Admit arrivals up to `now`, schedule one batch, apply its outputs (vLLM:
-        `EngineCore.step`)."""
+        `EngineCore.step`, which calls `schedule` and then `update_from_output`)."""
+        return self.update_from_output(self.schedule(now))
+
+    def schedule(self, now=math.inf) -> StepResult:
+        """The first half of a step, vLLM's `Scheduler.schedule()`: arrivals, then the
+        batch, with its blocks allocated. Nothing is computed or sampled yet; call
+        `update_from_output` with the result to finish the step."""
         cfg = self.config
         result = StepResult(self.num_steps)
         self._arrive(now, result)
@@ -323,9 +344,16 @@ class Engine:
         if not result.preempted:
             budget = self._admit(budget, batch, result)
 
-        # 3. Outputs: advance computed tokens, sample, finish (vLLM: `update_from_output`).
-        self._apply(batch, result)
         assert budget >= 0
+        self._batch = batch
+        return result
+
+    def update_from_output(self, result: StepResult) -> StepResult:
+        """The second half, vLLM's `update_from_output()`: advance computed tokens,
+        sample, finish and free."""
+        batch, self._batch = self._batch, None
+        assert batch is not None, "update_from_output without a schedule"
+        self._apply(batch, result)
         self.num_steps += 1
         result.num_requests_running = len(self.running)
         result.num_requests_waiting = len(self.waiting)

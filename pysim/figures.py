@@ -419,7 +419,8 @@ def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
                   max_num_seqs: int, block_size=16, budget=2048) -> dict:
     """One run of the chapter's engine (vLLM V1 rules, FCFS, recompute preemption):
     `requests` identical requests all waiting at time 0. Times use page 5's step-time
-    model; KV usage is vLLM's gauge (1 - free / pool), averaged over time."""
+    model; KV usage is vLLM's gauge (1 - free / usable blocks, the null block left out,
+    as vLLM 0.33's `BlockPool.get_usage` does), averaged over time."""
     from .engine import Engine, EngineConfig, run_timed
 
     engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
@@ -434,7 +435,7 @@ def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
         steps += 1
         computed += result.num_tokens
         sampled += len(result.sampled)
-        usage_us += (1 - result.num_free_blocks / num_gpu_blocks) * duration
+        usage_us += (1 - result.num_free_blocks / (num_gpu_blocks - 1)) * duration
         end_us = start + duration
     done = engine.requests.values()
     recomputed = sum(r.recomputed_tokens for r in done)
@@ -465,7 +466,7 @@ def thrashing(block_size=16) -> dict:
            "step_decode_ms": STEP_DECODE_MS, "step_prefill_ms": STEP_PREFILL_MS}
     for name, (n, prompt, answer, pool) in workloads.items():
         longest_blocks = cdiv(prompt + answer - 1, block_size)
-        calm = pool // longest_blocks
+        calm = (pool - 1) // longest_blocks  # the pool's blocks but vLLM's null block
         out.update({f"{name}_requests": n, f"{name}_prompt": prompt, f"{name}_answer": answer,
                     f"{name}_pool": pool, f"{name}_longest_blocks": longest_blocks})
         for label, seqs in (("calm", calm), ("busy", 64)):

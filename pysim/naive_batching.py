@@ -15,9 +15,13 @@ The workload
     answer_blocks_min..max): p0, a0, p1, a1, ... Every scheduler gets this same list.
     The longest possible request is prompt_blocks_max + answer_blocks_max blocks
     (6 + 24 = 30 by default); the reserved schedulers reserve that much each.
-    num_gpu_blocks must be at least ceil(longest / 0.9) (34 by default), not just
-    `longest`: with less, a paged request preempted late in its answer could need
-    more than floor(0.9 * pool) blocks to come back and would wait forever.
+    num_gpu_blocks is vLLM's pool size, null block included (vLLM 0.33
+    `BlockPool.__init__`, vllm/v1/core/block_pool.py, reserves block 0), so the
+    schedulers below see `pool` = num_gpu_blocks - 1 usable blocks (159 by default).
+    The usable pool must be at least ceil(longest / 0.9) (34 by default, so
+    num_gpu_blocks >= 35), not just `longest`: with less, a paged request preempted
+    late in its answer could need more than floor(0.9 * pool) blocks to come back
+    and would wait forever.
 
 One step (a forward pass, numbered from 0)
     1. retire: requests that wrote their last answer block in the previous step
@@ -64,7 +68,8 @@ Metrics (per scheduler)
     preemptions       number of preemptions (paged only; 0 for the others).
 
 View model (JSON)
-    config     the validated config; longest_blocks: the longest possible request.
+    config     the validated config; longest_blocks: the longest possible request;
+               usable_blocks: num_gpu_blocks - 1, the pool the schedulers share.
     workload   [{"id", "prompt_blocks", "answer_blocks"}] in id order.
     schedulers {name: result} for the selected scheduler(s), names in the order
                static, continuous_reserved, continuous_paged. Each result holds the
@@ -145,12 +150,13 @@ class NaiveBatchingConfig:
         if self.answer_blocks_min > self.answer_blocks_max:
             raise ConfigError("answer_blocks_min", f"got {self.answer_blocks_min}, must be at most "
                               f"answer_blocks_max ({self.answer_blocks_max})")
-        need = min_pool(self.longest)
+        need = min_pool(self.longest) + 1  # + 1: vLLM's null block
         if self.num_gpu_blocks < need:
             raise ConfigError("num_gpu_blocks", (
                 f"got {self.num_gpu_blocks}, must be at least {need} so that the longest possible "
                 f"request ({self.prompt_blocks_max} + {self.answer_blocks_max} = {self.longest} blocks) "
-                f"fits within 90% of the pool, the paged scheduler's admission limit"))
+                f"fits within 90% of the usable pool (the null block not counted), the paged "
+                f"scheduler's admission limit"))
 
 
 def admit_limit(pool: int) -> int:
@@ -382,7 +388,10 @@ class ContinuousPaged(_Scheduler):
         super().__init__(*args)
         # The blocks live in the shared paged pool (pysim.blockpool), caching off:
         # each running request's block table holds its prompt and written answer blocks.
-        self.blocks = KVCacheManager(BlockPool(self.pool, self.BLOCK_TOKENS, enable_prefix_caching=False))
+        # The race counts usable blocks; the shared pool also reserves vLLM's null block
+        # (block 0), so it is made one block larger and `used` leaves that block out.
+        self.blocks = KVCacheManager(BlockPool(self.pool + 1, self.BLOCK_TOKENS,
+                                               enable_prefix_caching=False))
 
     @property
     def used(self) -> int:
@@ -460,8 +469,9 @@ def run(config: NaiveBatchingConfig, actions: list) -> dict:
     return {
         "config": to_mapping(config),
         "longest_blocks": config.longest,
+        "usable_blocks": config.num_gpu_blocks - 1,
         "workload": [{"id": i, "prompt_blocks": p, "answer_blocks": a} for i, (p, a) in enumerate(work)],
-        "schedulers": {name: simulate(name, work, config.num_gpu_blocks, config.max_num_seqs, config.longest)
+        "schedulers": {name: simulate(name, work, config.num_gpu_blocks - 1, config.max_num_seqs, config.longest)
                        for name in chosen},
     }
 
@@ -475,7 +485,8 @@ def trace_digest(view: dict) -> str:
 def text(view: dict) -> str:
     """The comparison table for the command line."""
     c = view["config"]
-    head = (f"{c['requests']} requests (seed {c['seed']}), pool {c['num_gpu_blocks']} blocks, "
+    head = (f"{c['requests']} requests (seed {c['seed']}), pool {c['num_gpu_blocks']} blocks "
+            f"({view['usable_blocks']} usable), "
             f"at most {c['max_num_seqs']} running, longest possible request {view['longest_blocks']} blocks")
     rows = [("scheduler", "steps to finish", "mean wait", "p90 wait", "mean running", "preemptions")]
     for name, r in view["schedulers"].items():
@@ -502,7 +513,8 @@ def figures(small_pool=100) -> dict:
         "prompt_min": c["prompt_blocks_min"], "prompt_max": c["prompt_blocks_max"],
         "answer_min": c["answer_blocks_min"], "answer_max": c["answer_blocks_max"],
         "longest": longest,
-        "admit_limit": admit_limit(c["num_gpu_blocks"]),
+        "usable_blocks": default["usable_blocks"],
+        "admit_limit": admit_limit(default["usable_blocks"]),
         "reserved_concurrent": d["static"]["max_concurrent"],
         "static_steps": d["static"]["steps_to_finish"],
         "reserved_steps": d["continuous_reserved"]["steps_to_finish"],

@@ -21,7 +21,7 @@
     ["preemptions", "preemptions"],
     ["evictions", "evictions"],
   ];
-  const STATE_WORDS = { used: "in use", cached: "free but cached", free: "free" };
+  const STATE_WORDS = { used: "in use", cached: "free but cached", free: "free", null: "reserved, vLLM's null block" };
 
   let uid = 0;
   const newId = (stem) => `kv-${stem}-${++uid}-${Math.random().toString(36).slice(2, 6)}`;
@@ -177,6 +177,7 @@
         `${plural(c.did_not_fit, "admission")} that did not fit.`;
 
       poolTitle.textContent = `Block pool: ${p.num_gpu_blocks} blocks of ${p.block_size} tokens, prefix caching ${p.enable_prefix_caching ? "on" : "off"}. ` +
+        `Block ${p.null_block} is vLLM's null block, so ${p.usable} are usable: ` +
         `${p.used} in use, ${p.cached} free but cached, ${p.free} free.`;
       drawGrid();
       queueLine.textContent = view.free_queue.length
@@ -192,11 +193,19 @@
       root.dataset.drawMs = (performance.now() - started).toFixed(2); // for the benchmark
     }
 
+    // Request name -> its pending token (sampled last step, KV written next step).
+    function pendingTokens() {
+      return Object.fromEntries(view.requests.filter((r) => r.pending_token).map((r) => [r.name, r.pending_token]));
+    }
+
     function describeBlock(b) {
+      if (b.state === "null") return `Block ${b.id}: ${STATE_WORDS.null}. ${view.pool.null_block_why}`;
       const who = b.owners.length ? " by " + b.owners.join(" and ") : "";
       let text = `Block ${b.id}: ${STATE_WORDS[b.state]}${who}, ref count ${b.ref_count}`;
       if (b.hash) text += `, hash ${b.hash}`;
       if (b.tokens.length) text += `, tokens: ${b.tokens.join(" ")}`;
+      const pend = pendingTokens();
+      if (b.pending.length) text += `, pending (KV written next step): ${b.pending.map((n) => pend[n]).join(" ")}`;
       if (b.free_queue_position !== null) text += `, free-queue position ${b.free_queue_position}`;
       return text;
     }
@@ -213,6 +222,7 @@
         ? Number(document.activeElement.dataset.block) : null;
       if (selected !== null && selected >= view.blocks.length) selected = null;
       const tabStop = selected !== null ? selected : 0;
+      const pend = pendingTokens();
       const cells = view.blocks.map((b) => {
         const cls = ["kv-block", "kv-" + b.state];
         if (b.owners.length > 1) cls.push("kv-shared");
@@ -226,8 +236,10 @@
         h("span", { class: "kv-block-head" },
           h("span", { class: "kv-id" }, String(b.id)),
           h("span", { class: "kv-ref" }, `ref ${b.ref_count}`)),
-        h("span", { class: "kv-owners" }, b.owners.length ? b.owners.join("+") : b.state),
-        h("span", { class: "kv-words" }, b.tokens.join(" ")),
+        h("span", { class: "kv-owners" }, b.owners.length ? b.owners.join("+") : b.state === "null" ? "null block" : b.state),
+        h("span", { class: "kv-words" }, b.state === "null" ? "reserved, never handed out" : b.tokens.join(" "),
+          // A pending token's slot is in this block; its KV is written at the next step.
+          b.pending.map((n) => h("span", { class: "kv-w-pending", title: `${n} sampled it; KV written next step` }, pend[n]))),
         h("span", { class: "kv-block-foot" },
           h("span", { class: "kv-hash" }, b.hash ? "#" + b.hash : ""),
           h("span", { class: "kv-q" }, b.free_queue_position !== null ? "q" + b.free_queue_position : "")));
@@ -285,6 +297,13 @@
         return;
       }
       const b = view.blocks[selected];
+      if (b.state === "null") {
+        inspector.replaceChildren(h("h4", { class: "kv-inspector-title" }, `Block ${b.id}: ${STATE_WORDS.null}`),
+          h("p", { class: "kv-null-why" }, view.pool.null_block_why + " So a pool of " +
+            `${view.pool.num_gpu_blocks} blocks (vLLM's num_gpu_blocks) has ${view.pool.usable} usable.`));
+        return;
+      }
+      const pend = pendingTokens();
       const tables = view.requests.filter((r) => r.block_table.includes(b.id))
         .map((r) => `${r.name} (entry ${r.block_table.indexOf(b.id)})`);
       const row = (term, value) => [h("dt", {}, term), h("dd", {}, value)];
@@ -298,6 +317,7 @@
           row("Hash", b.hash ? b.hash : "none (only full blocks get one, and only with caching on)"),
           row("Parent hash", b.parent_hash ? b.parent_hash : "none"),
           row("Tokens", b.tokens.length ? b.tokens.join(" ") : "none"),
+          row("Pending", b.pending.length ? b.pending.map((n) => `${pend[n]} (${n}): sampled, KV written here next step`).join("; ") : "none"),
           row("Free-queue position", q === null ? "not in the free queue (in use)"
             : `${q} of ${view.free_queue.length} (${q === 0 ? "handed out next" : q === view.free_queue.length - 1 ? "evicted last" : "0 is handed out next"})`)));
     }
@@ -325,12 +345,17 @@
         // after a preemption the count spans several admissions, so only the number shows.
         const skipped = r.preemptions === 0 ? r.skipped_by_cache : 0;
         const words = [...r.prompt, ...r.generated];
+        // The pending token (sampled, KV not written yet) sits at position num_computed_tokens.
+        const pendingAt = r.pending_token ? r.num_computed_tokens : -1;
         const groups = [];
         for (let i = 0; i < words.length; i += bs) {
           // A cache hit is always whole blocks, so a group is either skipped or not.
-          const cls = "kv-tokgroup" + (i + bs <= skipped ? " kv-skip" : "");
-          groups.push(h("span", { class: cls }, words.slice(i, i + bs).map((w, k) =>
-            h("span", { class: i + k < r.prompt.length ? "kv-w" : "kv-w kv-w-gen" }, w))));
+          let cls = "kv-tokgroup" + (i + bs <= skipped ? " kv-skip" : "");
+          if (i === pendingAt) cls += " kv-tokgroup-next"; // a block it does not hold yet
+          groups.push(h("span", { class: cls, title: i === pendingAt ? "needs a new block at the next step" : null },
+            words.slice(i, i + bs).map((w, k) => i + k === pendingAt
+              ? h("span", { class: "kv-w kv-w-gen kv-w-pending", title: "sampled; KV written next step" }, w)
+              : h("span", { class: i + k < r.prompt.length ? "kv-w" : "kv-w kv-w-gen" }, w))));
         }
         // data-label names each cell where a narrow screen stacks the table.
         return h("tr", { "data-request": r.name, "data-status": r.status },
@@ -345,7 +370,9 @@
       });
       table.replaceChildren(
         h("caption", {}, "Prefilled and From cache count prompt tokens over every admission. Green token " +
-          "groups came from the cache (shown for requests never preempted); italic words were generated."),
+          "groups came from the cache (shown for requests never preempted); italic words were generated. " +
+          "A word in a dashed box is pending: sampled by the last step, its KV is written by the next one " +
+          "(a dashed group is a block it will take then)."),
         h("thead", {}, head), h("tbody", {}, rows));
     }
     table.addEventListener("click", (e) => {

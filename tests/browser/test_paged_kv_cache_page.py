@@ -80,10 +80,11 @@ def snapshot(page):
 
 def test_prerendered_at_once_then_same_in_pyodide(page, site_url):
     page.goto(site_url + PAGE)
-    # The default state (every request waiting, 24 free blocks) is drawn before Python runs.
+    # The default state (every request waiting, 24 blocks: block 0 the null block, 23
+    # free) is drawn before Python runs.
     page.wait_for_selector(f"{WIDGET} .kv-block")
     assert page.locator(".kv-block").count() == 24
-    assert page.locator('.kv-block[data-state="free"]').count() == 24
+    assert page.locator('.kv-block[data-state="free"]').count() == 23
     assert page.locator('.kv-table tr[data-status="waiting"]').count() == 5
     page.locator(WIDGET).scroll_into_view_if_needed()
     wait_for_python(page)
@@ -148,7 +149,8 @@ def test_out_of_blocks_preempts_the_newest(page, site_url):
     victim = next(r for r in view["requests"] if r["preemptions"])
     line = next(x for x in view["log"] if x.startswith("out of blocks"))
     requester = line.split(": ", 1)[1].split(" ", 1)[0]
-    assert f"preempt {victim['name']} (newest" in line
+    # With vLLM's timing and null block the newest running request is the requester.
+    assert requester == victim["name"] and "preempt itself (newest" in line
 
     open_widget(page, site_url, "#paged_kv_cache.enable_prefix_caching=false")
     page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
@@ -172,9 +174,60 @@ def test_out_of_blocks_preempts_the_newest(page, site_url):
     assert page.locator(".kv-last").inner_text().count("preempt") >= 1
     # The page's "Try this" tells the same story.
     prose = prose_text(page)
-    assert (f"On generate step {view['step']}, {requester} needs a new block and none is free, so "
-            f"{victim['name']}, the newest running request, is preempted") in prose
+    assert (f"On generate step {view['step']}, {requester} needs a new block for the token it "
+            f"sampled last step") in prose
+    assert f"{victim['name']} itself, so {victim['name']} preempts itself" in prose
     assert f"keeping the {len(victim['generated'])} tokens it had generated" in prose
+
+
+def test_block_0_is_drawn_as_vllms_null_block(page, site_url):
+    open_widget(page, site_url)
+    click(page, "Run to completion", 1)  # every other block has been used by now
+    tile = page.locator('.kv-block[data-block="0"]')
+    assert tile.get_attribute("data-state") == "null"
+    assert tile.locator(".kv-owners").inner_text() == "null block"
+    assert tile.locator(".kv-ref").inner_text() == "ref 0"
+    assert "null block" in tile.get_attribute("aria-label")
+    assert "23 are usable" in page.locator(".kv-pool-title").inner_text()
+    # Nobody ever holds it: no block table lists block 0, the free queue never has it.
+    for name in "ABCDE":
+        assert 0 not in chips(page, name)
+    assert " 0 " not in f" {page.locator('.kv-queue').inner_text()} "
+    # Clicking it explains why it is reserved.
+    tile.click()
+    inspector = page.locator(".kv-inspector")
+    assert inspector.locator("h4").inner_text() == "Block 0: reserved, vLLM's null block"
+    assert expected(["run"])["pool"]["null_block_why"] in inspector.inner_text()
+    assert "has 23 usable" in inspector.inner_text()
+
+
+def test_a_sampled_token_is_drawn_pending_until_the_next_step(page, site_url):
+    # admit A, gen, gen: A has sampled a2 but its KV is written by the next gen, in a
+    # block A does not hold yet; B (admitted second) has b1 pending inside block 4.
+    open_widget(page, site_url, "#paged_kv_cache.enable_prefix_caching=1&paged_kv_cache.actions=admit,admit,gen,gen")
+    wait_actions(page, 4)
+    want = {r["name"]: r for r in expected(["admit", "admit", "gen", "gen"])["requests"]}
+    assert (want["A"]["pending_token"], want["A"]["pending_needs_block"]) == ("a2", True)
+    assert (want["B"]["pending_token"], want["B"]["pending_needs_block"]) == ("b2", False)
+    row_a = page.locator('.kv-table tr[data-request="A"]')
+    pending = row_a.locator(".kv-w-pending")
+    assert pending.count() == 1 and pending.inner_text() == "a2"
+    assert pending.get_attribute("title") == "sampled; KV written next step"
+    # a2 sits alone in a dashed group: the block it needs next step.
+    assert row_a.locator(".kv-tokgroup-next").inner_text() == "a2"
+    assert chips(page, "A") == want["A"]["block_table"] == [1, 2, 3]
+    # B's pending b2 is drawn in the tile of the block where its slot is.
+    b_last = want["B"]["block_table"][-1]
+    tile = page.locator(f'.kv-block[data-block="{b_last}"]')
+    assert tile.locator(".kv-w-pending").inner_text() == "b2"
+    assert "pending (KV written next step): b2" in tile.get_attribute("aria-label")
+    # One more Generate writes a2 into a new block: A's table grows, nothing is pending
+    # from before, and the new a3 is pending instead.
+    click(page, "Generate one token", 5)
+    grown = expected(["admit", "admit", "gen", "gen", "gen"])["requests"][0]
+    assert chips(page, "A") == grown["block_table"] and len(grown["block_table"]) == 4
+    assert row_a.locator(".kv-w-pending").inner_text() == "a3"
+    assert "A writes its last token into new block" in " ".join(new_log_lines(page))
 
 
 def test_run_to_completion_counts_the_blocks_caching_saved(page, site_url):
@@ -208,7 +261,7 @@ def test_undo_and_named_admission(page, site_url):
     assert chips(page, "D") == expected(["admit", "admit", "admit:D"])["requests"][3]["block_table"]
     page.wait_for_function("() => location.hash.includes('paged_kv_cache.actions=admit,admit,admit:D')")
     click(page, "Reset", 0)
-    assert page.locator('.kv-block[data-state="free"]').count() == 24
+    assert page.locator('.kv-block[data-state="free"]').count() == 23
 
 
 def test_url_hash_restores_the_state(page, site_url):
@@ -244,14 +297,16 @@ def test_keyboard_focus_shows_the_block_in_the_inspector(page, site_url):
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.dataset.block") == "0"
     inspector = page.locator(".kv-inspector")
-    assert inspector.locator("h4").inner_text() == "Block 0: in use"
-    text = inspector.inner_text()
-    assert "A, B" in text  # its owners
-    want = expected(["admit", "admit"])["blocks"][0]
-    assert want["hash"] in text and want["parent_hash"] in text and " ".join(want["tokens"]) in text
+    assert inspector.locator("h4").inner_text() == "Block 0: reserved, vLLM's null block"
     page.keyboard.press("ArrowRight")
     assert page.evaluate("document.activeElement.dataset.block") == "1"
     assert inspector.locator("h4").inner_text() == "Block 1: in use"
+    text = inspector.inner_text()
+    assert "A, B" in text  # its owners
+    want = expected(["admit", "admit"])["blocks"][1]
+    assert want["hash"] in text and want["parent_hash"] in text and " ".join(want["tokens"]) in text
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.dataset.block") == "2"
     page.keyboard.press("End")
     assert inspector.locator("h4").inner_text() == "Block 23: free"
     assert "Free-queue position" in inspector.inner_text()
@@ -286,4 +341,4 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
     assert message.inner_text().endswith("Prefix caching: " + refused["error"]["message"])
     assert page.locator(f"{WIDGET} img").count() == 0
     assert page.locator(f"{WIDGET} script:not(.pysim-prerender)").count() == 0
-    assert page.locator('.kv-block[data-state="free"]').count() == 24
+    assert page.locator('.kv-block[data-state="free"]').count() == 23

@@ -50,7 +50,7 @@ def test_bridge_accepts_settings_and_one_scheduler():
     ({"num_gpu_blocks": "abc"}, "num_gpu_blocks", "abc"),
     ({"num_gpu_blocks": 160.5}, "num_gpu_blocks", "whole number"),
     ({"requests": True}, "requests", "True"),
-    ({"num_gpu_blocks": 20}, "num_gpu_blocks", "at least 34"),
+    ({"num_gpu_blocks": 20}, "num_gpu_blocks", "at least 35"),  # ceil(30 / 0.9) = 34 usable + the null block
     ({"prompt_blocks_min": 5, "prompt_blocks_max": 3}, "prompt_blocks_min", "at most"),
     ({"answer_blocks_max": 40}, "answer_blocks_max", "1 to 32"),
     ({"scheduler": "fifo"}, "scheduler", "continuous_paged"),

@@ -181,7 +181,11 @@ def test_nearest_rank():
 # --- configuration and the command line --------------------------------------------------
 
 @pytest.mark.parametrize("settings_, field, words", [
-    ({"num_gpu_blocks": 500}, "num_gpu_blocks", "at least 1,002"),  # the document: 16,031 tokens
+    # The document: 16,031 tokens = 1,002 blocks of 16, + 1 for vLLM's null block.
+    ({"num_gpu_blocks": 500}, "num_gpu_blocks", "at least 1,003"),
+    # vLLM's SchedulerConfig refuses a budget below max_num_seqs (128 by default).
+    ({"max_num_batched_tokens": 64}, "max_num_batched_tokens", "max_num_batched_tokens >= max_num_seqs (128)"),
+    ({"max_num_batched_tokens": 100, "max_num_seqs": 101}, "max_num_batched_tokens", "from 101 to 65,536"),
     ({"enable_chunked_prefill": False}, "max_num_batched_tokens", "at least 16,031"),
     ({"max_num_seqs": 5}, "max_num_seqs", "6 users streaming"),
     ({"max_num_batched_tokens": 63}, "max_num_batched_tokens", "from 64 to 65,536"),
@@ -222,7 +226,7 @@ def test_cli_json_and_text(capsys):
 
 @settings(max_examples=30, deadline=None)
 @given(scenario=st.sampled_from(list(SCENARIOS)), budget=st.integers(64, 20_000),
-       seqs=st.integers(6, 64), pool=st.integers(1002, 3000), caching=st.booleans(),
+       seqs=st.integers(6, 64), pool=st.integers(1003, 3000), caching=st.booleans(),
        policy=st.sampled_from(["fcfs", "priority"]))
 def test_any_setting_finishes_within_budget(scenario, budget, seqs, pool, caching, policy):
     view = view_of(scenario=scenario, max_num_batched_tokens=budget, max_num_seqs=seqs, num_gpu_blocks=pool,

@@ -127,11 +127,11 @@ def test_chunked_prefill_off_needs_the_whole_prompt_in_the_budget():
 # --- memory: head-of-line blocking and preemption ------------------------------------
 
 def test_head_of_line_blocking_on_memory():
-    # 4 blocks of 4 tokens. R (prompt 8) holds 2 blocks after step 0. Step 1: R needs a
+    # 4 usable blocks of 4 tokens (num_gpu_blocks 5: block 0 is the null block). R (prompt 8) holds 2 blocks after step 0. Step 1: R needs a
     # 3rd block for its 9th token (1 left free). W1 (prompt 12) heads the queue and
     # needs 3 blocks for its whole prompt (vLLM: `Scheduler.schedule`): admission stops, and W2 (prompt 2,
     # 1 block, would fit) is never tried.
-    e = Engine(EngineConfig(num_gpu_blocks=4, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=5, block_size=4))
     e.add_request("R", 8, 4)
     e.add_request("W1", 12, 1, arrival=1)
     e.add_request("W2", 2, 1, arrival=1)
@@ -147,7 +147,7 @@ def test_head_of_line_blocking_on_memory():
 
 
 def test_fcfs_preempts_the_newest_running_request():
-    # 6 blocks of 4. A, B, C: prompt 4, answer 7, all at 0.
+    # 6 usable blocks of 4 (+ the null block). A, B, C: prompt 4, answer 7, all at 0.
     # Step 0: A p4, B p4, C p4 (1 block each, 3 free); c=4, t=5.
     # Step 1: each needs a 2nd block (c + n = 5 > 4): 0 free. Steps 2-4: no new block.
     # Step 5: c=8, t=9: A needs a 3rd block, none free. FCFS victim = running.pop() = C
@@ -156,7 +156,7 @@ def test_fcfs_preempts_the_newest_running_request():
     # Step 6: A and B sample their 7th token, finish, free everything.
     # Step 7: C comes back: prompt 4 + 5 sampled tokens = 9 tokens to prefill again,
     #   samples its 6th token. Step 8: C decodes its 7th and finishes.
-    e = Engine(EngineConfig(num_gpu_blocks=6, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=7, block_size=4))
     for rid in "ABC":
         e.add_request(rid, 4, 7)
     results = drain(e)
@@ -170,12 +170,12 @@ def test_fcfs_preempts_the_newest_running_request():
 
 
 def test_fcfs_request_can_preempt_itself():
-    # 3 blocks of 4. Step 0: A (prompt 5, 2 blocks) and B (prompt 4, 1 block): 0 free.
+    # 3 usable blocks of 4 (+ the null block). Step 0: A (prompt 5, 2 blocks) and B (prompt 4, 1 block): 0 free.
     # Step 1: A computes token 6 (fits its 8 slots). B needs a block for token 5; the
     # newest running request is B itself: it preempts itself and the running loop
     # ends (FCFS). Step 2: B (resumed, 5 tokens = 2 blocks) does not fit 1 free block.
     # Step 3: A samples its 4th token and finishes. Step 4: B re-prefills 5 tokens.
-    e = Engine(EngineConfig(num_gpu_blocks=3, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=4, block_size=4))
     e.add_request("A", 5, 4)
     e.add_request("B", 4, 4)
     results = drain(e)
@@ -187,14 +187,14 @@ def test_fcfs_request_can_preempt_itself():
 
 
 def _three_way(policy):
-    # 6 blocks of 4, budget 100. A (priority 0, prompt 2) and C (priority 2, prompt 4)
+    # 6 usable blocks of 4 (+ the null block), budget 100. A (priority 0, prompt 2) and C (priority 2, prompt 4)
     # arrive at 0, D (priority 1, prompt 3) at 1: running order is A, C, D.
     # Block needs (a request with c computed needs a block when c is a multiple of 4):
     #   step 0: A 1 block, C 1 block                       -> 4 free
     #   step 1: C c=4 -> 2nd block; D admitted, 1 block    -> 2 free
     #   step 3: A c=4 -> 2nd block; D c=4 -> 2nd block     -> 0 free
     #   step 5: C c=8 needs a 3rd block, and none is free.
-    e = Engine(EngineConfig(max_num_batched_tokens=100, num_gpu_blocks=6, block_size=4,
+    e = Engine(EngineConfig(max_num_batched_tokens=100, num_gpu_blocks=7, block_size=4,
                             policy=policy))
     e.add_request("A", 2, 20, priority=0)
     e.add_request("C", 4, 20, priority=2)
@@ -223,7 +223,7 @@ def test_priority_request_preempts_itself_and_the_loop_goes_on():
 
 
 def test_priority_victim_already_scheduled_gives_its_tokens_back():
-    # 4 blocks of 4, priority. B (priority 2, prompt 4) arrives at 0, A (priority 0,
+    # 4 usable blocks of 4 (+ the null block), priority. B (priority 2, prompt 4) arrives at 0, A (priority 0,
     # prompt 7) at 1: running order B, A.
     #   step 0: B p4 (1 block, 3 free)
     #   step 1: B c=4 -> 2nd block; A admitted with 2 blocks   -> 0 free
@@ -232,7 +232,7 @@ def test_priority_victim_already_scheduled_gives_its_tokens_back():
     #           max (priority, arrival) = B, already in the batch: it is taken out of
     #           the batch, its token goes back to the budget, and its 2 blocks are freed.
     #           A takes 1. B's 6 computed tokens are thrown away.
-    e = Engine(EngineConfig(max_num_batched_tokens=100, num_gpu_blocks=4, block_size=4,
+    e = Engine(EngineConfig(max_num_batched_tokens=100, num_gpu_blocks=5, block_size=4,
                             policy="priority"))
     e.add_request("B", 4, 10, priority=2)
     e.add_request("A", 7, 10, arrival=1, priority=0)
@@ -280,9 +280,9 @@ def test_prefilled_request_starts_by_decoding():
 
 
 def test_bad_requests_are_refused():
-    e = Engine(EngineConfig(num_gpu_blocks=4, block_size=4))
+    e = Engine(EngineConfig(num_gpu_blocks=5, block_size=4))
     with pytest.raises(ValueError, match="needs 5 blocks"):
-        e.add_request("big", 16, 2)  # 17 tokens at its longest = 5 blocks > 4
+        e.add_request("big", 16, 2)  # 17 tokens at its longest = 5 blocks > 4 usable
     e.add_request("ok", 4, 1)
     with pytest.raises(ValueError, match="added twice"):
         e.add_request("ok", 4, 1)
@@ -306,7 +306,7 @@ def workloads(draw):
     config = EngineConfig(
         max_num_batched_tokens=draw(st.integers(1, 300)),
         max_num_seqs=draw(st.integers(1, 8)),
-        num_gpu_blocks=draw(st.integers(8, 60)),
+        num_gpu_blocks=draw(st.integers(9, 61)),
         block_size=draw(st.sampled_from([1, 2, 4, 16])),
         enable_prefix_caching=draw(st.booleans()),
         enable_chunked_prefill=draw(st.booleans()),
@@ -315,7 +315,7 @@ def workloads(draw):
     reqs = []
     for prompt, answer, arrival, prio, pattern in draw(st.lists(request_st, min_size=1, max_size=10)):
         longest = prompt + answer - 1
-        if -(-longest // config.block_size) > config.num_gpu_blocks:
+        if -(-longest // config.block_size) > config.num_gpu_blocks - 1:
             continue  # could never fit the pool: add_request refuses it
         if not config.enable_chunked_prefill and longest > config.max_num_batched_tokens:
             continue
@@ -359,14 +359,14 @@ def test_properties(workload):
             prompt + answer - 1 + r.recomputed_tokens - r.cached_tokens
         if not config.enable_prefix_caching:
             assert r.cached_tokens == 0
-    assert e.pool.num_free_blocks == config.num_gpu_blocks
+    assert e.pool.num_free_blocks == config.num_gpu_blocks - 1  # all but the null block
     # Deterministic: the same input gives the same trace.
     assert simulate(config, reqs)[1] == trace
 
 
 def test_preemption_happens_in_a_tight_pool():
     # A guard that the property test's kind of workload does reach the preemption path.
-    config = EngineConfig(max_num_batched_tokens=64, max_num_seqs=8, num_gpu_blocks=12, block_size=4)
+    config = EngineConfig(max_num_batched_tokens=64, max_num_seqs=8, num_gpu_blocks=13, block_size=4)
     reqs = [(8 + 3 * i, 20, 0, i % 3, [0]) for i in range(8)]
     e, trace = simulate(config, [(pr, a, t, q, ids * pr) for pr, a, t, q, ids in reqs])
     assert e.num_preemptions > 0

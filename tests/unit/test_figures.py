@@ -142,9 +142,10 @@ def test_hit_cap():
 
 def test_thrashing_runs_account_for_every_token():
     t = figures.thrashing()
-    # Short: 64 + 512 - 1 = 575 tokens -> 36 blocks; 7 * 36 = 252 <= 256 < 8 * 36.
+    # Short: 64 + 512 - 1 = 575 tokens -> 36 blocks; a 256-block pool has 255 usable
+    # (the null block): 7 * 36 = 252 <= 255 < 8 * 36.
     assert t["short_longest_blocks"] == 36 and t["short_calm_max_num_seqs"] == 7
-    # Long: 3000 + 1000 - 1 = 3999 tokens -> 250 blocks; 4 * 250 = 1000 <= 1024 < 1250.
+    # Long: 3000 + 1000 - 1 = 3999 tokens -> 250 blocks; 4 * 250 = 1000 <= 1023 < 1250.
     assert t["long_longest_blocks"] == 250 and t["long_calm_max_num_seqs"] == 4
     for name, n, prompt, answer in (("short", 64, 64, 512), ("long", 24, 3000, 1000)):
         for label in ("calm", "busy"):
@@ -267,13 +268,15 @@ def test_padding_and_head_of_line_by_hand():
 def test_race_figures_are_consistent():
     from pysim import naive_batching
 
-    # Reserving the longest possible request (6 + 24 = 30 blocks): 160 // 30 = 5 run at
-    # once, and with a pool of 100 blocks, 100 // 30 = 3. The paged admission limit is
-    # floor(0.9 * 160) = 144.
+    # num_gpu_blocks = 160 counts vLLM's null block, so 159 blocks are usable. Reserving
+    # the longest possible request (6 + 24 = 30 blocks): 159 // 30 = 5 run at once, and
+    # with a pool of 100 blocks (99 usable), 99 // 30 = 3. The paged admission limit is
+    # floor(0.9 * 159) = floor(143.1) = 143.
     assert figure("naive_batching.longest") == 30
-    assert figure("naive_batching.reserved_concurrent") == 160 // 30 == 5
-    assert figure("naive_batching.small_reserved_concurrent") == 100 // 30 == 3
-    assert figure("naive_batching.admit_limit") == 144
+    assert figure("naive_batching.num_gpu_blocks") == 160 and figure("naive_batching.usable_blocks") == 159
+    assert figure("naive_batching.reserved_concurrent") == 159 // 30 == 5
+    assert figure("naive_batching.small_reserved_concurrent") == 99 // 30 == 3
+    assert figure("naive_batching.admit_limit") == 143
     assert figure("naive_batching.small_paged_peak") <= figure("naive_batching.max_num_seqs") == 16
     # Every answer block is written once, so mean running x steps = all answer blocks.
     blocks = sum(a for _, a in naive_batching.workload(naive_batching.NaiveBatchingConfig()))
@@ -399,9 +402,11 @@ def test_load_test():
 
 
 def test_kv_walkthrough_matches_a_hand_trace():
-    # Default pool: 24 blocks of 4 tokens; A and B start with the same 8-token system
-    # prompt = 2 full blocks. A (11 tokens) takes blocks 0,1,2; B (10 tokens) hits 0 and 1
-    # (ref 2), skips 8 tokens and computes its last 2 tokens into 1 new block.
+    # Default pool: 24 blocks of 4 tokens, block 0 vLLM's null block: 23 usable, ids 1..23.
+    assert (figure("paged_kv_cache.num_gpu_blocks"), figure("paged_kv_cache.usable_blocks"), figure("paged_kv_cache.null_block")) == (24, 23, 0)
+    # A and B start with the same 8-token system prompt = 2 full blocks. A (11 tokens)
+    # takes blocks 1,2,3; B (10 tokens) hits 1 and 2 (ref 2), skips 8 tokens and
+    # computes its last 2 tokens into 1 new block.
     kv = figure("paged_kv_cache.block_size"), figure("paged_kv_cache.shared_blocks"), figure("paged_kv_cache.shared_ref")
     assert kv == (4, 2, 2)
     assert figure("paged_kv_cache.skipped_tokens") == 8
@@ -409,11 +414,26 @@ def test_kv_walkthrough_matches_a_hand_trace():
     # Caching off: B needs ceil(10 / 4) = 3 blocks of its own, 2 more than with caching.
     assert figure("paged_kv_cache.b_own_blocks") == 3
     assert figure("paged_kv_cache.extra_blocks") == 2
+    # vLLM's timing: A (11) alone. gen 1 only samples a1; gen 2 writes a1 (12 tokens,
+    # block 3 full) and samples a2, whose slot 12 starts a block; gen 3 writes it into
+    # block 4, the head of the free queue.
+    assert (figure("paged_kv_cache.a_prompt_tokens"), figure("paged_kv_cache.a_full_gen"), figure("paged_kv_cache.a_full_tokens")) == (11, 2, 12)
+    assert (figure("paged_kv_cache.a_pending_word"), figure("paged_kv_cache.a_new_block_gen"), figure("paged_kv_cache.a_new_block")) == ("a2", 3, 4)
     # Caching on, run to completion: B, C and E each reuse the 2 system-prompt blocks.
     assert figure("paged_kv_cache.run_blocks_saved") == 3 * 2
     # ... and skip 8 tokens each: 24 fewer prefill tokens than with caching off.
     assert figure("paged_kv_cache.run_prefill_off") - figure("paged_kv_cache.run_prefill_on") == 3 * 8
-    assert figure("paged_kv_cache.preempt_victim") == "E"  # the newest of the five running requests
+    # Blocks handed out: ceil((prompt + answer - 1) / 4) each (the last token gets no
+    # slot): 5 + 5 + 5 + 6 + 6 = 27 off, 27 - 6 = 21 on; 17 cached at the end
+    # (tests/unit/test_paged_kv_cache.py::test_counting_blocks_saved_on_a_full_run works it out).
+    assert (figure("paged_kv_cache.run_allocations_off"), figure("paged_kv_cache.run_allocations_on")) == (27, 21)
+    assert figure("paged_kv_cache.run_cached_blocks") == 17
+    # The alternating walk-through (test_paged_kv_cache.py traces it): at gen 8, E's pending
+    # token needs a block, none is free, and E is the newest running request.
+    assert figure("paged_kv_cache.preempt_gen_step") == 8
+    assert figure("paged_kv_cache.preempt_requester") == figure("paged_kv_cache.preempt_victim") == "E"
+    assert figure("paged_kv_cache.victim_kept_tokens") == 3
+    assert figure("paged_kv_cache.finished_at_preemption") == "A and C"
 
 
 def test_chunked_prefill_page_by_hand():

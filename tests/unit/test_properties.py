@@ -137,7 +137,7 @@ def race_configs(draw):
     f = fields("naive_batching")
     p = sorted(draw(st.integers(*int_range("naive_batching", "prompt_blocks_max"))) for _ in range(2))
     a = sorted(draw(st.integers(*int_range("naive_batching", "answer_blocks_max"))) for _ in range(2))
-    need = min_pool(p[1] + a[1])
+    need = min_pool(p[1] + a[1]) + 1  # + 1: vLLM's null block
     lo, hi = int_range("naive_batching", "num_gpu_blocks")
     pool = draw(st.integers(max(lo, need), min(hi, need + 150)))
     return NaiveBatchingConfig(requests=draw(st.integers(*int_range("naive_batching", "requests", cap=30))),
@@ -226,7 +226,8 @@ def kv_cases(draw):
         own = draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=10))
         reqs.append({"name": name, "prompt": (common + own)[:paged_kv_cache.MAX_PROMPT_WORDS],
                      "max_tokens": draw(st.integers(1, 12))})
-    need = max(cdiv(len(r["prompt"]) + r["max_tokens"], bs) for r in reqs)
+    # The longest KV a request holds is prompt + answer - 1 tokens; + 1 for the null block.
+    need = 1 + max(cdiv(len(r["prompt"]) + r["max_tokens"] - 1, bs) for r in reqs)
     lo, hi = int_range("paged_kv_cache", "num_gpu_blocks")
     pool = draw(st.integers(max(lo, need), min(hi, need + 12)))
     words = ["admit", "gen", "run"] + [f"admit:{n}" for n in names]
@@ -242,19 +243,24 @@ def check_kv_view(v: dict, config) -> None:
     blocks = v["blocks"]
     assert [b["id"] for b in blocks] == list(range(config.num_gpu_blocks))
     states = [b["state"] for b in blocks]
-    # Blocks are conserved: each is used, free-but-cached or free, and the counts add up.
+    # Block 0 is vLLM's null block: never held, never free, never hashed.
+    assert states[0] == "null" and states.count("null") == 1 and pool["null_block"] == 0
+    assert blocks[0]["ref_count"] == 0 and blocks[0]["hash"] is None and not blocks[0]["owners"]
+    # Blocks are conserved: each other one is used, free-but-cached or free.
     assert (pool["used"], pool["cached"], pool["free"]) == \
         (states.count("used"), states.count("cached"), states.count("free"))
-    assert pool["used"] + pool["cached"] + pool["free"] == pool["num_gpu_blocks"] == config.num_gpu_blocks
+    assert pool["used"] + pool["cached"] + pool["free"] == pool["usable"] == config.num_gpu_blocks - 1
+    assert pool["num_gpu_blocks"] == config.num_gpu_blocks
     assert pool["num_free_blocks"] == pool["cached"] + pool["free"] == len(v["free_queue"])
-    assert sorted(v["free_queue"]) == [b["id"] for b in blocks if b["state"] != "used"]
+    assert sorted(v["free_queue"]) == [b["id"] for b in blocks if b["state"] in ("cached", "free")]
     for i, b in enumerate(v["free_queue"]):
         assert blocks[b]["free_queue_position"] == i
     for b in blocks:
         # A block is held once by each running request that lists it.
         assert b["ref_count"] == len(b["owners"]) == len(set(b["owners"]))
         assert (b["state"] == "used") == (b["ref_count"] > 0)
-        assert (b["free_queue_position"] is None) == (b["state"] == "used")
+        assert (b["free_queue_position"] is None) == (b["state"] in ("used", "null"))
+        assert not b["pending"] or b["state"] == "used"
         if b["hash"] is not None:  # only full blocks are hashed
             assert config.enable_prefix_caching and len(b["tokens"]) == bs
         else:
@@ -275,20 +281,31 @@ def check_kv_view(v: dict, config) -> None:
         assert len(r["generated"]) <= r["max_tokens"]
         assert (r["status"] == "finished") == (len(r["generated"]) == r["max_tokens"])
         if in_running:
-            assert len(r["block_table"]) == cdiv(r["num_tokens"], bs)
+            # vLLM's timing: the KV of every token is written except, once it has
+            # sampled, the newest token's, which is pending until the next gen.
+            kv = r["num_computed_tokens"]
+            assert kv == r["num_tokens"] - (r["pending_token"] is not None)
+            assert r["pending_token"] is None or r["pending_token"] == r["generated"][-1]
+            assert len(r["block_table"]) == cdiv(kv, bs)
+            if r["pending_token"] is not None:
+                slot = kv // bs  # the block its pending token's slot falls in
+                assert r["pending_needs_block"] == (slot == len(r["block_table"]))
+                if not r["pending_needs_block"]:
+                    assert r["name"] in blocks[r["block_table"][slot]]["pending"]
             words = r["prompt"] + r["generated"]
             parent = "root"
             for i, b in enumerate(r["block_table"]):
                 block = blocks[b]
                 assert r["name"] in block["owners"]
-                assert block["tokens"] == words[i * bs:(i + 1) * bs]
+                assert block["tokens"] == words[i * bs:min((i + 1) * bs, kv)]
                 if block["hash"] is not None:  # hashes chain from the first block on
                     assert block["parent_hash"] == parent
                     parent = block["hash"]
                 else:
                     parent = None
         else:
-            assert r["block_table"] == []
+            assert r["block_table"] == [] and r["num_computed_tokens"] == 0
+            assert r["pending_token"] is None and not r["pending_needs_block"]
         assert r["skipped_by_cache"] % bs == 0
     # The counters are the sums of what each request shows.
     c = v["counters"]
@@ -318,7 +335,7 @@ def test_kvcache_view_conserves_blocks_and_tokens_and_run_finishes(case):
     check_kv_view(end, config)
     assert end["next_actions"]["done"] and not end["waiting"] and not end["running"]
     assert all(r["status"] == "finished" for r in end["requests"])
-    assert end["pool"]["used"] == 0 and end["pool"]["num_free_blocks"] == config.num_gpu_blocks
+    assert end["pool"]["used"] == 0 and end["pool"]["num_free_blocks"] == config.num_gpu_blocks - 1
     # Deterministic, and the bridge answers the same view.
     assert digest(paged_kv_cache.run(config, actions)) == digest(paged_kv_cache.run(config, actions))
     answer = call("paged_kv_cache", {"config": raw, "actions": actions + ["run"]})
@@ -423,7 +440,7 @@ def engine_cases(draw):
     config = EngineConfig(
         max_num_batched_tokens=draw(st.integers(1, 200)),
         max_num_seqs=draw(st.integers(1, 6)),
-        num_gpu_blocks=draw(st.integers(4, 40)),
+        num_gpu_blocks=draw(st.integers(5, 41)),
         block_size=draw(st.sampled_from([1, 2, 4, 16])),
         enable_prefix_caching=draw(st.booleans()),
         enable_chunked_prefill=draw(st.booleans()),
@@ -487,7 +504,7 @@ def test_engine_stepped_at_random_times(case):
     e, trace, kept = drive(config, reqs, gaps)
     # Everything that was accepted fits, so everything finishes and frees its blocks.
     assert not e.has_unfinished()
-    assert e.pool.num_free_blocks == config.num_gpu_blocks
+    assert e.pool.num_free_blocks == config.num_gpu_blocks - 1  # all but the null block
     for i in kept:
         r = e.requests[i]
         assert r.status == FINISHED and r.num_output == r.max_tokens
@@ -513,7 +530,7 @@ def pool_state(pool: BlockPool):
 
 
 @PROPS
-@given(ops=pool_ops, caching=st.booleans(), num_gpu_blocks=st.integers(1, 12),
+@given(ops=pool_ops, caching=st.booleans(), num_gpu_blocks=st.integers(2, 13),
        block_size=st.integers(1, 4))
 def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, caching, num_gpu_blocks,
                                                                       block_size):
@@ -550,12 +567,13 @@ def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, cachi
             del seqs[req]
         # Blocks are conserved: held by someone or in the free queue, never both.
         held = {b for t in kv.tables().values() for b in t}
-        assert len(held) + pool.num_free_blocks == num_gpu_blocks
+        assert len(held) + pool.num_free_blocks == num_gpu_blocks - 1  # block 0: the null block
         assert not held & set(pool.free_queue())
         assert pool.num_evictions <= pool.num_allocations
     for req in list(seqs):
         kv.free(req)
-    assert pool.num_free_blocks == num_gpu_blocks and sorted(pool.free_queue()) == list(range(num_gpu_blocks))
+    assert pool.num_free_blocks == num_gpu_blocks - 1
+    assert sorted(pool.free_queue()) == list(range(1, num_gpu_blocks))
     assert all(pool.ref_count(b) == 0 for b in range(num_gpu_blocks))
     pool.check_invariants([])
 
@@ -666,13 +684,13 @@ def test_toy_view_agrees_with_itself():
 # the failure message prints the new one to paste here.
 DIGESTS = [
     ("naive_batching", '{"config": {}}',
-     "96b90e1372481e4b132122d1f194ce9dbf895689272275bd96dab8e5d66890d8"),
+     "5ec4bd81a4893b112f5bd9201037565df55653382ca14f6976901f1e645875b5"),
     ("naive_batching", '{"config": {"requests": 25, "num_gpu_blocks": 40, "max_num_seqs": 7, "seed": 3}}',
-     "9ad98b1e1ff27652747b806ddc81f08376cd5b8b6921433080b2c0b3598b0a87"),
+     "2bdb0db4a28d95ed057ec4b89366cbb99f93c79d00f3900b69ad937d0f905077"),
     ("paged_kv_cache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}',
-     "653cdb0e3edc3aff9bf7212074b4867805427084933c97de78c0f05af5192d1e"),
+     "9c67238c9c6a79a66011a878b99b57ba2007cabcca7f4f6876f120bdb6030ea8"),
     ("paged_kv_cache", '{"config": {"enable_prefix_caching": false, "num_gpu_blocks": 12}, "actions": ["run"]}',
-     "81e32be3a47ee2862e64da4203eb98f2b237505afc7f1f4c71c424739c89fe42"),
+     "0f6e7f25526a3b9f934381b4fd358cac61b2ebc96c46d73c67c309c4f440f9f1"),
     ("chunked_prefill", '{"config": {}}',
      "de40a9c1a4b965e2067bc9109433aa1f151dbc57c0ed5a1cf84357fd57c2501e"),
     ("chunked_prefill", '{"config": {"scenario": "mixed", "max_num_batched_tokens": 512, "enable_prefix_caching": true, '
@@ -701,7 +719,8 @@ ENGINE_DIGEST = "bc938e6c91a24dd44774254ad950138a7ece3a7bb6ea4336b7d3d017f394a2c
 
 
 def test_engine_trace_digest_is_pinned():
-    config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_gpu_blocks=19,
+    # 19 usable blocks + the null block: the same trace as before the null block.
+    config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_gpu_blocks=20,
                           block_size=4, enable_prefix_caching=True, policy="priority")
     reqs = [(20 + 7 * i, 6 + i, 3 * i, i % 3, i % 4 == 0, i % 3) for i in range(9)]
     e, trace, kept = drive(config, reqs, [0, 1, 5])

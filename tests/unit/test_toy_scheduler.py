@@ -283,10 +283,11 @@ def test_shortest_first_trade_holds_across_seeds():
 
 def engine_run(specs, cfg: ToyConfig):
     """The engine on the same workload with the toy's rules: FCFS, no chunking, no prefix
-    caching, the same budget, max_num_seqs and pool. Returns per step:
+    caching, the same budget, max_num_seqs and pool (+ 1: the engine's pool also holds
+    vLLM's null block, which the toy leaves out). Returns per step:
     (start iteration, parts, preempted, finished), and the engine."""
     e = Engine(EngineConfig(max_num_batched_tokens=cfg.max_num_batched_tokens, max_num_seqs=cfg.max_num_seqs,
-                            num_gpu_blocks=cfg.num_gpu_blocks, block_size=cfg.block_size,
+                            num_gpu_blocks=cfg.num_gpu_blocks + 1, block_size=cfg.block_size,
                             enable_prefix_caching=False, enable_chunked_prefill=False, policy="fcfs"))
     for s in specs:
         e.add_request(s["id"], s["num_prompt_tokens"], s["max_tokens"], arrival=s["arrival"])
