@@ -17,8 +17,8 @@ Actions (the widget's buttons):
   once this write fills it), then samples a new token, which has no slot yet: it is
   *pending* until the next ``gen``. A request admitted since the last ``gen`` has no
   pending token (its prefill sampled its first token) and only samples. When a slot
-  needs a new block and none is free, the newest running request is preempted,
-  possibly the requester itself (recompute): its blocks are freed as on finish, it
+  needs a new block while the free queue is empty, the most recently admitted running
+  request is preempted, possibly the requester itself (recompute): its blocks are freed as on finish, it
   goes to the front of the waiting queue, keeps its generated tokens, and produces
   nothing this step. Requests that reached their answer length finish at the end of
   the step (their last token never gets a slot) and free their blocks in reverse

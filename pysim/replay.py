@@ -20,9 +20,10 @@ stepping one by one). `fast=False` steps one at a time; the tests check both giv
 same steps and preemptions, and times equal to 1e-9.
 
 The gauges are sampled after each step, or each run of decodes, under vLLM's metric names
-(vllm/v1/metrics/loggers.py, `PrometheusStatLogger`): `vllm:num_requests_running`,
-`vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc` (a fraction: 1 is full), and
-the counter `vllm:num_preemptions`. vLLM's usage leaves out the null block:
+(vllm/v1/metrics/loggers.py, `PrometheusStatLogger`): running requests as
+`vllm:num_requests_running`, the queue as `vllm:num_requests_waiting`, the pool's fill
+as `vllm:kv_cache_usage_perc` (a fraction: 1 is full), and preemptions as the counter
+`vllm:num_preemptions`. vLLM's usage leaves out the null block:
 1 - free / (num_gpu_blocks - 1) (vllm/v1/core/block_pool.py, `BlockPool.get_usage`).
 """
 

@@ -108,8 +108,8 @@ def test_walkthrough_caching_off_runs_out_and_e_preempts_itself():
     #   admit E (14: 16-19)       gen5 A15, B13 -> 20, C14, D14, E samples      (21 used)
     #   gen6 A16, B14, C15, D15, E15
     #   gen7 A17 -> 21, B15, C16, D16, E16                                    (22 used)
-    #   gen8 A18, B16, C17 -> 22, D17 -> 23, then E17 needs a block and none is free:
-    #        the newest running request is E itself, so E preempts itself (frees its
+    #   gen8 A18, B16, C17 -> 22, D17 -> 23, then E17 needs a block, the pool is empty:
+    #        the latest admitted of the running is E itself, so E preempts itself (frees its
     #        4 blocks) and keeps e1-e3. A (8 answers) and C (6) finish at the end of gen8.
     v7, r7 = state(cfg(enable_prefix_caching=False), ALT + ["gen", "gen"])
     assert v7["free_queue"] == [22, 23] and v7["counters"]["preemptions"] == 0
