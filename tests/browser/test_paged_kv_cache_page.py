@@ -204,7 +204,7 @@ def test_block_0_is_drawn_as_vllms_null_block(page, site_url):
 def test_a_sampled_token_is_drawn_pending_until_the_next_step(page, site_url):
     # admit A, gen, gen: A has sampled a2 but its KV is written by the next gen, in a
     # block A does not hold yet; B (admitted second) has b1 pending inside block 4.
-    open_widget(page, site_url, "#paged_kv_cache.enable_prefix_caching=1&paged_kv_cache.actions=admit,admit,gen,gen")
+    open_widget(page, site_url, "#paged_kv_cache.enable_prefix_caching=true&paged_kv_cache.actions=admit,admit,gen,gen")
     wait_actions(page, 4)
     want = {r["name"]: r for r in expected(["admit", "admit", "gen", "gen"])["requests"]}
     assert (want["A"]["pending_token"], want["A"]["pending_needs_block"]) == ("a2", True)

@@ -125,7 +125,7 @@ def race_answers(page):
         box.fill(str(value))
         box.press("Enter")
     until(page, "document.querySelector('.race-table caption').textContent.includes("
-                "'60 requests, pool of 160 blocks, at most 16 running (seed 3)')")
+                "'60 requests, pool of 160 blocks (159 usable), at most 16 running (seed 3)')")
     page.emulate_media(reduced_motion="reduce")  # Run jumps to the end
     root.get_by_role("button", name="Pause").click()
     root.get_by_role("button", name="Run").click()
@@ -136,7 +136,7 @@ def race_answers(page):
 
 def kvcache_answers(page):
     root = page.locator(root_of("paged_kv_cache"))
-    caching = root.get_by_role("checkbox", name="Prefix caching", exact=True)
+    caching = root.get_by_role("switch", name="Prefix caching", exact=True)
     if not caching.is_checked():
         caching.check()
     reset = root.get_by_role("button", name="Reset", exact=True)
