@@ -114,6 +114,28 @@ def act_randomly(page, widget: str, rng: random.Random, n: int) -> dict:
 
 # ===================================================================== normal actions
 
+def restore_defaults(page, widget: str) -> None:
+    """Put every control of `widget` back to its default, as a reader would, and wait
+    for pysim's answer: random actions may have left any setting anywhere."""
+    root = page.locator(root_of(widget))
+    fields = json.loads(root.locator("script.pysim-prerender").text_content())["fields"]
+    for f in fields:
+        control = root.locator(f'.pysim-control[data-field="{f["name"]}"]')
+        if not control.count():
+            continue  # drawn by the widget itself (presets, data): set by its own buttons
+        if f["kind"] in ("int", "float"):
+            box = control.locator('input[type="number"]')
+            box.fill(str(f["default"]))
+            box.press("Enter")
+        elif f["kind"] == "bool":
+            control.get_by_role("switch").set_checked(f["default"])
+        elif f["kind"] == "choice" and control.locator("select").count():
+            control.locator("select").select_option(str(f["default"]))
+        page.wait_for_function(f"() => !document.querySelector('{root_of(widget)}').dataset.busy")
+    page.wait_for_timeout(400)  # the last change's debounce
+    page.wait_for_function(f"() => !document.querySelector('{root_of(widget)}').dataset.busy")
+    assert root.get_attribute("data-error") is None, root.get_attribute("data-error")
+
 def race_answers(page):
     """Set the race's four controls and read the finished table: pysim's numbers."""
     from test_naive_batching_page import ORDER, table_steps
@@ -136,12 +158,11 @@ def race_answers(page):
 
 def kvcache_answers(page):
     root = page.locator(root_of("paged_kv_cache"))
-    caching = root.get_by_role("switch", name="Prefix caching", exact=True)
-    if not caching.is_checked():
-        caching.check()
+    restore_defaults(page, "paged_kv_cache")
     reset = root.get_by_role("button", name="Reset", exact=True)
     if reset.is_enabled():  # disabled when there is nothing to undo
         reset.click()
+        page.wait_for_function(f"() => !document.querySelector('{root_of('paged_kv_cache')}').dataset.busy")
     for _ in range(2):
         root.get_by_role("button", name="Admit next", exact=True).click()
         page.wait_for_timeout(200)
@@ -154,6 +175,7 @@ def kvcache_answers(page):
 def budget_answers(page):
     from test_chunked_prefill_page import ROOT, choose, expected, expected_summary, run_all, summary
 
+    restore_defaults(page, "chunked_prefill")
     page.locator(ROOT).get_by_label("Pace").select_option("1")
     choose(page, "long_document", 2048)
     run_all(page)
@@ -175,14 +197,7 @@ def batch_size_answers(page):
 
 def toy_answers(page):
     root = page.locator(root_of("toy_scheduler"))
-    root.get_by_label("Policy").select_option("fcfs")
-    fields = {f["name"]: f["default"] for f in json.loads(
-        root.locator("script.pysim-prerender").text_content())["fields"]}
-    for name in ("block_size", "num_gpu_blocks", "max_num_batched_tokens", "max_num_seqs", "requests", "seed"):
-        box = root.locator(f'.pysim-control[data-field="{name}"] input[type="number"]')
-        box.fill(str(fields[name]))
-        box.press("Enter")
-    page.wait_for_timeout(400)
+    restore_defaults(page, "toy_scheduler")
     root.get_by_role("button", name="Run the driver").click()
     iterations = f"{call('toy_scheduler', {})['results']['iterations']:,}"
     until(page, f"document.querySelector('{root_of('toy_scheduler')} .toy-card[data-metric=\"iterations\"] dd')"
