@@ -78,7 +78,9 @@ def summarize(ttfts: list[float], latencies: list[float], output_tokens: list[in
 def distribution_ms(sorted_seconds: list[float]) -> dict:
     """Mean, p50, p90, p99 and a CDF (101 points, 0th to 100th percentile), in ms."""
     n = len(sorted_seconds)
-    mean = sum(sorted_seconds) / n if n else 0.0
+    # math.fsum, not sum: Python 3.12 made sum() of floats compensated, so the build's
+    # CPython 3.11 and the page's Pyodide would differ in the last bits; fsum is exact.
+    mean = math.fsum(sorted_seconds) / n if n else 0.0
     return {
         "mean": mean * 1000,
         "p50": percentile(sorted_seconds, 50) * 1000,

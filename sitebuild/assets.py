@@ -28,6 +28,7 @@ SHARED_STYLES = ("widgets.css",)
 # Libraries from npm (pinned in package.json) a widget needs before its own script runs.
 VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
+    "lab": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
 }
 # Libraries a widget can draw its picture without: the widget loads them itself later
 # (PySim.loadLater(NAME), in this order) so they do not compete with Python's start.

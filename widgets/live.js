@@ -211,6 +211,9 @@
     const base = { config: merged(defaults, prerendered.config || {}), actions: [] };
     const linkKeys = spec.link || [];
     const linked = spec.link !== false;
+    const unlinked = spec.unlinked || []; // fields the link never holds (a long paste)
+    const files = prerendered.files || null; // data files the calls read (the lab's traces)
+    const slots = new Map(); // message slots the widget drew for its own editors (data fields)
     let shown = clone(base);
     let draft = clone(base);
     let view = prerendered.view;
@@ -233,6 +236,8 @@
         else if (key === "actions") state.actions = decodeActions(text);
         else state.config = merged(state.config, { [key]: parseValue(text) });
       }
+      // What the link never holds stays as it is on the page (a paste survives back).
+      for (const f of unlinked) state.config = merged(state.config, { [f]: shown.config[f] });
       return { state, ui };
     }
     const link = fromLink();
@@ -244,6 +249,7 @@
 
     function clearErrors() {
       if (controls) controls.clearErrors();
+      for (const slot of slots.values()) slot.textContent = "";
       general.textContent = "";
     }
 
@@ -256,6 +262,7 @@
       const pairs = [];
       for (const f of fields) {
         const v = shown.config[f.name];
+        if (unlinked.includes(f.name)) continue;
         if (f.kind !== "data" || !same(v, f.default)) pairs.push([f.name, encodeValue(v)]);
       }
       const actions = encodeActions(shown.actions);
@@ -274,7 +281,7 @@
       if (handle.busy) handle.busy(true);
       let answer;
       try {
-        answer = await runtime.call(name, payloadOf(next));
+        answer = await runtime.call(name, payloadOf(next), { files });
       } catch (err) {
         if (!alive || mine !== seq) return;
         delete root.dataset.busy;
@@ -301,6 +308,7 @@
         }
         const control = controls && controls.has(field) ? controls.get(field) : null;
         if (control) control.showError(`${labelFor(field)}: ${message}`);
+        else if (slots.has(field)) slots.get(field).textContent = `${labelFor(field)}: ${message}`;
         else general.textContent = `${labelFor(field)}: ${message}`;
         root.dataset.error = field || "input";
         // The next change starts from the last good settings, so one refused value does
@@ -351,7 +359,9 @@
         return flush();
       },
       recompute: flush,
-      call: (payload, options) => runtime.call(name, payload, options),
+      call: (payload, options) => runtime.call(name, payload, Object.assign({ files }, options)),
+      // Where pysim's message about a data field goes (the widget's own editor for it).
+      errorSlot(field, element) { slots.set(field, element); },
       whenLive: new Promise((resolve) => { wentLive = resolve; }),
       saveLink,
       listen: t.listen, timeout: t.timeout, interval: t.interval, frame: t.frame,
@@ -369,7 +379,7 @@
     async function goLive() {
       root.dataset.live = "pending";
       const asked = seq;
-      const check = runtime.call(name, payloadOf(base)).catch(() => null);
+      const check = runtime.call(name, payloadOf(base), { files }).catch(() => null);
       if (linkWanted) compute(link.state, { fromLink: true });
       const answer = await check;
       if (!alive) return;

@@ -1,0 +1,200 @@
+"""The serving lab in a real browser, doing what a reader does: the default run is on
+the page before Python starts and equals Pyodide's; the trace is downloaded only when
+the lab is used; picking a trace and setting SLOs gives pysim's numbers; the capacity
+sweep shows its progress, can be cancelled and ends with pysim's capacity; a pinned
+configuration is compared with a new one; a pasted `vllm bench serve` summary is fitted,
+and broken text gets a message naming its line while nothing else changes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from conftest import page_url, until, wait_for_python
+
+from pysim import bridge
+
+PAGE = "lab"
+WIDGET = '.pysim-widget[data-widget="lab"]'
+
+
+def computed(**config) -> dict:
+    answer = json.loads(bridge.call("lab", json.dumps({"config": config})))
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+def bench_sample() -> str:
+    """The summary the unit tests parse (tests/unit/test_lab_bench.py, SAMPLE)."""
+    path = Path(__file__).parents[1] / "unit" / "test_lab_bench.py"
+    spec = importlib.util.spec_from_file_location("lab_bench_sample", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SAMPLE
+
+
+def card(page, label: str) -> str:
+    """A headline figure as the reader sees it (its first line: a pin adds a second)."""
+    cell = page.locator(f"{WIDGET} .lab-card", has=page.locator("dt", has_text=label)).first
+    return cell.locator("dd").evaluate("dd => dd.firstChild.textContent")
+
+
+def wait_idle(page):
+    page.wait_for_timeout(300)  # a control's debounce
+    page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy")
+
+
+def open_ready(page, site_url, fragment=""):
+    page.goto(page_url(site_url, PAGE, fragment))
+    wait_for_python(page)
+    page.wait_for_function(
+        f"() => {{ const w = document.querySelector('{WIDGET}'); return w.dataset.live && w.dataset.live !== 'pending'; }}",
+        timeout=60000)
+
+
+def test_default_run_is_prerendered_and_equals_pyodide(page, site_url):
+    want = computed()
+    asked = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.goto(page_url(site_url, PAGE))
+    # Before Python: the cards already hold pysim's numbers, and no trace was fetched.
+    assert card(page, "Goodput") == f"{want['summary']['request_goodput']:.2f}"
+    assert card(page, "Preemptions") == f"{want['summary']['num_preemptions']:,}"
+    assert not [u for u in asked if "/assets/data/" in u], "the trace was fetched before the lab was used"
+    wait_for_python(page)
+    page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.live !== 'pending'", timeout=60000)
+    assert page.get_attribute(WIDGET, "data-live") == "same"
+    assert [u for u in asked if "/assets/data/conv." in u], "the lab computed without its trace"
+    # Every chart is a picture with words, and the numbers are also a table.
+    labels = page.locator(f"{WIDGET} .u-wrap[role=img]").evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    assert len(labels) == 5 and all(labels)
+    assert "p90" in labels[0] and "target" in labels[0].lower()
+    rows = page.locator(f"{WIDGET} .lab-results tbody tr").count()
+    assert rows >= 15
+
+
+def test_trace_and_slo_targets_give_pysims_numbers(page, site_url):
+    open_ready(page, site_url)
+    root = page.locator(WIDGET)
+    root.get_by_label("Trace", exact=True).select_option("code")
+    wait_idle(page)
+    box = root.locator('.pysim-control[data-field="slo_ttft_ms"] input[type="number"]')
+    box.fill("200")
+    box.press("Enter")
+    wait_idle(page)
+    want = computed(trace="code", slo_ttft_ms=200)
+    until(page, f"document.querySelector('{WIDGET} .lab-traffic').textContent.startsWith('{want['traffic']['num_requests']:,} requests of the coding')")
+    assert card(page, "SLO attainment") == f"{want['summary']['slo_attainment'] * 100:.1f}%"
+    assert card(page, "Goodput") == f"{want['summary']['request_goodput']:.2f}"
+    assert card(page, "TTFT p90") == ms(want["ttft_ms"]["p90"])
+    assert "trace=code" in page.url and "slo_ttft_ms=200" in page.url
+
+
+def ms(x: float) -> str:
+    """lab.charts.js's `ms`."""
+    if x >= 10000:
+        return f"{round(x / 100) / 10:,g} s"
+    if x >= 100:
+        return f"{round(x):,} ms"
+    return f"{x:.1f} ms" if x >= 10 else f"{x:.2f} ms"
+
+
+def test_out_of_range_setting_names_its_bounds_and_keeps_the_run(page, site_url):
+    open_ready(page, site_url)
+    before = card(page, "Goodput")
+    box = page.locator(f'{WIDGET} .pysim-control[data-field="window_minutes"] input[type="number"]')
+    box.fill("20")
+    box.press("Enter")
+    wait_idle(page)
+    error = page.locator(f'{WIDGET} .pysim-control[data-field="window_minutes"] .pysim-error').inner_text()
+    assert "Window" in error and "1" in error and "10" in error, error
+    assert card(page, "Goodput") == before
+
+
+def test_capacity_sweep_progress_cancel_and_answer(page, site_url):
+    open_ready(page, site_url)
+    root = page.locator(WIDGET)
+    run, cancel = root.get_by_role("button", name="Run the capacity sweep"), root.get_by_role("button", name="Cancel")
+    assert cancel.is_disabled()
+    run.click()
+    until(page, f"document.querySelector('{WIDGET} .lab-progress').textContent.includes('of 8')")
+    assert root.get_attribute("data-sweep") == "running" and run.is_disabled()
+    # The page answers while the worker sweeps.
+    assert page.evaluate("new Promise(r => requestAnimationFrame(() => r(1)))") == 1
+    until(page, f"document.querySelectorAll('{WIDGET} .lab-sweep-table tbody tr').length >= 1", timeout=60)
+    cancel.click()
+    until(page, f"document.querySelector('{WIDGET}').dataset.sweep === 'partial'")
+    assert "Cancelled after" in root.locator(".lab-progress").inner_text()
+    assert run.is_enabled() and cancel.is_disabled()
+    swept = root.locator(".lab-sweep-table tbody tr").count()
+    page.wait_for_timeout(3000)  # nothing more arrives after Cancel
+    assert root.locator(".lab-sweep-table tbody tr").count() == swept
+
+    run.click()
+    until(page, f"document.querySelector('{WIDGET}').dataset.sweep === 'done'", timeout=120)
+    want = computed(mode="sweep")
+    got = root.locator(".lab-sweep-table tbody tr td:nth-child(2)").all_inner_texts()
+    assert got == [f"{p['slo_attainment'] * 100:.1f}%" for p in want["points"]]
+    c = want["capacity"]
+    text = root.locator(".lab-capacity").inner_text()
+    assert f"x{c['rate_scale']:.2f}" in text and f"needs {c['replicas']} " in text, text
+    assert root.locator(".lab-sweep-chart .u-wrap[role=img]").count() == 1
+
+
+def test_pin_and_compare(page, site_url):
+    open_ready(page, site_url)
+    root = page.locator(WIDGET)
+    clear = root.get_by_role("button", name="Clear pin")
+    assert clear.is_disabled()
+    root.get_by_role("button", name="Pin this configuration").click()
+    box = root.locator('.pysim-control[data-field="max_num_batched_tokens"] input[type="number"]')
+    box.fill("2048")
+    box.press("Enter")
+    wait_idle(page)
+    base, small = computed(), computed(max_num_batched_tokens=2048)
+    until(page, f"document.querySelectorAll('{WIDGET} .lab-results thead th').length === 3")
+    row = root.locator(".lab-results tbody tr", has=page.locator("th", has_text="TPOT p99"))
+    assert row.locator("td").all_inner_texts() == [ms(small["tpot_ms"]["p99"]), ms(base["tpot_ms"]["p99"])]
+    assert root.locator(".lab-card-pin").count() >= 7
+    assert "max_num_batched_tokens 8,192" in root.locator(".lab-pin-note").inner_text()
+    clear.click()
+    assert root.locator(".lab-results thead th").count() == 2 and clear.is_disabled()
+
+
+def test_pasted_bench_summary_is_fitted_and_broken_text_named(page, site_url):
+    open_ready(page, site_url)
+    root = page.locator(WIDGET)
+    sample = bench_sample()
+    area = root.get_by_label("vllm bench serve output")
+    area.fill(sample)
+    root.get_by_role("button", name="Fit to these runs").click()
+    until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Fitted efficiency')", timeout=60)
+    want = computed(bench_text=sample)
+    assert f"Fitted efficiency {want['calibration']['efficiency']:.3f}" in root.locator(".lab-fit").inner_text()
+    assert card(page, "Goodput") == f"{want['summary']['request_goodput']:.2f}"
+    assert root.locator(".lab-fit-table tbody tr").count() == 1
+    assert "bench_text" not in page.url  # a paste is never put in the link
+
+    fitted = card(page, "TPOT p90")
+    broken = sample.replace("Mean TPOT (ms):", "Mean TPOT (ms): lots", 1)
+    area.fill(broken)
+    root.get_by_role("button", name="Fit to these runs").click()
+    wait_idle(page)
+    message = root.locator(".lab-bench + .pysim-error").text_content()
+    answer = json.loads(bridge.call("lab", json.dumps({"config": {"bench_text": broken}})))
+    assert not answer["ok"] and answer["error"]["message"] in message and "line" in message, message
+    assert card(page, "TPOT p90") == fitted  # nothing else changed
+    root.get_by_role("button", name="Clear the paste").click()
+    until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Nothing pasted')")
+    assert card(page, "Goodput") == f"{computed()['summary']['request_goodput']:.2f}"
+
+
+def test_phone_dark_fits_the_screen(make_page, site_url):
+    page = make_page(width=375, height=800, color_scheme="dark")
+    open_ready(page, site_url)
+    wide = page.evaluate(f"""() => [...document.querySelectorAll('{WIDGET} *')]
+        .filter(e => !e.closest('.lab-scroll') && e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+        .map(e => e.className || e.tagName).slice(0, 5)""")
+    assert wide == [], wide
+    assert page.locator(f"{WIDGET} .u-wrap[role=img]").count() == 5

@@ -1,0 +1,330 @@
+// Widget for page 7, the serving lab (pysim/lab.py, bridge name "lab").
+//
+// pysim replays a window of the Azure trace through the V1 engine and scores it as
+// `vllm bench serve` would; this file lays out its controls (from pysim's description,
+// grouped), draws the view model (widgets/lab.charts.js holds the charts), and runs the
+// three things a reader does beyond changing a setting:
+// - the capacity sweep: one "sweep_point" call per rate, so the page can say how far it
+//   got and stop between two calls (Cancel), then one "capacity" call for the answer;
+// - pin and compare: the pinned view model is kept and drawn beside the new one;
+// - calibration: the pasted `vllm bench serve` text is the config field `bench_text`,
+//   so pysim judges it like any setting, and its message appears under the text box.
+(function () {
+  "use strict";
+  const { h, fmt } = window.PySim;
+  const NAME = "lab";
+  const OWN = ["mode", "sweep_index"]; // set by the widget on its own calls, never by a control
+  const GROUPS = [
+    ["Traffic", ["trace", "arrivals", "window_start_min", "window_minutes", "rate_scale", "seed"]],
+    ["GPU and model", ["gpu", "model", "efficiency"]],
+    ["Scheduler", ["max_num_seqs", "max_num_batched_tokens"]],
+    ["Targets (SLOs)", ["slo_ttft_ms", "slo_tpot_ms"]],
+  ];
+  // What a sweep's points depend on: everything but the rate scale it sweeps itself.
+  const SWEEP_KEYS = ["trace", "arrivals", "window_start_min", "window_minutes", "seed", "gpu", "model",
+    "efficiency", "max_num_seqs", "max_num_batched_tokens", "slo_ttft_ms", "slo_tpot_ms", "bench_text"];
+  const GAUGE_ROWS = 12; // rows of the gauges' table (one every NUM_BINS / 12 bins)
+
+  const pct = (x) => (x * 100).toFixed(1) + "%";
+  const rate = (x) => x.toFixed(2);
+  const signature = (config) => JSON.stringify(SWEEP_KEYS.map((k) => config[k]));
+
+  function mount(w) {
+    const charts = window.PySim.labCharts;
+    const ms = charts.ms;
+    let view = w.view;
+    let pin = null;      // {config, view, sweep} of the pinned configuration
+    let sweep = null;    // {signature, points, capacity, complete}
+    let running = null;  // the sweep in progress: a token compared after every call
+    const nPoints = w.field("sweep_index").hi + 1;
+
+    // ---------------------------------------------------------------- controls
+    const controls = w.controls({ skip: OWN });
+    const groups = h("div", { class: "lab-groups" });
+    for (const [title, names] of GROUPS) {
+      const set = h("fieldset", { class: "lab-group" }, h("legend", {}, title));
+      for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
+      groups.append(set);
+    }
+    controls.root.prepend(groups); // a field no group names stays after them
+
+    // ---------------------------------------------------------------- results
+    const note = h("p", { class: "lab-note" });
+    const status = h("p", { class: "lab-status", "aria-live": "polite" });
+    const traffic = h("p", { class: "lab-traffic" });
+    const machine = h("p", { class: "lab-machine" });
+    const cards = h("dl", { class: "lab-cards" });
+    const pinBtn = h("button", { type: "button", class: "md-button", onclick: pinNow }, "Pin this configuration");
+    const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearPin, disabled: true }, "Clear pin");
+    const pinNote = h("p", { class: "lab-pin-note", "aria-live": "polite" });
+    const cdfTtft = h("div", { class: "lab-chart" });
+    const cdfTpot = h("div", { class: "lab-chart" });
+    const results = h("table", { class: "lab-results" });
+    const gRequests = h("div", { class: "lab-chart" });
+    const gKv = h("div", { class: "lab-chart" });
+    const gTokens = h("div", { class: "lab-chart" });
+    const gauges = h("table", { class: "lab-gauges" });
+
+    // ---------------------------------------------------------------- sweep
+    const sweepBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: runSweep }, "Run the capacity sweep");
+    const cancelBtn = h("button", { type: "button", class: "md-button", onclick: () => stopSweep("Cancelled"), disabled: true }, "Cancel");
+    const progress = h("p", { class: "lab-progress", "aria-live": "polite" });
+    const capacityText = h("p", { class: "lab-capacity" });
+    const sweepChart = h("div", { class: "lab-chart lab-sweep-chart" });
+    const sweepTable = h("table", { class: "lab-sweep-table" });
+
+    // ---------------------------------------------------------------- calibration
+    const benchId = `lab-bench-${Math.random().toString(36).slice(2, 8)}`;
+    const bench = h("textarea", { id: benchId, class: "lab-bench", rows: 8, spellcheck: "false",
+      placeholder: "============ Serving Benchmark Result ============\nSuccessful requests:  ...", "aria-describedby": benchId + "-err" });
+    const benchError = h("p", { class: "pysim-error", id: benchId + "-err", role: "alert" });
+    w.errorSlot("bench_text", benchError);
+    const fitBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.set({ bench_text: bench.value }) }, "Fit to these runs");
+    const unfitBtn = h("button", { type: "button", class: "md-button", onclick: () => { bench.value = ""; w.set({ bench_text: "" }); } }, "Clear the paste");
+    const fitText = h("p", { class: "lab-fit", "aria-live": "polite" });
+    const fitTable = h("table", { class: "lab-fit-table" });
+
+    const section = (title, ...kids) => h("section", { class: "lab-section" }, h("h3", { class: "lab-title" }, title), ...kids);
+    const scroll = (table) => h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": "table, scrolls sideways" }, table);
+    w.body.append(
+      controls.root, w.messages, note, status,
+      section("This run", traffic, machine, cards,
+        h("div", { class: "lab-buttons" }, pinBtn, clearBtn), pinNote,
+        h("div", { class: "lab-pair" }, cdfTtft, cdfTpot), scroll(results)),
+      section("Over time", h("div", { class: "lab-pair lab-three" }, gRequests, gKv, gTokens),
+        h("details", { class: "lab-details" }, h("summary", {}, "The gauges as a table"), scroll(gauges))),
+      section("Capacity: how much traffic one replica takes",
+        h("div", { class: "lab-buttons" }, sweepBtn, cancelBtn), progress, capacityText, sweepChart, scroll(sweepTable)),
+      section("Calibrate to your server",
+        h("label", { for: benchId, class: "lab-bench-label" }, "vllm bench serve output (the printed summary, or --save-result JSON; up to 4 runs)"),
+        bench, benchError, h("div", { class: "lab-buttons" }, fitBtn, unfitBtn), fitText, scroll(fitTable)),
+    );
+
+    // ---------------------------------------------------------------- drawing
+    const drawn = []; // uPlot charts, rebuilt on every draw, a resize or a theme switch
+    function drawCharts() {
+      while (drawn.length) drawn.pop().destroy();
+      const pinned = pin ? [pin.view] : [];
+      const both = (key) => [{ label: "this run", cdf: view[key].cdf },
+        ...pinned.map((v) => ({ label: "pinned", cdf: v[key].cdf, pinned: true }))].filter((s) => s.cdf.length);
+      const s = view.series;
+      if (view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: view.slo.ttft_ms }));
+      if (view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: view.slo.tpot_ms }));
+      drawn.push(charts.timeline(gRequests, { title: "Requests", t: s.t_s, yLabel: "requests", lines: [
+        { label: "num_requests_running", values: s.num_requests_running, color: "now" },
+        { label: "num_requests_waiting", values: s.num_requests_waiting, color: "second", dash: [6, 3] }] }));
+      drawn.push(charts.timeline(gKv, { title: "KV cache", t: s.t_s, yLabel: "kv_cache_usage_perc", percent: true,
+        lines: [{ label: "kv_cache_usage_perc", values: s.kv_cache_usage_perc.map((x) => x * 100), color: "now" }],
+        bars: { label: "Preemptions", values: s.num_preemptions, color: "bad" }, y2Label: "preemptions" }));
+      drawn.push(charts.timeline(gTokens, { title: "Output tokens per second", t: s.t_s, yLabel: "tokens/s",
+        lines: [{ label: "output tokens/s", values: s.output_tokens_per_s, color: "now" }] }));
+      if (sweep) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: 0.9, capacity: sweep.capacity,
+        pinned: pin && pin.sweep ? pin.sweep.points : null }));
+      else sweepChart.replaceChildren();
+    }
+
+    function card(label, value, pinnedValue) {
+      return h("div", { class: "lab-card" }, h("dt", {}, label),
+        h("dd", {}, value, pinnedValue == null ? "" : h("span", { class: "lab-card-pin" }, `pinned: ${pinnedValue}`)));
+    }
+
+    const FIGURES = [ // [label, (view) => text]
+      ["Goodput (req/s)", (v) => rate(v.summary.request_goodput)],
+      ["SLO attainment", (v) => pct(v.summary.slo_attainment)],
+      ["TTFT p90", (v) => ms(v.ttft_ms.p90)],
+      ["TPOT p90", (v) => ms(v.tpot_ms.p90)],
+      ["Request throughput (req/s)", (v) => rate(v.summary.request_throughput)],
+      ["Output tokens/s", (v) => fmt(Math.round(v.summary.output_throughput))],
+      ["Preemptions", (v) => fmt(v.summary.num_preemptions)],
+    ];
+
+    function drawText() {
+      const t = view.traffic;
+      const hw = view.hardware;
+      const c = view.config;
+      note.textContent = view.note;
+      traffic.textContent = `${fmt(t.num_requests)} requests of the ${t.label}, ${c.window_minutes} min from minute ` +
+        `${c.window_start_min}, ${t.arrivals === "poisson" ? "Poisson" : "real"} arrivals at x${c.rate_scale} = ` +
+        `${rate(t.rate_req_s)} req/s (median prompt ${fmt(t.num_prompt_tokens_median)} tokens, median answer ` +
+        `${fmt(t.max_tokens_median)}).`;
+      machine.textContent = `${hw.gpu}, ${hw.model}, efficiency ${hw.efficiency.toFixed(3).replace(/0+$/, "").replace(/\.$/, "")}` +
+        `${view.calibration ? " (fitted)" : ""}: num_gpu_blocks ${fmt(hw.num_gpu_blocks)} of ${hw.block_size} tokens ` +
+        `(${fmt(hw.kv_pool_tokens)} tokens of KV; block 0 is the null block). Prefix caching off: the trace has no text.`;
+      cards.replaceChildren(...FIGURES.map(([label, f]) => card(label, f(view), pin ? f(pin.view) : null)));
+
+      const rows = [
+        ["Requests completed", (v) => fmt(v.summary.completed)], ["Good (meet both targets)", (v) => fmt(v.summary.good)],
+        ...FIGURES.filter(([label]) => !/^(TTFT|TPOT) p90$/.test(label)),
+        ...["ttft_ms", "tpot_ms"].flatMap((key) => ["mean", "p50", "p90", "p99"].map((q) =>
+          [`${key.slice(0, 4).toUpperCase()} ${q}`, (v) => ms(v[key][q])])),
+        ["Duration", (v) => fmt(Math.round(v.summary.duration_s * 10) / 10) + " s"], ["Engine steps", (v) => fmt(v.summary.num_steps)],
+      ];
+      results.replaceChildren(
+        h("caption", {}, pin ? "This run and the pinned one" : "This run, in numbers"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "This run"),
+          pin ? h("th", { scope: "col" }, "Pinned") : "")),
+        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(view)),
+          pin ? h("td", {}, f(pin.view)) : ""))));
+
+      const s = view.series;
+      const every = Math.max(1, Math.round(s.t_s.length / GAUGE_ROWS));
+      const body = [];
+      for (let i = every - 1; i < s.t_s.length; i += every) {
+        const preempted = s.num_preemptions.slice(i - every + 1, i + 1).reduce((a, b) => a + b, 0);
+        body.push(h("tr", {}, h("th", { scope: "row" }, fmt(Math.round(s.t_s[i])) + " s"),
+          h("td", {}, fmt(s.num_requests_running[i])), h("td", {}, fmt(s.num_requests_waiting[i])),
+          h("td", {}, (s.kv_cache_usage_perc[i] * 100).toFixed(1) + "%"), h("td", {}, fmt(Math.round(s.output_tokens_per_s[i]))),
+          h("td", {}, fmt(preempted))));
+      }
+      gauges.replaceChildren(h("caption", {}, `Every ${fmt(Math.round(every * s.bin_s))} s: the gauges at that moment, the preemptions since the row before`),
+        h("thead", {}, h("tr", {}, ...["time", "num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
+          "output tokens/s", "preemptions"].map((x) => h("th", { scope: "col" }, x)))), h("tbody", {}, ...body));
+    }
+
+    function drawFit() {
+      const cal = view.calibration;
+      fitTable.hidden = !cal;
+      if (!cal) { fitText.textContent = view.config.bench_text ? "" : "Nothing pasted: the lab runs with the efficiency set above."; fitTable.replaceChildren(); return; }
+      const e = cal.mean_abs_error_pct;
+      fitText.textContent = `Fitted efficiency ${cal.efficiency.toFixed(3)} (the setting says ${cal.efficiency_before}) after ` +
+        `${cal.rounds} rounds; mean TPOT error ${e.mean_tpot_ms.toFixed(1)}%` +
+        `${e.mean_ttft_ms == null ? "" : `, mean TTFT error ${e.mean_ttft_ms.toFixed(1)}%`}. Every number on this widget now uses it.` +
+        `${cal.at_bound ? " The fit stopped at the end of the allowed range: the model cannot match these runs." : ""}`;
+      const err = (x) => (x == null ? "–" : (x > 0 ? "+" : "") + x.toFixed(1) + "%");
+      const sent = (r) => (r.max_concurrency ? `concurrency ${r.max_concurrency}` : r.request_rate === "inf" || r.request_rate == null ? "all at once" : `${r.request_rate} req/s`);
+      fitTable.replaceChildren(h("caption", {}, "Each pasted run, measured and replayed at the fitted efficiency"),
+        h("thead", {}, h("tr", {}, ...["Run", "Sent", "Mean TTFT", "Mean TPOT", "Output tok/s"].map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...cal.runs.map((r, i) => h("tr", {}, h("th", { scope: "row" }, String(i + 1)),
+          h("td", {}, `${fmt(r.settings.completed)} requests, ${sent(r.settings)}`),
+          ...["mean_ttft_ms", "mean_tpot_ms", "output_throughput"].map((k) => h("td", {},
+            `${k === "output_throughput" ? fmt(Math.round(r.measured[k])) : ms(r.measured[k])} measured, ` +
+            `${k === "output_throughput" ? fmt(Math.round(r.replayed[k])) : ms(r.replayed[k])} replayed (${err(r.error_pct[k])})`))))));
+    }
+
+    function drawSweep() {
+      const fresh = sweep && sweep.signature === signature(w.state.config);
+      if (sweep && !fresh && !running) {
+        sweep = null;
+        progress.textContent = "The settings changed since the last sweep: run it again for these.";
+      }
+      if (!sweep) { capacityText.textContent = ""; sweepTable.replaceChildren(); return; }
+      const c = sweep.capacity;
+      const so_far = sweep.complete ? "" : ` (from the ${sweep.points.length} of ${nPoints} rates swept)`;
+      if (!c) capacityText.textContent = "";
+      else if (c.bound === "below") capacityText.textContent = `Fewer than 90% of requests meet both targets even at the lowest rate swept${so_far}: one replica cannot take this traffic even at a quarter of its rate; the real rate needs more than ${c.replicas_at_least} replicas.`;
+      else capacityText.textContent = `One replica sustains ${c.bound === "at_least" ? "at least " : ""}x${c.rate_scale.toFixed(2)} of the window's real rate ` +
+        `(${rate(c.sustained_req_s)} of ${rate(c.real_rate_req_s)} req/s) with 90% of requests meeting both targets${so_far}; ` +
+        `the real rate needs ${fmt(c.replicas)} ${c.replicas === 1 ? "replica" : "replicas"}.`;
+      sweepTable.replaceChildren(h("caption", {}, "The sweep, rate by rate"),
+        h("thead", {}, h("tr", {}, ...["Rate scale", "SLO attainment", "Goodput (req/s)", "Throughput (req/s)", "TTFT p90", "TPOT p90", "Preemptions"]
+          .map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...sweep.points.map((p) => h("tr", {}, h("th", { scope: "row" }, "x" + p.rate_scale),
+          h("td", {}, pct(p.slo_attainment)), h("td", {}, rate(p.request_goodput)), h("td", {}, rate(p.request_throughput)),
+          h("td", {}, ms(p.ttft_p90_ms)), h("td", {}, ms(p.tpot_p90_ms)), h("td", {}, fmt(p.num_preemptions))))));
+    }
+
+    function draw() {
+      drawText();
+      drawFit();
+      drawSweep();
+      drawCharts();
+      w.root.dataset.pinned = pin ? "true" : "false";
+      w.root.dataset.sweep = running ? "running" : sweep ? (sweep.complete ? "done" : "partial") : "none";
+    }
+
+    // ---------------------------------------------------------------- pin and compare
+    function describe(config) {
+      const f = (n) => { const field = w.field(n); const v = config[n]; return field.option_labels && field.option_labels[v] ? field.option_labels[v] : fmt(v); };
+      return `${f("trace")} trace x${config.rate_scale}, ${f("gpu")}, ${f("model")}, max_num_seqs ${f("max_num_seqs")}, ` +
+        `max_num_batched_tokens ${f("max_num_batched_tokens")}`;
+    }
+    function pinNow() {
+      const fresh = sweep && sweep.signature === signature(w.state.config) && sweep.complete;
+      pin = { config: w.state.config, view, sweep: fresh ? sweep : null };
+      clearBtn.disabled = false;
+      pinNote.textContent = `Pinned: ${describe(pin.config)}. Change a setting to compare; the pinned run is drawn dashed.`;
+      draw();
+    }
+    function clearPin() {
+      pin = null;
+      clearBtn.disabled = true;
+      pinNote.textContent = "";
+      draw();
+    }
+
+    // ---------------------------------------------------------------- the sweep
+    function setSweeping(on) {
+      running = on ? running : null;
+      sweepBtn.disabled = on;
+      cancelBtn.disabled = !on;
+      w.root.dataset.sweep = on ? "running" : sweep ? (sweep.complete ? "done" : "partial") : "none";
+    }
+    async function capacityOf(config, points) {
+      const answer = await w.call({ config: { ...config, mode: "capacity", sweep_points: points } });
+      return answer.ok ? answer.result.capacity : null;
+    }
+    async function runSweep() {
+      const config = { ...w.state.config };
+      const token = {};
+      running = token;
+      sweep = { config, signature: signature(config), points: [], capacity: null, complete: false };
+      setSweeping(true);
+      const started = performance.now();
+      for (let i = 0; i < nPoints; i++) {
+        progress.textContent = `Replaying the window at rate ${i + 1} of ${nPoints}…`;
+        let answer;
+        try {
+          answer = await w.call({ config: { ...config, mode: "sweep_point", sweep_index: i } }, { timeoutMs: 60000 });
+        } catch (err) {
+          if (running === token) stopSweep("Python stopped answering; the sweep stopped");
+          return;
+        }
+        if (running !== token) return; // cancelled, or a newer sweep started
+        if (!answer.ok) { stopSweep(`pysim refused: ${answer.error.message}`); return; }
+        sweep.points.push(answer.result.point);
+        drawSweep();
+      }
+      sweep.complete = true;
+      sweep.capacity = await capacityOf(config, sweep.points);
+      if (running !== token) return;
+      progress.textContent = `Swept ${nPoints} rates in ${((performance.now() - started) / 1000).toFixed(1)} s.`;
+      setSweeping(false);
+      draw();
+    }
+    async function stopSweep(why) {
+      if (!running) return;
+      const done = sweep;
+      setSweeping(false);
+      progress.textContent = `${why} after ${done.points.length} of ${nPoints} rates.`;
+      if (done.points.length) done.capacity = await capacityOf(done.config, done.points).catch(() => null);
+      if (sweep === done) draw();
+    }
+
+    // ---------------------------------------------------------------- start
+    let lastWidth = 0;
+    w.observe(new ResizeObserver(() => {
+      const width = w.body.clientWidth;
+      if (width === lastWidth) return;
+      lastWidth = width;
+      w.frame(drawCharts);
+    })).observe(w.body);
+    w.observe(new MutationObserver(() => drawCharts()))
+      .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+    return {
+      draw(next, state) {
+        view = next;
+        if (running && sweep && sweep.signature !== signature(state.config)) stopSweep("The settings changed; the sweep stopped");
+        if (typeof state.config.bench_text === "string" && bench.value !== state.config.bench_text && document.activeElement !== bench) bench.value = state.config.bench_text;
+        draw();
+      },
+      busy(on) { status.textContent = on ? "Replaying…" : ""; },
+      unmount() {
+        running = null;
+        while (drawn.length) drawn.pop().destroy();
+      },
+    };
+  }
+
+  window.PySim.widget(NAME, { mount, unlinked: ["mode", "sweep_index", "sweep_points", "bench_text"] });
+})();
