@@ -311,10 +311,6 @@
         else if (slots.has(field)) slots.get(field).textContent = `${labelFor(field)}: ${message}`;
         else general.textContent = `${labelFor(field)}: ${message}`;
         root.dataset.error = field || "input";
-        // The next change starts from the last good settings, so one refused value does
-        // not block every other control; the refused control keeps the reader's text
-        // and its message until a change succeeds.
-        if (debounce === null) draft = clone(shown);
         if (handle.refused) handle.refused(answer.error);
         return; // keep the last good picture
       }

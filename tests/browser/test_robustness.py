@@ -214,8 +214,20 @@ def exercise_answers(page):
     assert root.get_attribute("data-result") == "pass"
 
 
+def lab_answers(page):
+    from test_lab_page import card, computed
+
+    root = page.locator(root_of("lab"))
+    root.get_by_role("button", name="Clear the paste").click()
+    restore_defaults(page, "lab")
+    want = f"{computed()['summary']['request_goodput']:.2f}"
+    until(page, f"document.querySelector('{root_of('lab')} .lab-card dd').firstChild.textContent === {json.dumps(want)}")
+    assert card(page, "Goodput") == want
+
+
 NORMAL = {"naive_batching": race_answers, "paged_kv_cache": kvcache_answers, "chunked_prefill": budget_answers,
-          "batch_size": batch_size_answers, "toy_scheduler": toy_answers, "exercises": exercise_answers}
+          "batch_size": batch_size_answers, "toy_scheduler": toy_answers, "exercises": exercise_answers,
+          "lab": lab_answers}
 
 
 @pytest.mark.parametrize("page_name", sorted(PAGES))
