@@ -231,13 +231,16 @@
     function fromLink() {
       const state = clone(base);
       const ui = {};
-      for (const [key, text] of linked ? readLink(name) : []) {
+      const pairs = linked ? readLink(name) : [];
+      for (const [key, text] of pairs) {
         if (linkKeys.includes(key)) ui[key] = text;
         else if (key === "actions") state.actions = decodeActions(text);
         else state.config = merged(state.config, { [key]: parseValue(text) });
       }
-      // What the link never holds stays as it is on the page (a paste survives back).
-      for (const f of unlinked) state.config = merged(state.config, { [f]: shown.config[f] });
+      // What the link never holds stays as it is on the page (a paste survives back);
+      // if a hand-made link holds it anyway, pysim judges it like the rest.
+      const given = new Set(pairs.map(([key]) => key));
+      for (const f of unlinked) if (!given.has(f)) state.config = merged(state.config, { [f]: shown.config[f] });
       return { state, ui };
     }
     const link = fromLink();

@@ -116,6 +116,10 @@ def test_crafted_link_is_refused_and_injects_nothing(make_page, site_url, page_n
             # ...and says, visibly, which part of the link it ignored.
             # (live.js: "Ignored the link's settings; ... <pysim's message>")
             message = root.locator("p.pysim-error", has_text="Ignored the link")
+            try:  # (the lab's first answer waits for its trace and one replay)
+                message.first.wait_for(state="visible", timeout=30000)
+            except Exception:
+                pass
             assert message.count() >= 1, f"{widget}: no message about the crafted link"
             assert message.first.is_visible()
             assert len(message.first.inner_text()) < 3000
