@@ -322,6 +322,19 @@ class KVCacheManager:
             hashes += new
         return True
 
+    def grow(self, req_id, num_tokens_total: int) -> int:
+        """`allocate_slots` for a running request without prefix caching, when the
+        caller already knows the pool has the blocks (the engine's decode runs): only
+        the table grows. Returns the slots the table now covers."""
+        assert not self.pool.enable_prefix_caching
+        table = self._tables[req_id]
+        bs = self.pool.block_size
+        new = -(-num_tokens_total // bs) - len(table)
+        if new > 0:
+            assert new <= self.pool.num_free_blocks, "grow() without the blocks: use allocate_slots"
+            table.extend(self.pool.get_new_blocks(new))
+        return len(table) * bs
+
     def free(self, req_id) -> None:
         """Release the request's blocks, last block first, and forget its table (vLLM:
         `BlockPool.free_blocks`)."""

@@ -80,7 +80,7 @@ CHECKS = (
     ("the driver's 200 requests with the default 1,024-token budget",
      {}, lambda: toy_scheduler.workload(200, RUN_SEED)),
     ("a memory-starved run with preemptions, 150 blocks and a 128-token budget",
-     {"max_num_batched_tokens": 128, "num_gpu_blocks": 150, "max_num_seqs": 16}, lambda: toy_scheduler.workload(120, 5)),
+     {"max_num_batched_tokens": 128, "num_gpu_blocks": 151, "max_num_seqs": 16}, lambda: toy_scheduler.workload(120, 5)),
 )
 
 

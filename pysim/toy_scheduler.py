@@ -36,7 +36,8 @@ from pysim.utils import cdiv
 
 # --8<-- [start:constants]
 BLOCK_SIZE = 16      # tokens per KV-cache block
-NUM_GPU_BLOCKS = 400   # blocks in the KV pool: the memory limit
+NUM_GPU_BLOCKS = 401   # blocks in the KV pool, counted as vLLM counts them: block 0 is
+                       # the null block, never handed out, so 400 hold KV (the memory limit)
 MAX_NUM_BATCHED_TOKENS = 1024  # tokens one iteration may compute, prefill and decode together
 MAX_NUM_SEQS = 32        # requests that may be running at once
 
@@ -61,7 +62,7 @@ class ToyConfig:
                                         "shortest": "Shortest prompt first"})
     block_size: int = bounded(BLOCK_SIZE, 1, 128, "tokens per KV block",
                               label="Block size (tokens)", unit="tokens", slider_max=64)
-    num_gpu_blocks: int = bounded(NUM_GPU_BLOCKS, 1, 10_000, "blocks in the KV pool",
+    num_gpu_blocks: int = bounded(NUM_GPU_BLOCKS, 2, 10_000, "blocks in the KV pool, the null block included",
                                   label="Total blocks", unit="blocks", slider_max=2000)
     max_num_batched_tokens: int = bounded(MAX_NUM_BATCHED_TOKENS, LONGEST, 8192, "tokens per iteration",
                                           label="Token budget", unit="tokens", slider_max=4096)
@@ -73,9 +74,10 @@ class ToyConfig:
 
     def check(self):
         need = blocks_for(LONGEST, self.block_size)
-        if self.num_gpu_blocks < need:
-            raise ConfigError("num_gpu_blocks", f"got {self.num_gpu_blocks}, expected at least {need}: "
-                              f"the longest request ({LONGEST} tokens) must fit in the pool")
+        if self.num_gpu_blocks - 1 < need:
+            raise ConfigError("num_gpu_blocks", f"got {self.num_gpu_blocks}, expected at least {need + 1}: "
+                              f"the longest request ({LONGEST} tokens) must fit in the pool "
+                              f"({need} blocks, besides the null block)")
 
 
 # --8<-- [start:request]
@@ -127,7 +129,7 @@ class ToyScheduler:
     def __init__(self, config: ToyConfig = ToyConfig()):
         self.config = config
         self.order = waiting_order(config.policy)
-        self.free_blocks = config.num_gpu_blocks
+        self.free_blocks = config.num_gpu_blocks - 1  # block 0 is the null block (vLLM's BlockPool)
         self.waiting: list[Request] = []  # kept sorted by self.order
         self.running: list[Request] = []  # in admission order: the newest is last
 

@@ -32,7 +32,7 @@ def gauges(s: ToyScheduler, batch_size: int, preemptions: int) -> dict:
     cfg = s.config
     return {
         "running": len(s.running), "waiting": len(s.waiting), "batch": batch_size,
-        "blocks": cfg.num_gpu_blocks - s.free_blocks,
+        "blocks": cfg.num_gpu_blocks - 1 - s.free_blocks,  # (the null block is never in use)
         "blocks_waiting": sum(r.blocks for r in s.waiting),
         "free": s.free_blocks, "preemptions": preemptions,
     }
@@ -64,7 +64,7 @@ def trace(scheduler_class, config: ToyConfig, prompts=(40, 44), max_tokens=20, i
     return entries, requests, "still running"
 
 
-def figures(block_size=16, num_gpu_blocks=6, prompts=(40, 44), max_tokens=20) -> dict:
+def figures(block_size=16, num_gpu_blocks=7, prompts=(40, 44), max_tokens=20) -> dict:
     """Exercise 4's numbers: both versions after the first iteration that preempts."""
     cfg = ToyConfig(block_size=block_size, num_gpu_blocks=num_gpu_blocks)
     ok, ok_requests, ok_end = trace(ToyScheduler, cfg, prompts, max_tokens)
@@ -75,7 +75,8 @@ def figures(block_size=16, num_gpu_blocks=6, prompts=(40, 44), max_tokens=20) ->
     a, b = ok[step], bug[step]
     head = bug_requests[0]  # A, first in line after both were preempted
     out = {
-        "block_size": block_size, "num_gpu_blocks": num_gpu_blocks, "max_tokens": max_tokens,
+        "block_size": block_size, "num_gpu_blocks": num_gpu_blocks, "usable_blocks": num_gpu_blocks - 1,
+        "max_tokens": max_tokens,
         "requests": len(prompts), "step": step,
         "prompt_a": prompts[0], "prompt_b": prompts[1],
         "blocks_a": blocks_for(prompts[0], block_size), "blocks_b": blocks_for(prompts[1], block_size),
@@ -85,7 +86,7 @@ def figures(block_size=16, num_gpu_blocks=6, prompts=(40, 44), max_tokens=20) ->
         "bug_head_needs": blocks_for(head.tokens, block_size),
         "bug_free": bug[-1]["free"],
         "bug_stuck_at": bug[-1]["iteration"],
-        "bug_usage": b["blocks"] / num_gpu_blocks,
+        "bug_usage": b["blocks"] / (num_gpu_blocks - 1),
     }
     for name, entry in (("ok", a), ("bug", b)):
         out.update({f"{name}_{key}": entry[key] for key in

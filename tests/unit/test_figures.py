@@ -350,14 +350,14 @@ def test_the_self_victim_toy_differs_from_the_toy_only_in_the_victim():
     from pysim.toy_scheduler import ToyConfig, ToyScheduler
     from pysim.toy_self_victim import SelfVictimScheduler, trace
 
-    cfg = ToyConfig(block_size=16, num_gpu_blocks=6)
+    cfg = ToyConfig(block_size=16, num_gpu_blocks=7)
     ok, _, ok_end = trace(ToyScheduler, cfg)
     bug, _, bug_end = trace(SelfVictimScheduler, cfg)
     assert (ok_end, bug_end) == ("finished", "stuck")
     assert ok[:5] == bug[:5]  # identical until the first block shortage, in iteration 5
     assert all(e["blocks_waiting"] == 0 for e in ok)  # the invariant the bug breaks
     # With a roomy pool nobody is ever preempted, and the two are the same scheduler.
-    roomy = ToyConfig(block_size=16, num_gpu_blocks=20)
+    roomy = ToyConfig(block_size=16, num_gpu_blocks=21)
     assert trace(ToyScheduler, roomy)[0] == trace(SelfVictimScheduler, roomy)[0]
 
 
@@ -507,8 +507,8 @@ def test_chunked_prefill_steps_set_the_total():
 
 
 def test_a_tiny_toy_pool_costs_concurrency_more_than_recomputation():
-    # 60 blocks, the longest request needing 54 (855 tokens / 16): page 4's "Try this" 3.
-    assert figure("toy_scheduler.small_pool_blocks") == 60 and figure("toy_scheduler.longest_blocks") == 54
+    # 61 blocks (60 usable), the longest request needing 54 (855 tokens / 16): page 4's "Try this" 3.
+    assert figure("toy_scheduler.small_pool_blocks") == 61 and figure("toy_scheduler.longest_blocks") == 54
     # What the page says it shows: about 2.6 requests at a time, against 13.5 with the
     # default pool, and preemptions in barely 1% of the iterations.
     assert figure("toy_scheduler.small_pool_mean_batch") == pytest.approx(2.6, abs=0.05)

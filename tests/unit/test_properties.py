@@ -615,7 +615,7 @@ def toy_cases(draw):
     lo, hi = int_range("toy_scheduler", "num_gpu_blocks")
     config = toy_scheduler.ToyConfig(
         policy=draw(st.sampled_from(f["policy"]["options"])), block_size=bs,
-        num_gpu_blocks=draw(st.integers(max(lo, need), min(hi, need + 3 * need))),
+        num_gpu_blocks=draw(st.integers(max(lo, need + 1), min(hi, need + 1 + 3 * need))),  # + the null block
         max_num_batched_tokens=draw(st.integers(*int_range("toy_scheduler", "max_num_batched_tokens", cap=2048))),
         max_num_seqs=draw(st.integers(*int_range("toy_scheduler", "max_num_seqs", cap=40))),
         requests=draw(st.integers(*int_range("toy_scheduler", "requests", cap=30))),
@@ -699,7 +699,7 @@ DIGESTS = [
     ("batch_size", '{"config": {}}',
      "67a6e79fca60a4365e0de93bf235a12b3b9a7842055836db4a671da58825f762"),
     ("toy_scheduler", '{"config": {"requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
-     "386670077e6cb44b5b363a3038fdf4dc126e245147bb275f9868105cb23c62b3"),
+     "fc287ed62d408e597b1272df3957735de8aca69c0330dae70ea27bed8936baba"),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
      "f7eb351560e50aef2be4156b7ba396148acc20c8e3c4889eaaa0fae43287221d"),

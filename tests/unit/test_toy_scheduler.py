@@ -49,7 +49,7 @@ def check_state(s: ToyScheduler) -> None:
                for r in running)
     assert len(running) <= s.config.max_num_seqs
     # Blocks are conserved: every block is free or held by exactly one running request.
-    assert s.free_blocks + sum(r.blocks for r in running) == s.config.num_gpu_blocks
+    assert s.free_blocks + sum(r.blocks for r in running) == s.config.num_gpu_blocks - 1  # 0 is the null block
     assert s.free_blocks >= 0
     # The waiting queue stays in policy order.
     assert waiting == sorted(waiting, key=s.order)
@@ -79,7 +79,7 @@ def test_one_request_prefill_then_decodes():
 def test_a_block_boundary_takes_one_more_block():
     # Prompt 16 fills exactly one block. After iteration 0 it has sampled token 17, whose
     # KV is computed in iteration 1: that needs a second block. Tokens 18..32 fit in it.
-    s = ToyScheduler(ToyConfig(num_gpu_blocks=10))
+    s = ToyScheduler(ToyConfig(num_gpu_blocks=11))
     r = Request(0, 0, 16, 20)
     s.add(r)
     s.step(0)
@@ -124,12 +124,12 @@ def test_decodes_come_first_and_the_budget_cuts_the_rest():
 
 
 def test_preemption_takes_the_newest_other_request():
-    # Block size 4, 4 blocks. A and B have 4-token prompts (1 block each), C an 8-token
+    # Block size 4, 5 blocks (4 usable). A and B have 4-token prompts (1 block each), C an 8-token
     # prompt (2 blocks): all admitted in iteration 0, pool now empty, each sampled token 1.
     # Iteration 1: A's token 5 needs a 2nd block; none free, so the newest other running
     # request, C, is preempted (2 blocks back). A takes one, B (token 5 too) the other.
     # C keeps its sampled token and goes back to the queue; no one is admitted.
-    cfg = ToyConfig(block_size=4, num_gpu_blocks=4)
+    cfg = ToyConfig(block_size=4, num_gpu_blocks=5)
     s = ToyScheduler(cfg)
     a, b, c = Request(0, 0, 4, 10), Request(1, 0, 4, 10), Request(2, 0, 8, 10)
     for r in (a, b, c):
@@ -154,7 +154,7 @@ def test_preemption_takes_the_newest_other_request():
 
 
 def test_the_requester_is_never_its_own_victim():
-    # Block size 4, 3 blocks. A: prompt 2, answer 3 (1 block). B: prompt 8, answer 2
+    # Block size 4, 4 blocks (3 usable). A: prompt 2, answer 3 (1 block). B: prompt 8, answer 2
     # (2 blocks). Iteration 0 admits both (pool empty) and each samples a token.
     # Iteration 1: A decodes token 3 (fits its block). B must compute token 9, which
     # needs a 3rd block; none is free. B is the newest running request, so the victim
@@ -163,7 +163,7 @@ def test_the_requester_is_never_its_own_victim():
     # recomputes its 3 tokens (prompt 2 + 1 generated), sampling token 2; iteration 3 its
     # last.
     specs = [spec(0, 2, 3), spec(1, 8, 2)]
-    requests, reports = run_checked(specs, ToyConfig(block_size=4, num_gpu_blocks=3))
+    requests, reports = run_checked(specs, ToyConfig(block_size=4, num_gpu_blocks=4))
     assert batches(reports) == [
         [(0, "prefill", 2), (1, "prefill", 8)],
         [(1, "decode", 1)],
@@ -175,7 +175,7 @@ def test_the_requester_is_never_its_own_victim():
     # The engine (and vLLM) lets B preempt itself instead: A keeps its decode, B goes back
     # to the queue. Both are legal; this is where the two schedulers differ by design, so
     # the equivalence test below stops comparing at such an iteration.
-    engine = engine_run(specs, ToyConfig(block_size=4, num_gpu_blocks=3))
+    engine = engine_run(specs, ToyConfig(block_size=4, num_gpu_blocks=4))
     assert engine[1][1] == [(0, "decode", 1)] and engine[1][2] == [1]
 
 
@@ -193,7 +193,7 @@ def test_if_the_requester_could_pick_itself_it_would_be_in_both_queues():
             self.add(victim)
             return victim
 
-    s = SelfVictim(ToyConfig(block_size=4, num_gpu_blocks=3))
+    s = SelfVictim(ToyConfig(block_size=4, num_gpu_blocks=4))
     a, b = Request(0, 0, 2, 3), Request(1, 0, 8, 2)
     s.add(a)
     s.add(b)
@@ -215,7 +215,7 @@ def test_if_the_requester_could_pick_itself_it_would_be_in_both_queues():
 @pytest.mark.parametrize("policy", toy_scheduler.POLICIES)
 @pytest.mark.parametrize("overrides", [
     {},                                          # the page's defaults
-    {"num_gpu_blocks": 54},                        # barely the longest request: thrashing
+    {"num_gpu_blocks": 55},                        # barely the longest request: thrashing
     {"num_gpu_blocks": 120, "max_num_seqs": 64},       # memory binds hard
     {"max_num_seqs": 1},                             # one at a time
     {"block_size": 1, "num_gpu_blocks": 900},      # per-token blocks
@@ -247,7 +247,7 @@ def test_never_in_two_queues_and_everything_finishes(policy, overrides):
 def test_random_small_workloads_keep_the_invariants(policy, block_size, spare, max_num_seqs, budget, reqs):
     longest = max(p + o - 1 for _, p, o, _ in reqs)
     cfg = ToyConfig(policy=policy, block_size=block_size, max_num_seqs=max_num_seqs,
-                    num_gpu_blocks=toy_scheduler.blocks_for(longest, block_size) + spare,
+                    num_gpu_blocks=toy_scheduler.blocks_for(longest, block_size) + 1 + spare,
                     max_num_batched_tokens=longest + budget)
     specs = [spec(i, p, o, arrival=a, priority=pr) for i, (a, p, o, pr) in enumerate(reqs)]
     requests, reports = run_checked(specs, cfg)
@@ -283,11 +283,11 @@ def test_shortest_first_trade_holds_across_seeds():
 
 def engine_run(specs, cfg: ToyConfig):
     """The engine on the same workload with the toy's rules: FCFS, no chunking, no prefix
-    caching, the same budget, max_num_seqs and pool (+ 1: the engine's pool also holds
-    vLLM's null block, which the toy leaves out). Returns per step:
+    caching, the same budget, max_num_seqs and pool (both count vLLM's null block in
+    num_gpu_blocks). Returns per step:
     (start iteration, parts, preempted, finished), and the engine."""
     e = Engine(EngineConfig(max_num_batched_tokens=cfg.max_num_batched_tokens, max_num_seqs=cfg.max_num_seqs,
-                            num_gpu_blocks=cfg.num_gpu_blocks + 1, block_size=cfg.block_size,
+                            num_gpu_blocks=cfg.num_gpu_blocks, block_size=cfg.block_size,
                             enable_prefix_caching=False, enable_chunked_prefill=False, policy="fcfs"))
     for s in specs:
         e.add_request(s["id"], s["num_prompt_tokens"], s["max_tokens"], arrival=s["arrival"])
@@ -430,8 +430,8 @@ def test_bridge_view_schema():
 
 @pytest.mark.parametrize("config, field, words", [
     ({"max_num_batched_tokens": 512}, "max_num_batched_tokens", "855"),
-    ({"num_gpu_blocks": 53}, "num_gpu_blocks", "at least 54"),
-    ({"block_size": 4, "num_gpu_blocks": 200}, "num_gpu_blocks", "at least 214"),
+    ({"num_gpu_blocks": 54}, "num_gpu_blocks", "at least 55"),
+    ({"block_size": 4, "num_gpu_blocks": 200}, "num_gpu_blocks", "at least 215"),
     ({"policy": "lifo"}, "policy", "shortest"),
     ({"requests": 301}, "requests", "1 to 300"),
 ])
