@@ -353,9 +353,10 @@ def text(view: dict) -> str:
     s, h, tr = view["summary"], view["hardware"], view["traffic"]
     lines = [
         f"Serving lab ({view['note']})",
-        f"  traffic: {tr['label']}, {tr['num_requests']:,} requests in {cfg['window_minutes']} min "
-        f"from minute {cfg['window_start_min']}, {cfg['arrivals']} arrivals at x{cfg['rate_scale']:g} "
-        f"= {tr['rate_req_s']:.2f} req/s",
+        f"  traffic: {tr['label']}, {tr['num_requests']:,} requests: {cfg['window_minutes']} min of "
+        f"the trace from minute {cfg['window_start_min']}"
+        + ("" if cfg["rate_scale"] == 1 else f", played in {cfg['window_minutes'] / cfg['rate_scale']:.3g} min")
+        + f", {cfg['arrivals']} arrivals at x{cfg['rate_scale']:g} = {tr['rate_req_s']:.2f} req/s",
         f"  hardware: {h['gpu']}, {h['model']}, efficiency {h['efficiency']:.2f}, num_gpu_blocks "
         f"{h['num_gpu_blocks']:,} ({h['kv_pool_tokens']:,} tokens)",
         f"  scheduler: max_num_seqs {cfg['max_num_seqs']}, max_num_batched_tokens "

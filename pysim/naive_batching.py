@@ -117,7 +117,7 @@ SCHEDULERS = ("static", "continuous_reserved", "continuous_paged")
 @dataclass(frozen=True)
 class NaiveBatchingConfig:
     requests: int = bounded(60, 1, 400, "number of requests, all waiting at step 0",
-                            label="Requests", slider_max=200)
+                            label="Requests")  # the slider, the box and the message: 1 to 400
     num_gpu_blocks: int = bounded(160, 1, 2000, "KV-cache pool size in blocks (16 tokens each)",
                                   label="Pool blocks", unit="blocks", slider_max=640)
     max_num_seqs: int = bounded(16, 1, 64, "most requests that may run at once (max_num_seqs)",

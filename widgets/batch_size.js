@@ -85,7 +85,7 @@
     const presetWhy = h("p", { class: "bs-preset-why" });
 
     const answerEl = h("p", { class: "bs-answer", "aria-live": "polite" });
-    const reasonEl = h("div", { class: "bs-reason", role: "note" });
+    const reasonEl = h("div", { class: "bs-reason", role: "note", "aria-live": "polite" });
     const figuresEl = h("dl", { class: "bs-figures" });
     const noteEl = h("p", { class: "bs-note" });
     const chartEl = h("div", { class: "bs-chart" });
@@ -127,10 +127,11 @@
       answerEl.textContent = v.answer;
       answerEl.dataset.recommended = v.recommended_max_num_seqs === null ? "none" : String(v.recommended_max_num_seqs);
       root.dataset.reason = v.reason || "";
+      // When nothing works, the answer is said once, in the warning box (it already
+      // holds pysim's reason: repeating it below read as two messages).
+      answerEl.hidden = !!v.reason;
       reasonEl.hidden = !v.reason;
-      reasonEl.replaceChildren(...(v.reason
-        ? [h("strong", {}, "No batch size works: "), v.reason_text + "."]
-        : []));
+      reasonEl.textContent = v.reason ? v.answer : "";
 
       const rec = v.recommended_max_num_seqs;
       figuresEl.replaceChildren(...[

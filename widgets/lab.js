@@ -143,8 +143,10 @@
       const hw = view.hardware;
       const c = view.config;
       note.textContent = view.note;
-      traffic.textContent = `${fmt(t.num_requests)} requests of the ${t.label}, ${c.window_minutes} min from minute ` +
-        `${c.window_start_min}, ${t.arrivals === "poisson" ? "Poisson" : "real"} arrivals at x${c.rate_scale} = ` +
+      // A rate scale squeezes the window's requests into less time: say both spans.
+      const played = c.rate_scale === 1 ? "" : `, played in ${+(c.window_minutes / c.rate_scale).toPrecision(3)} min`;
+      traffic.textContent = `${fmt(t.num_requests)} requests of the ${t.label}: ${c.window_minutes} min of the trace from minute ` +
+        `${c.window_start_min}${played}, ${t.arrivals === "poisson" ? "Poisson" : "real"} arrivals at x${c.rate_scale} = ` +
         `${rate(t.rate_req_s)} req/s (median prompt ${fmt(t.num_prompt_tokens_median)} tokens, median answer ` +
         `${fmt(t.max_tokens_median)}).`;
       machine.textContent = `${hw.gpu}, ${hw.model}, efficiency ${hw.efficiency.toFixed(3).replace(/0+$/, "").replace(/\.$/, "")}` +

@@ -118,7 +118,7 @@
     }
     function run() {
       if (timer) return;
-      if (cursor >= lastStep()) cursor = 0;
+      if (cursor >= lastStep()) { cursor = 0; draw(); } // a replay starts from step 0 at once
       if (reducedMotion()) { cursor = lastStep(); w.saveLink(); draw(); return; }
       timer = w.interval(advance, 1000 / speed);
       root.dataset.playing = "true";
@@ -232,14 +232,16 @@
       .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 
     return {
-      // A new race starts at step 0 (a link's, where the link said) and plays on if it
-      // was playing; the first picture, and the live check's, keep the cursor.
+      // A new race is shown finished at once (a link's at the step it names): pysim has
+      // every frame already, so nothing should wait for Run, which replays it. If it
+      // was playing, the new race plays from step 0. The first picture, and the live
+      // check's, keep the cursor.
       draw(next, state, why) {
         view = next;
         if (why !== "change" && why !== "link") return draw();
         const wasPlaying = !!timer;
         pause();
-        cursor = why === "link" ? linkStep(0) : 0;
+        cursor = why === "link" ? linkStep(lastStep()) : wasPlaying ? 0 : lastStep();
         draw();
         if (wasPlaying) run();
       },

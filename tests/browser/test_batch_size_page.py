@@ -238,6 +238,9 @@ def test_a_model_that_does_not_fit_says_why_and_keeps_the_chart(page, site_url):
     reason = page.locator(f"{WIDGET} .bs-reason")
     assert reason.is_visible()
     assert expected["reason_text"] in reason.inner_text()
+    # ...said once (issue 16: "the weights alone take 141.2 GB" appeared twice).
+    seen = page.locator(WIDGET).evaluate("(w, s) => w.innerText.split(s).length - 1", expected["reason_text"])
+    assert seen == 1, seen
     assert figure(page, "recommended") is None
     assert page.locator(f"{WIDGET} .bs-chart canvas").first.is_visible()
     assert page.locator(f"{WIDGET} .bs-table tbody tr").count() == len(expected["curve"])

@@ -84,7 +84,7 @@ def test_trace_and_slo_targets_give_pysims_numbers(page, site_url):
     box.press("Enter")
     wait_idle(page)
     want = computed(trace="code", slo_ttft_ms=200)
-    until(page, f"document.querySelector('{WIDGET} .lab-traffic').textContent.startsWith('{want['traffic']['num_requests']:,} requests of the coding')")
+    until(page, f"document.querySelector('{WIDGET} .lab-traffic').textContent.startsWith('{want['traffic']['num_requests']:,} requests of the coding service: 5 min of the trace')")
     assert card(page, "SLO attainment") == f"{want['summary']['slo_attainment'] * 100:.1f}%"
     assert card(page, "Goodput") == f"{want['summary']['request_goodput']:.2f}"
     assert card(page, "TTFT p90") == ms(want["ttft_ms"]["p90"])

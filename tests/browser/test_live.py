@@ -11,7 +11,8 @@ from conftest import page_url, until, wait_for_python
 
 # Widgets built on live.js, with the page that holds them.
 LIVE = {"batch_size": "batch-size", "naive_batching": "naive-batching", "paged_kv_cache": "paged-kv-cache",
-        "toy_scheduler": "toy-scheduler", "chunked_prefill": "chunked-prefill", "exercises": "exercises"}
+        "toy_scheduler": "toy-scheduler", "chunked_prefill": "chunked-prefill", "exercises": "exercises",
+        "lab": "lab"}
 
 EXTRA = {"name": "extra_knob", "kind": "int", "default": 3, "lo": 1, "hi": 9, "options": [],
          "label": "Extra knob", "unit": "turns", "help": "a field only this test adds"}
@@ -187,3 +188,19 @@ def test_back_and_forward_follow_the_link(page, site_url):
     page.evaluate("location.hash = 'how-to-read-it'")
     page.wait_for_timeout(300)
     assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+
+
+@pytest.mark.parametrize("widget", sorted(set(LIVE) - {"exercises", "paged_kv_cache"}))  # (no sliders there)
+def test_a_slider_reached_by_the_keyboard_shows_its_focus(page, site_url, widget):
+    """Issue 16: tabbing onto a slider showed nothing. The ring is the text colour (well
+    over 3:1 against the page in both themes), and the slider says its value in words."""
+    page.goto(page_url(site_url, LIVE[widget]))
+    control = page.locator(f'.pysim-widget[data-widget="{widget}"] .pysim-control[data-kind="int"]',
+                           has=page.locator('input[type="range"]:visible')).first
+    control.locator('input[type="number"]').focus()
+    page.keyboard.press("Shift+Tab")  # back onto the slider before it, as a reader would
+    slider = control.locator('input[type="range"]')
+    assert slider.evaluate("e => e === document.activeElement && e.matches(':focus-visible')")
+    style = slider.evaluate("e => { const s = getComputedStyle(e); return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
+    assert style[0] != "none" and style[1] >= 2, style
+    assert slider.get_attribute("aria-valuetext")  # the value, not the slider's position index

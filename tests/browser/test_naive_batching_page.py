@@ -125,3 +125,39 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
     assert page.locator(".race-panel:not([hidden])").count() == 3
     assert page.locator(".pysim-widget img").count() == 0
     assert page.locator(".pysim-widget script:not(.pysim-prerender)").count() == 0
+
+
+def test_requests_has_one_range_everywhere(page, site_url):
+    """Issue 16: the Requests slider stopped at 200 while its box took 300 and the error
+    said 1 to 400. The slider, the box and pysim's message now say the same range."""
+    page.goto(page_url(site_url, "naive-batching"))
+    wait_for_python(page)
+    control = page.locator('.pysim-widget[data-widget="naive_batching"] .pysim-control[data-field="requests"]')
+    slider, box = control.locator('input[type="range"]'), control.locator('input[type="number"]')
+    assert (slider.get_attribute("min"), slider.get_attribute("max")) == ("1", "400")
+    assert (box.get_attribute("min"), box.get_attribute("max")) == ("1", "400")
+    box.fill("401")
+    box.press("Enter")
+    page.wait_for_function("() => document.querySelector('.pysim-widget[data-widget=naive_batching]').dataset.error === 'requests'")
+    assert "from 1 to 400" in control.locator(".pysim-error").inner_text()
+
+
+def test_a_change_shows_the_finished_race_at_once(page, site_url):
+    """Issue 16: changing Pool blocks or Seed emptied the timelines at step 0 until Run
+    was pressed. The new race is drawn finished at once; Run replays it."""
+    page.goto(page_url(site_url, "naive-batching"))
+    wait_for_python(page)
+    root = page.locator('.pysim-widget[data-widget="naive_batching"]')
+    page.get_by_label("Schedulers to show").select_option("all")
+    box = root.locator('.pysim-control[data-field="seed"] input[type="number"]')
+    box.fill("5")
+    box.press("Enter")
+    want = json.loads(bridge.call("naive_batching", json.dumps({"config": {"seed": 5}})))["result"]
+    page.wait_for_function("() => document.querySelector('.race-table caption').textContent.includes('(seed 5)')")
+    assert page.locator('.race-table tr[data-finished="true"]').count() == 3  # no Run pressed
+    assert root.get_attribute("data-playing") != "true"
+    assert table_steps(page) == {n: want["schedulers"][n]["steps_to_finish"] for n in want["schedulers"]}
+    root.get_by_role("button", name="Run").click()  # replays from the start...
+    page.wait_for_function("() => document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length < 3")
+    page.wait_for_function(
+        "() => document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length === 3", timeout=60000)
