@@ -44,13 +44,13 @@
     ctx.fillStyle = color;
     ctx.lineWidth = 1.5 * r;
     ctx.setLineDash(dash.map((d) => d * r));
+    ctx.font = `600 ${11 * r}px ${getComputedStyle(u.root).fontFamily}`;
     ctx.beginPath();
     if (x !== null) {
       const px = u.valToPos(x, "x", true);
       if (px < left || px > left + width) { ctx.restore(); return; }
       ctx.moveTo(px, top); ctx.lineTo(px, top + height);
       ctx.stroke();
-      ctx.font = `600 ${11 * r}px ${getComputedStyle(u.root).fontFamily}`;
       const right = px + ctx.measureText(text).width + 8 * r < left + width;
       ctx.textAlign = right ? "left" : "right";
       ctx.fillText(text, px + (right ? 4 : -4) * r, top + 12 * r);
@@ -58,7 +58,6 @@
       const py = u.valToPos(y, "y", true);
       ctx.moveTo(left, py); ctx.lineTo(left + width, py);
       ctx.stroke();
-      ctx.font = `600 ${11 * r}px ${getComputedStyle(u.root).fontFamily}`;
       ctx.textAlign = "left";
       ctx.fillText(text, left + 4 * r, py - 4 * r);
     }

@@ -231,6 +231,9 @@
       drawSweep();
       drawCharts();
       w.root.dataset.pinned = pin ? "true" : "false";
+      showSweepState();
+    }
+    function showSweepState() {
       w.root.dataset.sweep = running ? "running" : sweep ? (sweep.complete ? "done" : "partial") : "none";
     }
 
@@ -256,10 +259,10 @@
 
     // ---------------------------------------------------------------- the sweep
     function setSweeping(on) {
-      running = on ? running : null;
+      if (!on) running = null;
       sweepBtn.disabled = on;
       cancelBtn.disabled = !on;
-      w.root.dataset.sweep = on ? "running" : sweep ? (sweep.complete ? "done" : "partial") : "none";
+      showSweepState();
     }
     async function capacityOf(config, points) {
       const answer = await w.call({ config: { ...config, mode: "capacity", sweep_points: points } });

@@ -10,6 +10,7 @@ each test fails if any was attempted or if the page logged an error.
 from __future__ import annotations
 
 import functools
+import json
 import http.server
 import os
 import re
@@ -185,3 +186,12 @@ def until(page, expression: str, timeout: float = 60):
     while not page.evaluate(expression):
         assert time.monotonic() < end, f"timed out waiting for {expression}"
         page.wait_for_timeout(100)
+
+
+def pysim_view(name: str, config: dict) -> dict:
+    """What pysim in CPython computes for these settings: the numbers a page must show."""
+    from pysim import bridge
+
+    answer = json.loads(bridge.call(name, json.dumps({"config": config})))
+    assert answer["ok"], answer
+    return answer["result"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import page_url, wait_for_python
+from conftest import page_url, pysim_view, wait_for_python
 
 from pysim import bridge
 
@@ -17,9 +17,7 @@ WIDGET = '.pysim-widget[data-widget="batch_size"]'
 
 def computed(**config) -> dict:
     """What pysim in CPython says for these settings."""
-    answer = json.loads(bridge.call("batch_size", json.dumps({"config": config})))
-    assert answer["ok"], answer
-    return answer["result"]
+    return pysim_view("batch_size", config)
 
 
 def figure(page, key: str) -> int | None:

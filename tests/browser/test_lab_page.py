@@ -11,7 +11,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from conftest import page_url, until, wait_for_python
+from conftest import page_url, pysim_view, until, wait_for_python
 
 from pysim import bridge
 
@@ -20,9 +20,7 @@ WIDGET = '.pysim-widget[data-widget="lab"]'
 
 
 def computed(**config) -> dict:
-    answer = json.loads(bridge.call("lab", json.dumps({"config": config})))
-    assert answer["ok"], answer
-    return answer["result"]
+    return pysim_view("lab", config)
 
 
 def bench_sample() -> str:

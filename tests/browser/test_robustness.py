@@ -21,7 +21,7 @@ import random
 import re
 
 import pytest
-from conftest import SITE, page_url, wait_for_python, until
+from conftest import SITE, page_url, pysim_view, wait_for_python, until
 
 from pysim import bridge, exercises
 
@@ -41,10 +41,7 @@ def root_of(widget: str) -> str:
     return f'.pysim-widget[data-widget="{widget}"]'
 
 
-def call(name: str, config: dict) -> dict:
-    answer = json.loads(bridge.call(name, json.dumps({"config": config})))
-    assert answer["ok"], answer
-    return answer["result"]
+call = pysim_view
 
 
 # ===================================================================== random actions
