@@ -9,7 +9,7 @@ worker puts them). Prints two tables, medians of several runs:
    - replay x1 (about 1,600 requests): target <= 300 ms in the page's Pyodide;
    - the 8 sweep points one by one (the page's sweep): target <= 5 s in all;
    - baseline: the same replay without the lab's two shortcuts (plain decode runs
-     applied at once, the stack block pool), measured in the same run, so the
+     applied at once, blocks counted instead of listed), measured in the same run, so the
      ratio says what the shortcuts buy.
 2. The engine's cost per request-step inside the x1 replay, stepped one by one (the
    baseline above): target <= 1 us in CPython.
@@ -50,11 +50,11 @@ def baseline_parts():
 PARTS = baseline_parts()
 
 def baseline():
-    replay(*PARTS, fast=False, fast_pool=False)
+    replay(*PARTS, fast=False, count_blocks=False)
 
 def request_steps():
     # Request-steps of the x1 replay: every request's tokens scheduled, step by step.
-    r = replay(*PARTS, fast=False, fast_pool=False)
+    r = replay(*PARTS, fast=False, count_blocks=False)
     n = sum(r.num_requests_running)  # running after each step, a close lower bound
     return r.num_steps, n
 

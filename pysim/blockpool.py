@@ -130,12 +130,6 @@ class BlockPool:
         self._next[p], self._prev[n] = n, p
         self._num_free -= 1
 
-    def _insert_after(self, p: int, b: int) -> None:
-        n = self._next[p]
-        self._prev[b], self._next[b] = p, n
-        self._next[p] = self._prev[n] = b
-        self._num_free += 1
-
     # --- changing --------------------------------------------------------------
     def touch(self, block_ids: Iterable[int]) -> None:
         """Cache hits: one more table holds each block; a free one leaves the queue (vLLM:
@@ -152,15 +146,21 @@ class BlockPool:
         evicted, and it can no longer be hit.
         """
         assert 0 <= n <= self._num_free, f"asked for {n} blocks, {self._num_free} free"
+        # The n blocks at the head leave together: walk past them, then link the
+        # sentinel to the block after them (their own links are rewritten on return).
+        s, nxt, ref, hashes = self.num_gpu_blocks, self._next, self._ref, self._hash
         out = []
+        b = nxt[s]
         for _ in range(n):
-            b = self._next[self.num_gpu_blocks]
-            self._unlink(b)
-            assert self._ref[b] == 0
-            if self._hash[b] is not None:
+            assert ref[b] == 0
+            if hashes[b] is not None:
                 self._evict(b)
-            self._ref[b] = 1
+            ref[b] = 1
             out.append(b)
+            b = nxt[b]
+        nxt[s] = b
+        self._prev[b] = s
+        self._num_free -= n
         self.num_allocations += n
         return out
 
@@ -189,16 +189,30 @@ class BlockPool:
         before its shared prefix; unhashed blocks go to the head, the request's last
         block at the very head. With caching off no block has a hash: all go to the head.
         """
+        ref, hashes = self._ref, self._hash
         to_tail, to_head = [], []
         for b in ordered_block_ids:
-            assert self._ref[b] > 0, f"block {b} freed more often than held"
-            self._ref[b] -= 1
-            if self._ref[b] == 0:
-                (to_tail if self._hash[b] is not None else to_head).append(b)
-        for b in to_tail:
-            self._insert_after(self._prev[self.num_gpu_blocks], b)
-        for b in reversed(to_head):
-            self._insert_after(self.num_gpu_blocks, b)
+            assert ref[b] > 0, f"block {b} freed more often than held"
+            ref[b] -= 1
+            if ref[b] == 0:
+                (to_tail if hashes[b] is not None else to_head).append(b)
+        s = self.num_gpu_blocks
+        if to_tail:
+            self._link_chain(self._prev[s], to_tail)
+        if to_head:
+            self._link_chain(s, to_head)
+
+    def _link_chain(self, p: int, blocks: list[int]) -> None:
+        """Insert `blocks`, in their order, right after block (or sentinel) p."""
+        nxt, prev = self._next, self._prev
+        after = nxt[p]
+        for b in blocks:
+            nxt[p] = b
+            prev[b] = p
+            p = b
+        nxt[p] = after
+        prev[after] = p
+        self._num_free += len(blocks)
 
     def check_invariants(self, block_tables: Iterable[Sequence[int]] | None = None) -> None:
         """Assert the pool is consistent; with `block_tables`, also the ref counts."""
@@ -232,7 +246,7 @@ class BlockPool:
 
 
 class KVCacheManager:
-    """Per-request block tables over one pool (vLLM's KVCacheManager, sections C-E)."""
+    """Per-request block tables over one pool (vLLM's `KVCacheManager`, vllm/v1/core/kv_cache_manager.py)."""
 
     def __init__(self, pool: BlockPool):
         self.pool = pool
@@ -243,6 +257,9 @@ class KVCacheManager:
 
     def block_table(self, req_id) -> list[int]:
         return self._tables.get(req_id, [])
+
+    def num_blocks(self, req_id) -> int:
+        return len(self._tables.get(req_id, ()))
 
     def tables(self) -> dict:
         """req_id -> block table, for invariant checks and views (do not modify)."""
@@ -283,8 +300,10 @@ class KVCacheManager:
         `KVCacheManager.allocate_slots`)."""
         held = len(self._tables.get(req_id, ())) + len(hit_blocks)
         new = max(0, cdiv(num_tokens_total, self.pool.block_size) - held)
-        ref = self.pool._ref
-        return new + sum(1 for b in hit_blocks if ref[b] == 0)
+        if hit_blocks:  # a free cached block leaves the free queue when hit
+            ref = self.pool._ref
+            new += sum(1 for b in hit_blocks if ref[b] == 0)
+        return new
 
     def allocate_slots(self, req_id, token_ids: Sequence[int], num_tokens_total: int,
                        hit_blocks: Sequence[int] = (),
@@ -322,18 +341,16 @@ class KVCacheManager:
             hashes += new
         return True
 
-    def grow(self, req_id, num_tokens_total: int) -> int:
-        """`allocate_slots` for a running request without prefix caching, when the
-        caller already knows the pool has the blocks (the engine's decode runs): only
-        the table grows. Returns the slots the table now covers."""
+    def grow_all(self, grown) -> None:
+        """Add blocks to running requests' tables without prefix caching, when the
+        caller already knows the pool has them (the engine's decode runs): `grown` is
+        (request id, new blocks) pairs, served in that order (vLLM hands blocks out in
+        the same way in `KVCacheManager.allocate_slots`, one request after another)."""
         assert not self.pool.enable_prefix_caching
-        table = self._tables[req_id]
-        bs = self.pool.block_size
-        new = -(-num_tokens_total // bs) - len(table)
-        if new > 0:
-            assert new <= self.pool.num_free_blocks, "grow() without the blocks: use allocate_slots"
-            table.extend(self.pool.get_new_blocks(new))
-        return len(table) * bs
+        pool = self.pool
+        for req_id, new in grown:
+            assert 0 < new <= pool.num_free_blocks, "grow_all() without the blocks: use allocate_slots"
+            self._tables[req_id].extend(pool.get_new_blocks(new))
 
     def free(self, req_id) -> None:
         """Release the request's blocks, last block first, and forget its table (vLLM:

@@ -100,8 +100,8 @@ class Request:
 
     __slots__ = (
         "id", "seq", "arrival", "priority", "num_prompt_tokens", "max_tokens", "token_ids",
-        "num_tokens", "num_computed", "num_output", "status", "limit", "sched_n",
-        "num_preemptions", "recomputed_tokens", "cached_tokens", "served_tokens",
+        "num_tokens", "num_computed", "num_output", "status", "limit",
+        "num_preemptions", "recomputed_tokens", "cached_tokens",
         "prefilled", "first_token_step", "finish_step",
     )
 
@@ -120,14 +120,20 @@ class Request:
         # The engine asks the KV manager for blocks only when num_computed + n passes
         # `limit`: the slots its table holds (with caching, the next full block too).
         self.limit = 0
-        self.sched_n = 0  # tokens scheduled in the current step
         self.num_preemptions = 0
         self.recomputed_tokens = 0  # computed tokens thrown away by preemptions
         self.cached_tokens = 0  # tokens prefix-cache hits saved, over all admissions
-        self.served_tokens = 0  # tokens scheduled for it, over all steps
         self.prefilled = False  # prompt computed before the first step (already streaming)
         self.first_token_step = None  # step that sampled its first token (-1: before step 0)
         self.finish_step = None
+
+    @property
+    def served_tokens(self) -> int:
+        """Tokens scheduled for it, over all steps: what it holds computed now, plus what
+        preemptions threw away, minus what it never computed (prefix-cache hits, and
+        the prompt of a request that started prefilled)."""
+        unserved = self.cached_tokens + (self.num_prompt_tokens if self.prefilled else 0)
+        return self.num_computed + self.recomputed_tokens - unserved
 
     def __repr__(self):
         return (f"Request({self.id!r}, {self.status}, computed {self.num_computed}/"
@@ -140,6 +146,7 @@ class StepResult:
     __slots__ = (
         "index", "parts", "decode_tokens", "prefill_tokens", "sampled", "finished",
         "preempted", "admitted", "arrived", "num_requests_running", "num_requests_waiting", "num_free_blocks",
+        "context_tokens",
     )
 
     def __init__(self, index):
@@ -147,6 +154,9 @@ class StepResult:
         self.parts: list[tuple] = []  # (request id, DECODE | PREFILL, tokens)
         self.decode_tokens = 0  # = number of decoding requests (1 token each)
         self.prefill_tokens = 0  # prompt (or recompute) tokens, all chunks together
+        # KV entries the step's attention read: each scheduled request's whole context,
+        # its tokens cached before the step plus the step's own (num_computed after it).
+        self.context_tokens = 0
         self.sampled: list = []  # ids that got a new token this step, in batch order
         self.finished: list = []  # ids that finished (and freed their blocks)
         self.preempted: list = []  # ids preempted, in the order it happened
@@ -182,7 +192,8 @@ class Engine:
         self.num_steps = 0
         self.num_unfinished = 0
         self.num_preemptions = 0
-        self._batch = None  # scheduled by `schedule`, not yet applied
+        self._batch = None  # (request, tokens) pairs scheduled by `schedule`, not yet applied
+        self._batch_tokens = 0  # the tokens in it
 
     # --- adding work -------------------------------------------------------------
     def add_request(self, req_id, num_prompt_tokens: int, max_tokens: int, *, arrival=0,
@@ -208,7 +219,8 @@ class Engine:
                              f"at its longest; the pool has {cfg.num_gpu_blocks - 1} usable "
                              f"(block 0 is vLLM's null block)")
         if not cfg.enable_chunked_prefill and longest > cfg.max_num_batched_tokens:
-            # vLLM requires max_num_batched_tokens >= max_model_len without chunking (I10):
+            # vLLM refuses max_num_batched_tokens < max_model_len without chunking
+            # (`SchedulerConfig._verify_args`, vllm/config/scheduler.py):
             # otherwise a resumed request could never be prefilled in one step.
             raise ValueError(f"request {req_id!r} has {longest} tokens at its longest, more than "
                              f"the budget {cfg.max_num_batched_tokens}, and chunked prefill is off")
@@ -265,7 +277,7 @@ class Engine:
     def scheduled(self) -> dict:
         """{request id: tokens} of the batch the last `schedule` made, in scheduling order
         (running requests first, then admissions), until `update_from_output`."""
-        return {r.id: r.sched_n for r in self._batch or ()}
+        return {r.id: n for r, n in self._batch or ()}
 
     def snapshot(self) -> dict:
         """The scheduler's visible state, for comparing another scheduler step by step."""
@@ -317,7 +329,7 @@ class Engine:
         self._arrive(now, result)
         budget = cfg.max_num_batched_tokens
         running = self.running
-        batch: list[Request] = []
+        batch: list[tuple[Request, int]] = []  # (request, tokens), in scheduling order
 
         # 1. RUNNING, in admission order (vLLM: `Scheduler.schedule`).
         i = 0
@@ -335,8 +347,7 @@ class Engine:
                     # the next request to look at.
                     i, budget = self._preempt_for(r, n, i, budget, batch, result)
                     continue
-            r.sched_n = n
-            batch.append(r)
+            batch.append((r, n))
             budget -= n
             i += 1
 
@@ -346,6 +357,7 @@ class Engine:
 
         assert budget >= 0
         self._batch = batch
+        self._batch_tokens = cfg.max_num_batched_tokens - budget
         return result
 
     def update_from_output(self, result: StepResult) -> StepResult:
@@ -353,7 +365,7 @@ class Engine:
         sample, finish and free."""
         batch, self._batch = self._batch, None
         assert batch is not None, "update_from_output without a schedule"
-        self._apply(batch, result)
+        self._apply(batch, self._batch_tokens, result)
         self.num_steps += 1
         result.num_requests_running = len(self.running)
         result.num_requests_waiting = len(self.waiting)
@@ -380,11 +392,13 @@ class Engine:
             del running[k]
             if k < i:
                 i -= 1
-            if victim.sched_n and victim in batch:
-                # Already scheduled this step (PRIORITY can pick an older request): give
-                # its tokens back.
-                batch.remove(victim)
-                budget += victim.sched_n
+            for pair in batch:
+                if pair[0] is victim:
+                    # Already scheduled this step (PRIORITY can pick an older request):
+                    # give its tokens back.
+                    batch.remove(pair)
+                    budget += pair[1]
+                    break
             self._preempt(victim, result)
             if victim is r:
                 # Nothing left to free for it; the loop moves on to the request `i` now
@@ -393,8 +407,7 @@ class Engine:
             if self.kv.allocate_slots(r.id, r.token_ids, r.num_computed + n):
                 break
         self._set_limit(r)
-        r.sched_n = n
-        batch.append(r)
+        batch.append((r, n))
         return i + 1, budget - n
 
     def _preempt(self, r: Request, result: StepResult) -> None:
@@ -404,7 +417,6 @@ class Engine:
         r.recomputed_tokens += r.num_computed
         r.num_computed = 0
         r.limit = 0
-        r.sched_n = 0
         r.num_preemptions += 1
         self.num_preemptions += 1
         self.waiting.prepend_request(r)
@@ -433,8 +445,7 @@ class Engine:
             r.cached_tokens += hit
             self._set_limit(r)
             running.append(r)
-            r.sched_n = n
-            batch.append(r)
+            batch.append((r, n))
             budget -= n
             result.admitted.append(r.id)
         return budget
@@ -442,60 +453,62 @@ class Engine:
     def _set_limit(self, r: Request) -> None:
         """Tokens its table covers before the KV manager must be asked again."""
         bs = self.config.block_size
-        slots = len(self.kv.block_table(r.id)) * bs
+        slots = self.kv.num_blocks(r.id) * bs
         if self.config.enable_prefix_caching:
             # Ask again when the next block becomes full, so it is cached on schedule (vLLM: `BlockPool.cache_full_blocks`).
             slots = min(slots, (self.kv.num_cached_blocks(r.id) + 1) * bs - 1)
         r.limit = slots
 
-    def _apply(self, batch, result: StepResult) -> None:
+    def _apply(self, batch, num_tokens: int, result: StepResult) -> None:
         """The forward pass ran: advance each scheduled request; those that caught up sample."""
         # Entries from `first_admitted` on were admitted from the waiting queue this step.
         first_admitted = len(batch) - len(result.admitted)
-        finished = False
-        for k, r in enumerate(batch):
-            n, r.sched_n = r.sched_n, 0
+        parts, sampled, index = result.parts, result.sampled, result.index
+        prefill_tokens = context = 0
+        finished = result.finished
+        for k, (r, n) in enumerate(batch):
+            c = r.num_computed + n
             # A decode: a running request computes just the token it sampled last.
             # Anything else is prefill: a prompt chunk, or (after a preemption)
             # recomputing prompt + answer, which an admission always is.
-            if n == 1 and r.num_tokens - r.num_computed == 1 and r.num_output and k < first_admitted:
-                result.parts.append((r.id, DECODE, 1))
-                result.decode_tokens += 1
+            if n == 1 and c == r.num_tokens and r.num_output and k < first_admitted:
+                parts.append((r.id, DECODE, 1))
             else:
-                result.parts.append((r.id, PREFILL, n))
-                result.prefill_tokens += n
-            r.served_tokens += n
-            r.num_computed += n
-            if r.num_computed == r.num_tokens:  # caught up: the model samples a token for it
-                result.sampled.append(r.id)
-                finished |= self._sample(r, result.index)
-        if finished:
-            self.running = [r for r in self.running if r.status == RUNNING]
-            result.finished = [i for i in result.sampled if self.requests[i].status == FINISHED]
+                parts.append((r.id, PREFILL, n))
+                prefill_tokens += n
+            r.num_computed = c
+            context += c
+            if c == r.num_tokens:  # caught up: the model samples a token for it
+                sampled.append(r.id)
+                if r.first_token_step is None or r.token_ids is not None \
+                        or r.num_output + 1 >= r.max_tokens:
+                    if self._sample(r, index):
+                        finished.append(r.id)
+                else:  # the common case, `_sample` without its rarer branches
+                    r.num_output += 1
+                    r.num_tokens = c + 1
+        result.prefill_tokens = prefill_tokens
+        result.decode_tokens = num_tokens - prefill_tokens  # one token per decode
+        result.context_tokens = context
+        self._drop_finished(finished)
 
     # --- many identical decode steps at once (the serving lab's fast path) -------
-    def decode_run_length(self) -> int:
-        """How many next steps are sure to be plain decodes of every running request.
+    def plan_decode_run(self) -> tuple[int, int]:
+        """(k, context): how many next steps are sure to be plain decodes of every running
+        request, and the KV tokens those requests hold before the first of them.
 
         Such a step schedules one token for each running request and nothing else: no
         prompt chunk, no admission, no preemption; only the last of them may finish
         requests (those with the fewest tokens left). Each step changes the state the
         same way, so `advance_decodes(k)` can apply k of them at once. Arrivals are
-        the caller's to check (they depend on time). 0 when the next step is anything
-        else, or with prefix caching (blocks would be cached as they fill).
+        the caller's to check (they depend on time). k is 0 when the next step is
+        anything else, or with prefix caching (blocks would be cached as they fill).
         """
         cfg = self.config
         running = self.running
         b = len(running)
         if not b or cfg.enable_prefix_caching or b > cfg.max_num_batched_tokens:
-            return 0
-        k = None
-        for r in reversed(running):  # a prompt in progress is most likely the newest
-            if r.num_tokens - r.num_computed != 1 or not r.num_output:
-                return 0  # a prompt (or a recompute) still in progress
-            left = r.max_tokens - r.num_output  # steps until it finishes, that one included
-            if k is None or left < k:
-                k = left
+            return 0, 0
         free = self.pool.num_free_blocks
         if self.waiting:
             # Admission must stay blocked for the whole run. Free blocks only shrink
@@ -506,44 +519,71 @@ class Engine:
                        or self.kv.blocks_needed(head.id, head.num_tokens) > free
                        or (not cfg.enable_chunked_prefill and head.num_tokens > left_budget))
             if not blocked:
-                return 0
+                return 0, 0
+        k = math.inf  # the fewest tokens any request has left to sample
+        context = 0
+        for r in reversed(running):  # a prompt in progress is most likely the newest
+            c = r.num_computed
+            if r.num_tokens - c != 1 or not r.num_output:
+                return 0, 0  # a prompt (or a recompute) still in progress
+            left = r.max_tokens - r.num_output  # steps until it finishes, that one included
+            if left < k:
+                k = left
+            context += c
         # New blocks the run needs: it must never find the pool empty (no preemption).
+        # A table that covers c tokens gains at most ceil(k / block_size) blocks in k
+        # steps, so the exact count is needed only when that bound does not fit.
         bs = cfg.block_size
-        need = 0
-        for r in running:
-            grow = -(-(r.num_computed + k) // bs) - r.limit // bs
-            if grow > 0:
-                need += grow
-        return k if need <= free else 0
+        if b * -(-k // bs) > free:
+            need = 0
+            for r in running:
+                grow = -(-(r.num_computed + k) // bs) - r.limit // bs
+                if grow > 0:
+                    need += grow
+            if need > free:
+                return 0, 0
+        return k, context
 
     def advance_decodes(self, k: int) -> list:
-        """Apply k plain decode steps (see `decode_run_length`): each running request
+        """Apply k plain decode steps (see `plan_decode_run`): each running request
         computes and samples k tokens, and its table grows to what step-by-step
         allocation would have given it. Returns the ids that finished in the last
         step, in batch order; their blocks are free, as after `step`."""
-        assert k > 0  # and k <= decode_run_length(): the caller's promise (tests check it)
-        kv = self.kv
-        finished = []
+        assert k > 0  # and k <= plan_decode_run()[0]: the caller's promise (tests check it)
+        bs = self.config.block_size
+        grown, finished = [], []
         for r in self.running:
-            c = r.num_computed
-            if c + k > r.limit:
-                # decode_run_length() counted these blocks: the table only grows.
-                r.limit = kv.grow(r.id, c + k)
-            r.num_computed = c + k
-            r.num_tokens += k
-            r.num_output += k
-            r.served_tokens += k
-            if r.num_output == r.max_tokens:
+            c = r.num_computed + k
+            if c > r.limit:
+                # plan_decode_run() counted these blocks: the table only grows, to
+                # whole blocks covering c tokens (prefix caching is off here).
+                blocks = -(-c // bs)
+                grown.append((r.id, blocks - r.limit // bs))
+                r.limit = blocks * bs
+            r.num_computed = c
+            r.num_tokens = c + 1  # the token sampled last is not computed yet
+            out = r.num_output = r.num_output + k
+            if out >= r.max_tokens:
+                assert out == r.max_tokens, "a decode run longer than an answer"
                 r.status = FINISHED
                 r.finish_step = self.num_steps + k - 1
-                kv.free(r.id)
-                self.num_unfinished -= 1
                 finished.append(r.id)
-            assert r.num_output <= r.max_tokens
-        if finished:
-            self.running = [r for r in self.running if r.status == RUNNING]
+        # All tables grow first, then the finished free theirs, as in the run's steps.
+        if grown:
+            self.kv.grow_all(grown)
+        for rid in finished:
+            self.kv.free(rid)
+        self.num_unfinished -= len(finished)
+        self._drop_finished(finished)
         self.num_steps += k
         return finished
+
+    def _drop_finished(self, ids: list) -> None:
+        """Take finished requests out of `running`, keeping its order. Few finish in a
+        step, so removing each (a scan in C) beats rebuilding the list in Python."""
+        requests, running = self.requests, self.running
+        for rid in ids:
+            running.remove(requests[rid])
 
     def _sample(self, r: Request, index: int) -> bool:
         """Append one sampled token; finish the request if it has them all. True if finished."""

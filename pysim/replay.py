@@ -12,7 +12,7 @@ the moment it is sent, as vLLM's client measures it). The calibration uses it.
 
 The clock follows `engine.run_timed`'s rules (a step admits what arrived by its start;
 an idle engine jumps to the next arrival), with one shortcut: a run of steps that are
-plain decodes of the same batch (`Engine.decode_run_length`), the last of which may
+plain decodes of the same batch (`Engine.plan_decode_run`), the last of which may
 finish requests, is applied at once, and its time is summed in closed form
 (`StepTimeModel.decode_run_seconds`). Most steps of a busy server are such decodes,
 so the shortcut cuts most of a replay's steps (bench/bench_lab.py times it against
@@ -31,59 +31,67 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .blockpool import BlockPool, KVCacheManager
 from .engine import Engine, EngineConfig
 from .steptime import StepTimeModel
 
 
-class UncachedBlockPool(BlockPool):
-    """The block pool with prefix caching off, as a stack: same blocks, same order.
+class BlockCounts:
+    """The KV cache manager and its pool for prefix caching off, keeping only counts.
 
-    Without caching no block carries a hash, so `BlockPool` hands blocks out from the
-    head of its free queue and puts freed ones back at the head: last in, first out.
-    A Python list used as a stack does exactly that with C-speed slices instead of a
-    linked list walked one block at a time, which was half of a replay's time.
-    Block ids, counts and order are those of `BlockPool` (a test compares them).
+    With caching off no block carries a hash, so no scheduling decision depends on
+    *which* blocks a request holds: admission, allocation and preemption read only how
+    many blocks each request holds and how many are free (vLLM's
+    `KVCacheManager.allocate_slots` compares exactly those two numbers). The lab keeps
+    those two numbers and nothing else: no block ids, no free queue. The engine takes
+    it as both its `pool` and its `kv` (the methods it calls on each). The tests replay
+    with vLLM's block pool and with this, and compare every step, preemption and time.
     """
 
+    enable_prefix_caching = False
+
     def __init__(self, num_gpu_blocks: int, block_size: int):
-        super().__init__(num_gpu_blocks, block_size, enable_prefix_caching=False)
-        # The parent's free queue as it starts (without a null block it reserved, if it
-        # does), head at the end of the list.
-        self._stack = BlockPool.free_queue(self)[::-1]
-        self._num_usable = len(self._stack)
+        self.num_gpu_blocks = num_gpu_blocks
+        self.block_size = block_size
+        self.num_free_blocks = num_gpu_blocks - 1  # block 0 is vLLM's null block
+        self._held: dict = {}  # request id -> blocks in its table
 
-    @property
-    def num_free_blocks(self) -> int:
-        return len(self._stack)
+    # The KV cache manager's side (pysim.blockpool.KVCacheManager, same meanings).
+    def num_blocks(self, req_id) -> int:
+        return self._held.get(req_id, 0)
 
-    def get_new_blocks(self, n: int) -> list[int]:
-        stack = self._stack
-        assert 0 <= n <= len(stack), f"asked for {n} blocks, {len(stack)} free"
-        if not n:
-            return []
-        out = stack[-n:]
-        del stack[-n:]
-        out.reverse()
-        self.num_allocations += n
-        return out
+    def blocks_needed(self, req_id, num_tokens_total: int, hit_blocks=()) -> int:
+        assert not hit_blocks
+        return max(0, -(-num_tokens_total // self.block_size) - self._held.get(req_id, 0))
 
-    def free_blocks(self, ordered_block_ids) -> None:
-        # Each block is held by one table only (no sharing without caching): all reach
-        # ref 0 and go to the head, the first given ending at the very head.
-        freed = list(ordered_block_ids)
-        freed.reverse()
-        self._stack.extend(freed)
+    def allocate_slots(self, req_id, token_ids, num_tokens_total: int, hit_blocks=()) -> bool:
+        new = self.blocks_needed(req_id, num_tokens_total, hit_blocks)
+        if new > self.num_free_blocks:
+            return False
+        self._held[req_id] = self._held.get(req_id, 0) + new
+        self.num_free_blocks -= new
+        return True
 
-    def free_queue(self) -> list[int]:
-        return self._stack[::-1]
+    def grow_all(self, grown) -> None:
+        held, total = self._held, 0
+        for req_id, new in grown:
+            held[req_id] += new
+            total += new
+        assert total <= self.num_free_blocks, "grow_all() without the blocks: use allocate_slots"
+        self.num_free_blocks -= total
 
+    def free(self, req_id) -> None:
+        self.num_free_blocks += self._held.pop(req_id, 0)
+
+    def tables(self) -> dict:
+        """Request id -> a stand-in table of the right length (for invariant checks)."""
+        return {rid: [None] * n for rid, n in self._held.items()}
+
+    # The pool's side.
     def check_invariants(self, block_tables=None) -> None:
-        held = [b for t in (block_tables or ()) for b in t]
-        assert len(set(self._stack)) == len(self._stack)
-        assert not set(held) & set(self._stack)
+        held = sum(self._held.values())
+        assert 0 <= self.num_free_blocks and held + self.num_free_blocks == self.num_gpu_blocks - 1
         if block_tables is not None:
-            assert len(held) + len(self._stack) == self._num_usable
+            assert sum(len(t) for t in block_tables) == held
 
 
 @dataclass
@@ -125,8 +133,7 @@ def engine_config(num_gpu_blocks: int, block_size: int, max_num_seqs: int,
                   max_num_batched_tokens: int, policy: str = "fcfs") -> EngineConfig:
     """The engine's config for vLLM's `num_gpu_blocks`, chunked prefill on, prefix caching off.
 
-    `num_gpu_blocks` counts vLLM's null block; the engine reserves it once it models
-    the null block (issue 17), and until then uses every block.
+    `num_gpu_blocks` counts vLLM's null block, which the pool reserves: one fewer hold KV.
     """
     return EngineConfig(num_gpu_blocks=num_gpu_blocks, block_size=block_size,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
@@ -136,15 +143,14 @@ def engine_config(num_gpu_blocks: int, block_size: int, max_num_seqs: int,
 def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[int],
            config: EngineConfig, model: StepTimeModel, num_gpu_blocks: int,
            max_concurrency: int | None = None, max_steps: int = 2_000_000,
-           fast: bool = True, fast_pool: bool = True) -> ReplayResult:
+           fast: bool = True, count_blocks: bool = True) -> ReplayResult:
     n = len(arrivals)
     assert n == len(prompt_tokens) == len(output_tokens) and n > 0
     assert all(a <= b for a, b in zip(arrivals, arrivals[1:])), "arrivals must be sorted"
     engine = Engine(config)
-    if fast_pool and not config.enable_prefix_caching:
-        # Same scheduling, faster pool (see UncachedBlockPool).
-        engine.pool = UncachedBlockPool(engine.pool.num_gpu_blocks, engine.pool.block_size)
-        engine.kv = KVCacheManager(engine.pool)
+    if count_blocks and not config.enable_prefix_caching:
+        # Same scheduling, counted blocks (see BlockCounts).
+        engine.pool = engine.kv = BlockCounts(config.num_gpu_blocks, config.block_size)
     sent = [0.0] * n
     first = [0.0] * n
     done = [0.0] * n
@@ -160,15 +166,6 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
     pool = engine.pool
     seconds = model.seconds
     run_seconds = model.decode_run_seconds
-
-    def step_time(result) -> float:
-        # Attention reads each scheduled request's whole context: what was cached
-        # before this step plus this step's own tokens, i.e. num_computed after it.
-        # (Every running request is scheduled whenever the budget covers them all.)
-        kv = sum(r.num_computed for r in engine.running)
-        for rid in result.finished:
-            kv += requests[rid].num_computed
-        return seconds(result.decode_tokens + result.prefill_tokens, kv)
 
     def finish(rid, end) -> None:
         nonlocal next_to_send
@@ -188,25 +185,26 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
             nxt = engine.next_arrival()
             if nxt > now:
                 now = nxt
-        k = engine.decode_run_length() if fast else 0
+        # A request due now is admitted by a full step; otherwise plain decodes may
+        # run until just before the next arrival.
+        nxt = engine.next_arrival()
+        k, kv = engine.plan_decode_run() if fast and (nxt is None or nxt > now) else (0, 0)
         if k:
             # A run of plain decodes: the same batch of b requests, each step reading
             # one more KV entry per request. Stop before the step that would start
-            # at or after the next arrival (found by bisection on the run's closed-form
-            # time), and apply the steps at once.
-            nxt = engine.next_arrival()
+            # at or after the next arrival (from the run's closed-form time), and apply
+            # the steps at once.
             b = len(engine.running)
-            kv = sum(r.num_computed for r in engine.running)
             j = k
             if nxt is not None and now + run_seconds(b, kv, k - 1) >= nxt:
-                lo, hi = 0, k - 1  # step lo + 1 starts before nxt; step hi + 1 does not
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if now + run_seconds(b, kv, mid) < nxt:
-                        lo = mid
-                    else:
-                        hi = mid
-                j = lo + 1 if now < nxt else 0
+                # m: the most steps done while the next one still starts before nxt.
+                # The closed form's inverse gives it; two checks settle float ties.
+                m = min(max(model.decode_steps_within(b, kv, nxt - now), 0), k - 1)
+                while m and now + run_seconds(b, kv, m) >= nxt:
+                    m -= 1
+                while m + 1 < k and now + run_seconds(b, kv, m + 1) < nxt:
+                    m += 1
+                j = m + 1  # now < nxt: the first step starts before it
             if j:
                 n_wait = len(engine.waiting)
                 finished = engine.advance_decodes(j)
@@ -223,7 +221,7 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
                 continue
         result = engine.step(now)
         assert result.parts, "a step with work to do scheduled nothing"
-        end = now + step_time(result)
+        end = now + seconds(result.num_tokens, result.context_tokens)
         now = end
         seg_end.append(end)
         seg_steps.append(1)

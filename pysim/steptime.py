@@ -28,6 +28,7 @@ vLLM's `BlockPool.__init__` reserves as the null block, so `num_gpu_blocks - 1` 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .batch_size import RESERVE_BYTES, usable_bytes
@@ -75,6 +76,35 @@ class StepTimeModel:
         rest = steps - k
         memory = rest * m0 + m1 * (k + 1 + steps) * rest / 2
         return (k * compute + memory) / e
+
+    def decode_steps_within(self, batch: int, kv_tokens: int, seconds: float) -> int:
+        """The most plain decode steps that take less than `seconds` in all: the
+        largest m with decode_run_seconds(batch, kv_tokens, m) < seconds, by inverting
+        that closed form (compute-bound steps cost the same; the memory-bound rest is
+        a quadratic in m). Float rounding can put the answer one off at an exact tie;
+        a caller that needs the exact count checks it with decode_run_seconds.
+        """
+        if seconds <= 0:
+            return 0
+        bw, e = self.bandwidth, self.efficiency
+        m0 = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / bw
+        m1 = batch * self.kv_bytes_per_token / bw
+        compute = self.flops_per_token * batch / self.peak_flops
+        target = seconds * e
+        # kc: the leading steps that are compute-bound (m0 + i m1 < compute).
+        if m0 + m1 >= compute:
+            kc = 0
+        elif not m1:
+            return max(0, math.ceil(target / compute) - 1)
+        else:
+            kc = max(0, math.ceil((compute - m0) / m1) - 1)
+        if kc * compute >= target:
+            return max(0, math.ceil(target / compute) - 1)
+        # x more memory-bound steps: x m0 + m1 (x kc + x (x + 1) / 2) < target - kc compute.
+        rest = target - kc * compute
+        a, b = m1 / 2, m0 + m1 * kc + m1 / 2
+        x = rest / b if not a else (math.sqrt(b * b + 4 * a * rest) - b) / (2 * a)
+        return kc + max(0, math.ceil(x) - 1)
 
     def with_efficiency(self, efficiency: float) -> "StepTimeModel":
         return StepTimeModel(self.weight_bytes, self.kv_bytes_per_token, self.bandwidth,

@@ -138,6 +138,23 @@ def test_decode_run_closed_form_equals_the_sum_of_its_steps():
         assert m.decode_run_seconds(batch, kv, steps) == pytest.approx(one_by_one, rel=1e-12)
 
 
+def test_decode_steps_within_inverts_the_closed_form():
+    # The most steps that take less than `seconds`, against counting them one by one,
+    # with compute-bound leading steps (large batch, short contexts) and without.
+    from pysim.prng import SplitMix64
+    rng = SplitMix64(3)
+    for gpu, model in (("L40S", "qwen3-8b"), ("H100", "llama-3.1-8b"), ("A100", "llama-3.1-70b")):
+        m = step_time_model(GPUS[gpu], MODELS[model], 0.6)
+        for _ in range(60):
+            batch, kv = rng.randint(1, 2000), rng.randint(0, 400_000)
+            seconds = rng.random() * 2
+            steps = 0
+            while m.decode_run_seconds(batch, kv, steps + 1) < seconds:
+                steps += 1
+            assert m.decode_steps_within(batch, kv, seconds) == steps, (gpu, batch, kv, seconds)
+    assert m.decode_steps_within(10, 10, 0.0) == 0
+
+
 def test_num_gpu_blocks_by_hand():
     # H100: 80e9 x 0.9 = 72e9 usable; minus 16.06e9 of weights and the 4e9 reserve
     # = 51.94e9 bytes; a block is 16 x 131,072 = 2,097,152 bytes; 51.94e9 / 2,097,152
@@ -245,7 +262,7 @@ def test_no_limits_replay_equals_a_hand_written_loop_on_real_traffic(fast):
     m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], 0.6)
     args = ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
             [r.max_tokens for r in reqs])
-    r = replay(*args, HUGE, m, 100_001, fast=fast, fast_pool=fast)
+    r = replay(*args, HUGE, m, 100_001, fast=fast, count_blocks=fast)
     assert r.num_preemptions == 0
     ttft, latency = hand_replay(*args, m)
     assert r.ttfts == pytest.approx(ttft, rel=1e-9, abs=1e-12)
@@ -266,7 +283,7 @@ def test_the_shortcuts_change_nothing_even_with_preemptions(policy):
     ec = engine_config(blocks, 16, c.max_num_seqs, c.max_num_batched_tokens, policy=policy)
     args = ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
             [r.max_tokens for r in reqs], ec, stm, blocks)
-    slow = replay(*args, fast=False, fast_pool=False)
+    slow = replay(*args, fast=False, count_blocks=False)
     quick = replay(*args)
     assert slow.num_preemptions > 0  # so the preemption path is compared too
     assert slow.num_steps == quick.num_steps and slow.num_preemptions == quick.num_preemptions
@@ -381,17 +398,33 @@ def test_cli_bad_setting_exits_2_naming_the_field(capsys):
     assert "rate_scale" in err and "0.25 to 8" in err
 
 
-def test_stack_pool_hands_out_the_same_blocks_as_the_linked_list_pool():
-    from pysim.blockpool import BlockPool
-    from pysim.replay import UncachedBlockPool
-    a, b = BlockPool(40, 16, enable_prefix_caching=False), UncachedBlockPool(40, 16)
-    assert a.free_queue() == b.free_queue() and a.num_free_blocks == b.num_free_blocks
-    # Take 5, 7 and 3; give back the 7 (last first, as KVCacheManager.free does), take 9.
-    t1, t2, t3 = (a.get_new_blocks(n) for n in (5, 7, 3))
-    u1, u2, u3 = (b.get_new_blocks(n) for n in (5, 7, 3))
-    assert (t1, t2, t3) == (u1, u2, u3)
-    a.free_blocks(reversed(t2))
-    b.free_blocks(reversed(u2))
-    assert a.free_queue() == b.free_queue()
-    assert a.get_new_blocks(9) == b.get_new_blocks(9)
-    assert a.num_free_blocks == b.num_free_blocks
+def test_block_counts_agree_with_vllms_block_pool_and_kv_manager():
+    # Random allocations, growth and frees on both: every answer and count is the same.
+    from pysim.blockpool import BlockPool, KVCacheManager
+    from pysim.prng import SplitMix64
+    from pysim.replay import BlockCounts
+    kv = KVCacheManager(BlockPool(60, 16, enable_prefix_caching=False))
+    counts = BlockCounts(60, 16)
+    rng, held = SplitMix64(7), {}
+    for _ in range(2000):
+        rid = rng.randint(0, 9)
+        op = rng.randint(0, 2)
+        if op == 0 or rid not in held:
+            total = held.get(rid, 0) + rng.randint(1, 120)
+            assert kv.blocks_needed(rid, total) == counts.blocks_needed(rid, total)
+            ok = kv.allocate_slots(rid, None, total)
+            assert counts.allocate_slots(rid, None, total) == ok
+            if ok:
+                held[rid] = total
+        elif op == 1 and 0 < kv.blocks_needed(rid, held[rid] + 20) <= kv.pool.num_free_blocks:
+            new = kv.blocks_needed(rid, held[rid] + 20)
+            held[rid] += 20
+            kv.grow_all([(rid, new)])
+            counts.grow_all([(rid, new)])
+        else:
+            kv.free(rid)
+            counts.free(rid)
+            del held[rid]
+        assert kv.pool.num_free_blocks == counts.num_free_blocks
+        assert all(kv.num_blocks(r) == counts.num_blocks(r) for r in range(10))
+        counts.check_invariants(counts.tables().values())
