@@ -13,8 +13,8 @@ now and then (the count is printed).
 - poisson: exponential gaps at 200 requests/s, driven by `run_timed` with the budget
            simulation's step-time model (5 ms + 0.02 ms/decode + 0.035 ms/prompt token),
            so arrivals, the time jumps and the driver are timed too.
-Targets (issue 4): at most 2 us per request-step, and the same cost at 10,000 requests
-as at 1,000.
+Targets: at most 1 us per request-step in CPython (issue 13; issue 4 set 2 us), and the
+same cost at 10,000 requests as at 1,000.
 """
 
 from __future__ import annotations
