@@ -5,7 +5,8 @@ One module per job:
     wheel.py            the pysim wheel, named by its content, and the pyodide-lock.json naming it
     pyodide_runtime.py  the pinned Pyodide runtime files from node_modules
     assets.py           our widget scripts and styles (and vendored libraries) under
-                        content-hashed names, and the tags one page needs to load them
+                        content-hashed names, and the tags one page needs to load them;
+                        the site's own stylesheet (widgets/theme.css), linked by every page
     facts.py            docs/facts.toml, the real systems' facts, and their {{ fact.KEY }} in a page
     figures.py          {{ group.key }} numbers and {{ plot.NAME }} pictures in a page's Markdown
     plots.py            the SVG plots those lines draw, from pysim.figures' numbers

@@ -3,7 +3,8 @@
 Nothing here computes or edits anything itself. At each build (and each rebuild under
 `mkdocs serve`) the events call, in this order:
 
-    on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's
+    on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's;
+                       assets: the site's stylesheet (widgets/theme.css) in `extra_css`
     on_pre_build       wheel, assets, facts: the wheel, its lock file's name, the hashed
                        assets (the lab's traces too, fetched by the worker on first use),
                        the facts table docs/facts.toml
@@ -59,6 +60,7 @@ class Build:
     assets: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)    # widget -> {Pyodide path: Asset} (assets.collect_data)
     shim: assets.Asset | None = None
+    theme: assets.Asset | None = None          # widgets/theme.css, linked by every page
     wheel: Path | None = None
     runtime: dict = field(default_factory=dict)  # the worker's settings, paths in the site
 
@@ -82,7 +84,12 @@ def on_startup(command, dirty=False, **kwargs):
 
 
 def on_config(config, **kwargs):
-    """Whichever of the offline plugin and this hook runs first, no unpkg URL is left."""
+    """Whichever of the offline plugin and this hook runs first, no unpkg URL is left.
+    Every page links the site's stylesheet after Material's (Material's template writes
+    `extra_css` there), under its hashed name."""
+    build.theme = assets.theme()
+    config.extra_css = [*(c for c in config.extra_css if not str(c).startswith(assets.THEME_DIR + "/theme.")),
+                        build.theme.path]
     build.offline = "material/offline" in config.plugins
     if build.offline:
         build.shim = iframe_worker.shim()
@@ -169,6 +176,7 @@ def on_post_build(config, **kwargs):
         **assets.files(build.assets),
         **assets.data_files(build.data),
         **({build.shim.path: build.shim.data} if build.shim else {}),
+        build.theme.path: build.theme.data,
         pyodide_dir + build.wheel.name: build.wheel,
         build.runtime["lock"]: lock.encode("utf-8"),
     })
