@@ -10,7 +10,8 @@ One module per job:
     facts.py            docs/facts.toml, the real systems' facts, and their {{ fact.KEY }} in a page
     figures.py          {{ group.key }} numbers and {{ plot.NAME }} pictures in a page's Markdown
     plots.py            the SVG plots those lines draw, from pysim.figures' numbers
-    math.py             formulas rendered to HTML by KaTeX at build time, and its stylesheet and fonts
+    katex.py            formulas rendered to HTML by KaTeX at build time, and its stylesheet and fonts
+    tables.py           the prose's tables made reachable by the keyboard (they scroll sideways)
     prerender.py        each widget placeholder filled with its default view model, computed by pysim
     csp.py              the Content-Security-Policy of a finished page
     iframe_worker.py    the shim Material's offline plugin needs for search from file://

@@ -10,8 +10,9 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
                        the facts table docs/facts.toml
     on_page_markdown   facts, then figures: {{ fact.KEY }} statements about real systems,
                        {{ group.key }} numbers and {{ plot.NAME }} pictures
-    on_page_content    katex, prerender: math rendered, widgets filled with their models;
-                       what the page must load goes to page.meta for overrides/main.html
+    on_page_content    katex, tables, prerender: math rendered, tables made focusable,
+                       widgets filled with their models; what the page must load goes to
+                       page.meta for overrides/main.html
     on_post_page       csp: the finished page's policy (404.html: on_post_template)
     on_post_build      every file written; the lock file; offline_zip: the zip
 
@@ -42,7 +43,7 @@ for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebu
     del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
-                       katex, offline_zip, prerender, pyodide_runtime, wheel, write_files)
+                       katex, offline_zip, prerender, pyodide_runtime, tables, wheel, write_files)
 import sitebuild.plots  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.pysim")
@@ -128,6 +129,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 def on_page_content(html, page, config, files, **kwargs):
     where = page.file.src_path
     html, has_math = katex.render_math(html, where)
+    html = tables.focusable(html)
     scripts = {name[:-3] for name in build.assets if name.endswith(".js") and "/" not in name}
     up = "../" * page.url.count("/")  # from this page back to the site's root
     html, widgets = prerender.prerender(html, build.bridge.call, build.fields, scripts, where,

@@ -10,7 +10,7 @@
 // counters, and the block inspector.
 (function () {
   "use strict";
-  const { h, fmt, encodeActions } = window.PySim;
+  const { h, tableBox, fmt, encodeActions } = window.PySim;
   const NAME = "paged_kv_cache";
 
   const LAST_LINES = 5; // lines of the latest action repeated under the buttons
@@ -130,7 +130,7 @@
       w.messages, hint, lastAction, counters, countersMore, legend,
       poolTitle, grid, queueLine, inspector,
       h("p", { class: "kv-table-title" }, "Requests and their block tables"),
-      h("div", { class: "pysim-table-wrap kv-table-wrap" }, table),
+      tableBox(table, { class: "kv-table-wrap" }),
       logTitle, log, summary);
 
     // ------------------------------------------------------------ drawing
