@@ -5,11 +5,13 @@ One module per job:
     wheel.py            the pysim wheel, named by its content, and the pyodide-lock.json naming it
     pyodide_runtime.py  the pinned Pyodide runtime files from node_modules
     assets.py           our widget scripts and styles (and vendored libraries) under
-                        content-hashed names, and the tags one page needs to load them
+                        content-hashed names, and the tags one page needs to load them;
+                        the site's own stylesheet (widgets/theme.css), linked by every page
     facts.py            docs/facts.toml, the real systems' facts, and their {{ fact.KEY }} in a page
     figures.py          {{ group.key }} numbers and {{ plot.NAME }} pictures in a page's Markdown
     plots.py            the SVG plots those lines draw, from pysim.figures' numbers
-    math.py             formulas rendered to HTML by KaTeX at build time, and its stylesheet and fonts
+    katex.py            formulas rendered to HTML by KaTeX at build time, and its stylesheet and fonts
+    tables.py           the prose's tables made reachable by the keyboard (they scroll sideways)
     prerender.py        each widget placeholder filled with its default view model, computed by pysim
     csp.py              the Content-Security-Policy of a finished page
     iframe_worker.py    the shim Material's offline plugin needs for search from file://

@@ -25,6 +25,12 @@ WIDGETS_DIR = ROOT / "widgets"
 SHARED_SCRIPTS = ("dom.js", "runtime.js", "search.js", "controls.js", "live.js")
 WORKER = "worker.js"              # started by runtime.js, never linked from a page
 SHARED_STYLES = ("widgets.css",)
+# The site's own stylesheet, linked by every page, widget or not (mkdocs.yml's extra_css,
+# set by sitebuild/hooks.py): Material's colours brought up to WCAG 2.1 AA and the prose's
+# links underlined. It is not a widget's, so it is not under assets/widgets/, from which a
+# page without a widget loads nothing.
+THEME = "theme.css"
+THEME_DIR = "assets/stylesheets"
 # Libraries from npm (pinned in package.json) a widget needs before its own script runs.
 VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
@@ -64,11 +70,16 @@ def collect(widgets_dir: Path = WIDGETS_DIR, node_modules: Path = NODE_MODULES) 
     """Every widget script and style (by file name) and every vendored file (by its
     path under node_modules), hashed."""
     found = {path.name: hashed("assets/widgets", path)
-             for path in sorted([*widgets_dir.glob("*.js"), *widgets_dir.glob("*.css")])}
+             for path in sorted([*widgets_dir.glob("*.js"), *widgets_dir.glob("*.css")]) if path.name != THEME}
     for files in [*VENDOR.values(), *VENDOR_LATER.values()]:
         for rel in files:
             found[rel] = hashed("assets/vendor", node_modules / rel)
     return found
+
+
+def theme(widgets_dir: Path = WIDGETS_DIR) -> Asset:
+    """The site's stylesheet (THEME), hashed: `assets/stylesheets/theme.<hash>.css`."""
+    return hashed(THEME_DIR, widgets_dir / THEME)
 
 
 def files(assets: dict[str, Asset]) -> Files:

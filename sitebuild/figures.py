@@ -15,6 +15,7 @@ from typing import Callable
 from . import BuildError
 
 FIGURE = re.compile(r"\{\{\s*(?P<name>[a-z_][a-z0-9_]*\.[a-z0-9_]+)\s*(?::(?P<spec>[^}]*))?\}\}")
+PLOT_ATTRS = ' tabindex="0" role="region" aria-label="plot, scrolls sideways"'
 PLOT = re.compile(r"^[ \t]*\{\{\s*plot\.(?P<name>[a-z_][a-z0-9_]*)\s*\}\}[ \t]*$", re.M)
 
 
@@ -26,8 +27,9 @@ def draw_plots(markdown: str, plots: ModuleType, where: str = "a page") -> str:
         if name.startswith("_") or not callable(getattr(plots, name, None)):
             raise BuildError(f"{where} names unknown plot {name!r} (sitebuild/plots.py)")
         # A raw HTML block without blank lines, so Markdown passes it through untouched.
-        # It scrolls sideways on a narrow screen rather than shrinking its text.
-        return f'<div class="pysim-plot" style="overflow-x:auto">{getattr(plots, name)()}</div>'
+        # It scrolls sideways on a narrow screen rather than shrinking its text, so it is
+        # a named region the keyboard can reach (its focus ring: widgets/theme.css).
+        return f'<div class="pysim-plot" style="overflow-x:auto"{PLOT_ATTRS}>{getattr(plots, name)()}</div>'
 
     return PLOT.sub(draw, markdown)
 

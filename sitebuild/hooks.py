@@ -3,14 +3,16 @@
 Nothing here computes or edits anything itself. At each build (and each rebuild under
 `mkdocs serve`) the events call, in this order:
 
-    on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's
+    on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's;
+                       assets: the site's stylesheet (widgets/theme.css) in `extra_css`
     on_pre_build       wheel, assets, facts: the wheel, its lock file's name, the hashed
                        assets (the lab's traces too, fetched by the worker on first use),
                        the facts table docs/facts.toml
     on_page_markdown   facts, then figures: {{ fact.KEY }} statements about real systems,
                        {{ group.key }} numbers and {{ plot.NAME }} pictures
-    on_page_content    katex, prerender: math rendered, widgets filled with their models;
-                       what the page must load goes to page.meta for overrides/main.html
+    on_page_content    katex, tables, prerender: math rendered, tables made focusable,
+                       widgets filled with their models; what the page must load goes to
+                       page.meta for overrides/main.html
     on_post_page       csp: the finished page's policy (404.html: on_post_template)
     on_post_build      every file written; the lock file; offline_zip: the zip
 
@@ -41,7 +43,7 @@ for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebu
     del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
-                       katex, offline_zip, prerender, pyodide_runtime, wheel, write_files)
+                       katex, offline_zip, prerender, pyodide_runtime, tables, wheel, write_files)
 import sitebuild.plots  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.pysim")
@@ -59,6 +61,7 @@ class Build:
     assets: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)    # widget -> {Pyodide path: Asset} (assets.collect_data)
     shim: assets.Asset | None = None
+    theme: assets.Asset | None = None          # widgets/theme.css, linked by every page
     wheel: Path | None = None
     runtime: dict = field(default_factory=dict)  # the worker's settings, paths in the site
 
@@ -82,7 +85,12 @@ def on_startup(command, dirty=False, **kwargs):
 
 
 def on_config(config, **kwargs):
-    """Whichever of the offline plugin and this hook runs first, no unpkg URL is left."""
+    """Whichever of the offline plugin and this hook runs first, no unpkg URL is left.
+    Every page links the site's stylesheet after Material's (Material's template writes
+    `extra_css` there), under its hashed name."""
+    build.theme = assets.theme()
+    config.extra_css = [*(c for c in config.extra_css if not str(c).startswith(assets.THEME_DIR + "/theme.")),
+                        build.theme.path]
     build.offline = "material/offline" in config.plugins
     if build.offline:
         build.shim = iframe_worker.shim()
@@ -121,6 +129,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 def on_page_content(html, page, config, files, **kwargs):
     where = page.file.src_path
     html, has_math = katex.render_math(html, where)
+    html = tables.focusable(html)
     scripts = {name[:-3] for name in build.assets if name.endswith(".js") and "/" not in name}
     up = "../" * page.url.count("/")  # from this page back to the site's root
     html, widgets = prerender.prerender(html, build.bridge.call, build.fields, scripts, where,
@@ -169,6 +178,7 @@ def on_post_build(config, **kwargs):
         **assets.files(build.assets),
         **assets.data_files(build.data),
         **({build.shim.path: build.shim.data} if build.shim else {}),
+        build.theme.path: build.theme.data,
         pyodide_dir + build.wheel.name: build.wheel,
         build.runtime["lock"]: lock.encode("utf-8"),
     })

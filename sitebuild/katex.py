@@ -5,6 +5,10 @@ pymdownx.arithmatex in its generic mode leaves `\\( ... \\)` (inline) and `\\[ .
 (`katex.renderToString`, output "htmlAndMathml", so screen readers get the MathML). A
 page then needs only KaTeX's stylesheet and fonts, served by the site from npm's copy,
 in a folder named by KaTeX's version.
+
+A display formula scrolls sideways when it is wider than the screen (Material's
+`div.arithmatex` style), so the keyboard can reach it: it is a named region with
+tabindex="0" (WCAG 2.1.1; its focus ring is in widgets/theme.css).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ MATH = re.compile(
     r'<(?P<tag>span|div) class="arithmatex">(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<display>.*?)\\\])</(?P=tag)>',
     re.S,
 )
+DISPLAY_ATTRS = ' tabindex="0" role="region" aria-label="formula, scrolls sideways"'
 
 
 def site_dir(katex_npm: Path = KATEX_NPM) -> str:
@@ -57,7 +62,8 @@ def render_math(page_html: str, where: str = "a page") -> tuple[str, bool]:
         if "error" in rendered:
             raise BuildError(f"bad math on {where}: {item['tex']!r}: {rendered['error']}")
         tag = m.group("tag")
-        out += [page_html[last:m.start()], f'<{tag} class="arithmatex">{rendered["html"]}</{tag}>']
+        attrs = DISPLAY_ATTRS if item["display"] else ""
+        out += [page_html[last:m.start()], f'<{tag} class="arithmatex"{attrs}>{rendered["html"]}</{tag}>']
         last = m.end()
     out.append(page_html[last:])
     return "".join(out), True

@@ -9,7 +9,7 @@
 // shipped on this page by the hook). The chart is a picture of the table below it.
 (function () {
   "use strict";
-  const { h, stripePattern, strokeLine, labelBox } = window.PySim;
+  const { h, tableBox, stripePattern, strokeLine, labelBox } = window.PySim;
   const NAME = "batch_size";
 
   // ---------------------------------------------------------------- formatting
@@ -106,7 +106,7 @@
       noteEl, chartEl, legendEl,
       h("details", { class: "bs-details", open: true },
         h("summary", {}, "Table: every batch size on the chart"),
-        h("div", { class: "pysim-table-wrap" }, table)));
+        tableBox(table)));
 
     // ---------------------------------------------------------------- drawing: text
     function figure(key, label, value, detail) {

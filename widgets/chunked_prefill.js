@@ -8,7 +8,7 @@
 // (from pysim's describe), the link and the recomputation.
 (function () {
   "use strict";
-  const { h, fmt, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
+  const { h, tableBox, fmt, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
   const { ms, tokens, stepEnd, stepAt, tickStep, longestStep, runName, tableKey, drawModel, drawLegend, drawDetails, drawTable,
     drawStepsTable } = window.PySim.chunkedPrefill;
   const NAME = "chunked_prefill";
@@ -110,7 +110,7 @@
       onclick: () => { showAllPrompts = !showAllPrompts; draw(); } });
     const stepsTable = h("table", { class: "budget-steps-table" });
     const stepsDetails = h("details", { class: "budget-steps" },
-      h("summary", {}, "Every step as a table"), h("div", { class: "pysim-table-wrap" }, stepsTable));
+      h("summary", {}, "Every step as a table"), tableBox(stepsTable));
     stepsDetails.addEventListener("toggle", () => { if (stepsDetails.open) drawStepsTable(view, stepsTable); });
 
     w.body.append(
@@ -124,7 +124,7 @@
         h("span", { class: "pysim-speed" }, h("label", { for: paceId }, "Pace "), paceSelect),
         pinBtn, clearBtn, stepLabel),
       w.messages, note, model, legend, chartWrap, chartText, details,
-      h("div", { class: "pysim-table-wrap" }, table), moreBtn, summaryText, stepsDetails);
+      tableBox(table), moreBtn, summaryText, stepsDetails);
 
     // ---------------------------------------------------------------- playback
     const total = () => view.steps.length;

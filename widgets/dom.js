@@ -25,6 +25,16 @@
     return el;
   }
 
+  // A box around a table (or a list) that scrolls when it is wider or taller than its
+  // room: the keyboard reaches it (tabindex 0, then the arrow keys scroll it) and a
+  // screen reader hears what it is (WCAG 2.1.1; its focus ring is widgets.css's).
+  // `attrs` adds classes and attributes, as h's do; class "pysim-table-wrap" stays.
+  function tableBox(child, attrs = {}, label = "table, scrolls sideways") {
+    const { class: extra, ...rest } = attrs;
+    return h("div", { tabindex: "0", role: "region", "aria-label": label, ...rest,
+      class: "pysim-table-wrap" + (extra ? " " + extra : "") }, child);
+  }
+
   const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
   function fmt(x) {
     return typeof x === "number" ? numberFormat.format(x) : String(x);
@@ -104,5 +114,5 @@
     ctx.fillText(text, x0, y + 2 * ratio);
   }
 
-  window.PySim = Object.assign(window.PySim || {}, { h, fmt, reducedMotion, sizeCanvas, stripePattern, strokeLine, labelBox });
+  window.PySim = Object.assign(window.PySim || {}, { h, tableBox, fmt, reducedMotion, sizeCanvas, stripePattern, strokeLine, labelBox });
 })();

@@ -12,7 +12,7 @@
 // The lifecycle is live.js's; the reader's code never goes into the page's link.
 (function () {
   "use strict";
-  const { h, fmt } = window.PySim;
+  const { h, tableBox, fmt } = window.PySim;
   const NAME = "exercises";
   const STORE = "pysim.exercises.code"; // the reader's code survives a reload
   const THEMES = { light: "ace/theme/chrome", dark: "ace/theme/tomorrow_night" };
@@ -162,10 +162,16 @@
       details.replaceChildren(...nodes);
     }
 
+    // What the reader's code printed, or its error: a box that scrolls past 14 rem, so
+    // the keyboard can reach it (tabindex 0, then the arrow keys).
+    function scrollingPre(cls, text, label) {
+      return h("pre", { class: cls, tabindex: "0", role: "region", "aria-label": label }, text);
+    }
+
     function printed(output) {
       if (!output) return [];
       return [h("p", { class: "exercise-label" }, "What your code printed:"),
-        h("pre", { class: "exercise-output" }, output)];
+        scrollingPre("exercise-output", output, "what your code printed")];
     }
 
     async function go(mode) {
@@ -206,14 +212,14 @@
       if (!v.ok) {
         root.dataset.result = "error";
         show("Your code stopped with an error.", [
-          h("pre", { class: "exercise-error" }, v.error), ...printed(v.output)], "error");
+          scrollingPre("exercise-error", v.error, "the error"), ...printed(v.output)], "error");
         return;
       }
       root.dataset.result = "ran";
       const rows = Object.entries(v.summary).map(([k, value]) =>
         h("tr", { "data-key": k }, h("th", { scope: "row" }, LABELS[k] || k), h("td", {}, fmt(value))));
       show(`Your scheduler ran ${what}.`, [
-        h("div", { class: "pysim-table-wrap" }, h("table", { class: "exercise-summary" },
+        tableBox(h("table", { class: "exercise-summary" },
           h("caption", {}, "Results of your scheduler"), h("tbody", {}, rows))),
         ...printed(v.output)], "info");
     }
@@ -224,7 +230,7 @@
         h("span", { class: "exercise-mark", "aria-hidden": "true" }, c.passed ? "✓ " : "✗ "),
         h("strong", {}, c.passed ? "Pass: " : "Differs: "), c.name, ": ", c.message, "."));
       const nodes = [];
-      if (v.error) nodes.push(h("pre", { class: "exercise-error" }, v.error));
+      if (v.error) nodes.push(scrollingPre("exercise-error", v.error, "the error"));
       if (items.length) nodes.push(h("ul", { class: "exercise-checks" }, items));
       show(v.passed ? "All checks pass: your scheduler makes the same decisions as pysim's on every workload." :
         (v.error ? "Your code could not be checked." : v.message), [...nodes, ...printed(v.output)],

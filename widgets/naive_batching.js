@@ -7,7 +7,7 @@
 // (through live.js, which draws the controls from pysim's describe) for a new view.
 (function () {
   "use strict";
-  const { h, fmt, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
+  const { h, tableBox, fmt, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
 
   const NAMES = {
     static: "Static batching",
@@ -92,7 +92,7 @@
         h("span", { class: "pysim-speed" }, h("label", { for: speedInput.id }, "Speed "), speedInput, speedOut),
         stepLabel),
       controls.root, w.messages, legend, panelsEl,
-      h("div", { class: "pysim-table-wrap" }, table), summary);
+      tableBox(table), summary);
 
     const panels = {};
     for (const name of ORDER) {

@@ -10,7 +10,7 @@
 // counters, and the block inspector.
 (function () {
   "use strict";
-  const { h, fmt, encodeActions } = window.PySim;
+  const { h, tableBox, fmt, encodeActions } = window.PySim;
   const NAME = "paged_kv_cache";
 
   const LAST_LINES = 5; // lines of the latest action repeated under the buttons
@@ -116,6 +116,7 @@
 
     const poolTitle = h("p", { class: "kv-pool-title", id: newId("pool") });
     const grid = h("div", { class: "kv-grid", role: "group", "aria-labelledby": poolTitle.id });
+    const blockText = newId("block");  // + "-" + block id: each tile's description
     const queueLine = h("p", { class: "kv-queue" });
     const inspector = h("section", { class: "kv-inspector", "aria-label": "Block inspector" });
     const table = h("table", { class: "kv-table" });
@@ -130,7 +131,7 @@
       w.messages, hint, lastAction, counters, countersMore, legend,
       poolTitle, grid, queueLine, inspector,
       h("p", { class: "kv-table-title" }, "Requests and their block tables"),
-      h("div", { class: "pysim-table-wrap kv-table-wrap" }, table),
+      tableBox(table, { class: "kv-table-wrap" }),
       logTitle, log, summary);
 
     // ------------------------------------------------------------ drawing
@@ -230,7 +231,9 @@
         return h("button", {
           type: "button", class: cls.join(" "), "data-block": b.id, "data-state": b.state,
           "data-owners": b.owners.join(" "), tabindex: b.id === tabStop ? "0" : "-1",
-          "aria-current": b.id === selected ? "true" : null, "aria-label": describeBlock(b),
+          // Its name is what the tile shows (a speech user says what they see, WCAG
+          // 2.5.3); the sentence saying it in words is its description.
+          "aria-current": b.id === selected ? "true" : null, "aria-describedby": `${blockText}-${b.id}`,
           style: ownerBackground(b.owners.map((n) => hues[n])),
         },
         h("span", { class: "kv-block-head" },
@@ -242,7 +245,8 @@
           b.pending.map((n) => h("span", { class: "kv-w-pending", title: `${n} sampled it; KV written next step` }, pend[n]))),
         h("span", { class: "kv-block-foot" },
           h("span", { class: "kv-hash" }, b.hash ? "#" + b.hash : ""),
-          h("span", { class: "kv-q" }, b.free_queue_position !== null ? "q" + b.free_queue_position : "")));
+          h("span", { class: "kv-q" }, b.free_queue_position !== null ? "q" + b.free_queue_position : "")),
+        h("span", { id: `${blockText}-${b.id}`, hidden: true }, describeBlock(b)));
       });
       grid.replaceChildren(...cells);
       if (focused !== null && cells[focused]) cells[focused].focus();

@@ -8,7 +8,7 @@
 // the run's lifecycle are live.js's, from pysim's describe.
 (function () {
   "use strict";
-  const { h, fmt } = window.PySim;
+  const { h, tableBox, fmt } = window.PySim;
   const NAME = "toy_scheduler";
   const SHORT = { fcfs: "FCFS", priority: "priority", shortest: "shortest" };
   const METRICS = [
@@ -50,7 +50,7 @@
     const chartTitle = h("p", { class: "toy-chart-title" });
     const chart = svg("svg", { class: "toy-chart", role: "img", preserveAspectRatio: "none" });
     const seriesTable = h("table", { class: "toy-series-table" });
-    const seriesWrap = h("div", { class: "pysim-table-wrap toy-series-wrap", id: "toy-series-" + uid(), hidden: true }, seriesTable);
+    const seriesWrap = tableBox(seriesTable, { class: "toy-series-wrap", id: "toy-series-" + uid(), hidden: true }, "table, scrolls");
     const seriesToggle = h("button", { type: "button", class: "toy-series-toggle", "aria-expanded": "false",
       "aria-controls": seriesWrap.id }, "Show the line's values as a table");
     seriesToggle.addEventListener("click", () => {
@@ -68,7 +68,7 @@
       controls.root, w.messages,
       cards,
       h("div", { class: "toy-figure" }, chartTitle, chart, seriesDetails),
-      h("div", { class: "pysim-table-wrap" }, runsTable),
+      tableBox(runsTable),
       status);
 
     function addRun(v, source) {

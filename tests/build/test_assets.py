@@ -21,6 +21,7 @@ def test_collect_hashes_widgets_and_vendored_files(tmp_path):
     (widgets / "runtime.js").write_bytes(b"abc")
     (widgets / "widgets.css").write_bytes(b"")
     (widgets / "notes.txt").write_bytes(b"not shipped")
+    (widgets / assets.THEME).write_bytes(b"abc")
     for rel in [r for files in [*assets.VENDOR.values(), *assets.VENDOR_LATER.values()] for r in files]:
         (npm / rel).parent.mkdir(parents=True, exist_ok=True)
         (npm / rel).write_bytes(b"")
@@ -29,6 +30,9 @@ def test_collect_hashes_widgets_and_vendored_files(tmp_path):
     assert found["widgets.css"].path == f"assets/widgets/widgets.{EMPTY}.css"
     assert found["uplot/dist/uPlot.iife.min.js"].path == f"assets/vendor/uPlot.iife.min.{EMPTY}.js"
     assert "notes.txt" not in found
+    # The site's stylesheet is every page's, not a widget's: not under assets/widgets/.
+    assert assets.THEME not in found
+    assert assets.theme(widgets) == Asset(f"assets/stylesheets/theme.{ABC}.css", b"abc")
     # 2 widget files + 2 uPlot files + 4 of Ace.
     assert len(found) == 8
     assert assets.files(found)[f"assets/widgets/runtime.{ABC}.js"] == b"abc"

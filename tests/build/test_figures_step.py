@@ -27,7 +27,9 @@ def test_an_unknown_figure_names_the_page():
 def test_a_plot_line_becomes_a_scrolling_svg_block():
     md = "Text.\n\n  {{ plot.curve }}  \n\nMore {{ plot.curve }} inline stays."
     out = figures.draw_plots(md, plots)
-    assert out == ('Text.\n\n<div class="pysim-plot" style="overflow-x:auto"><svg>curve</svg></div>\n\n'
+    # A region the keyboard can reach (Tab, then the arrow keys scroll it).
+    box = '<div class="pysim-plot" style="overflow-x:auto" tabindex="0" role="region" aria-label="plot, scrolls sideways">'
+    assert out == (f'Text.\n\n{box}<svg>curve</svg></div>\n\n'
                    "More {{ plot.curve }} inline stays.")
 
 
@@ -40,4 +42,4 @@ def test_unknown_or_private_plots_are_errors(name):
 def test_expand_draws_plots_before_it_fills_figures():
     # Filled first, "plot.curve" would be looked up (and fail) as a figure.
     out = figures.expand("{{ plot.curve }}\n\nW = {{ little.w_s:.0f }}", figure, plots)
-    assert out == '<div class="pysim-plot" style="overflow-x:auto"><svg>curve</svg></div>\n\nW = 16'
+    assert out == f'<div class="pysim-plot" style="overflow-x:auto"{figures.PLOT_ATTRS}><svg>curve</svg></div>\n\nW = 16'
