@@ -8,11 +8,12 @@ picture beside it come from the same function, and a test can check both.
 
 from __future__ import annotations
 
+import html
 import re
 from types import ModuleType
 from typing import Callable
 
-from . import BuildError
+from . import BuildError, narrow
 
 FIGURE = re.compile(r"\{\{\s*(?P<name>[a-z_][a-z0-9_]*\.[a-z0-9_]+)\s*(?::(?P<spec>[^}]*))?\}\}")
 PLOT = re.compile(r"^[ \t]*\{\{\s*plot\.(?P<name>[a-z_][a-z0-9_]*)\s*\}\}[ \t]*$", re.M)
@@ -26,8 +27,12 @@ def draw_plots(markdown: str, plots: ModuleType, where: str = "a page") -> str:
         if name.startswith("_") or not callable(getattr(plots, name, None)):
             raise BuildError(f"{where} names unknown plot {name!r} (sitebuild/plots.py)")
         # A raw HTML block without blank lines, so Markdown passes it through untouched.
-        # It scrolls sideways on a narrow screen rather than shrinking its text.
-        return f'<div class="pysim-plot" style="overflow-x:auto">{getattr(plots, name)()}</div>'
+        # It scrolls sideways on a narrow screen rather than shrinking its text, and a
+        # keyboard can reach it to scroll (a region named by the plot's title).
+        svg = getattr(plots, name)()
+        label = html.escape(f"{narrow.title(svg)} (scrolls sideways on a narrow screen)")
+        return (f'<div class="pysim-plot" role="region" tabindex="0" aria-label="{label}" '
+                f'style="overflow-x:auto">{svg}</div>')
 
     return PLOT.sub(draw, markdown)
 

@@ -20,6 +20,11 @@
   const FIXED = ["prompt_blocks_min", "prompt_blocks_max", "answer_blocks_min", "answer_blocks_max", "scheduler"];
   const ROW = 9; // px per slot row in the timeline
   const CELL_MAX = 6; // widest a step column gets, px
+  // Narrowest: below 2 px a step, the hatching the page asks you to watch disappears,
+  // so a long race scrolls sideways instead (a phone shows 246 steps in ~160 px).
+  const CELL_MIN = 2;
+  const MAX_WIDTH = 12000; // px of timeline at most: a canvas must stay drawable
+  const BARS = 140; // px of the KV bars beside (or, on a narrow screen, under) the timeline
   const MARK = 4; // px: a preemption's mark is at least this wide, so each one can be counted
 
   function colors(el) {
@@ -77,7 +82,7 @@
     const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: run }, "Run");
     const pauseBtn = h("button", { type: "button", class: "md-button", onclick: pause }, "Pause");
     const stepBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); advance(); } }, "Step");
-    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); cursor = 0; w.saveLink(); draw(); } }, "Reset");
+    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); cursor = 0; w.saveLink(); draw(); follow(); } }, "Reset");
     const speedInput = h("input", { type: "range", min: 1, max: 60, value: speed, id: "race-speed-" + Math.random().toString(36).slice(2, 7) });
     const speedOut = h("output", {}, speed + " steps/s");
     speedInput.addEventListener("input", () => {
@@ -109,7 +114,8 @@
         h("span", { class: "pysim-speed" }, h("label", { for: speedInput.id }, "Speed "), speedInput, speedOut),
         stepLabel),
       controls.root, w.messages, legend, panelsEl,
-      h("div", { class: "pysim-table-wrap" }, table), summary);
+      h("div", { class: "pysim-table-wrap race-table-wrap", tabindex: "0", role: "region",
+        "aria-label": "Race results (the table scrolls sideways on a narrow screen)" }, table), summary);
 
     const panels = {};
     for (const name of ORDER) {
@@ -117,11 +123,13 @@
       const status = h("span", { class: "race-status" });
       const pointer = h("span", { class: "race-pointer" });
       const timeline = w.canvas({ class: "race-timeline", role: "img" });
+      const scroller = h("div", { class: "race-scroll", tabindex: "0", role: "region",
+        "aria-label": `${NAMES[name]} timeline (scrolls sideways when it is wider than the screen)` }, timeline);
       const bars = w.canvas({ class: "race-bars", role: "img" });
       const panel = h("section", { class: "race-panel", "data-scheduler": name, "aria-label": NAMES[name] },
         h("div", { class: "race-head" }, title, status, pointer),
-        h("div", { class: "race-canvases" }, timeline, bars));
-      panels[name] = { panel, status, pointer, timeline, bars };
+        h("div", { class: "race-canvases" }, scroller, bars));
+      panels[name] = { panel, status, pointer, scroller, timeline, bars };
       w.listen(timeline, "mousemove", (event) => point(name, event));
       w.listen(timeline, "mouseleave", () => { pointer.textContent = ""; });
       panelsEl.append(panel);
@@ -134,6 +142,7 @@
     function advance() {
       if (cursor < lastStep()) cursor += 1;
       draw();
+      follow();
       if (cursor >= lastStep()) { pause(); w.saveLink(); }
     }
     function run() {
@@ -169,6 +178,17 @@
       return out;
     }
 
+    // While the race plays, a timeline wider than its box scrolls to keep the cursor in view.
+    function follow() {
+      for (const name of shown()) {
+        const { scroller, timeline } = panels[name];
+        const x = Math.min(cursor, view.schedulers[name].steps_to_finish) * Number(timeline.dataset.cell);
+        if (x < scroller.scrollLeft || x > scroller.scrollLeft + scroller.clientWidth - 8) {
+          scroller.scrollLeft = Math.max(0, x - scroller.clientWidth * 0.75);
+        }
+      }
+    }
+
     // ---------------------------------------------------------------- drawing
     function shown() {
       return ORDER.filter((name) => view.schedulers[name] && (show === "all" || show === name));
@@ -189,7 +209,7 @@
 
     function drawPanel(name, palette, total) {
       const result = view.schedulers[name];
-      const { status, timeline, bars } = panels[name];
+      const { panel, status, scroller, timeline, bars } = panels[name];
       const slots = view.config.max_num_seqs;
       const step = Math.min(cursor, result.steps_to_finish);
       const frame = step > 0 ? result.frames[step - 1] : [];
@@ -203,9 +223,13 @@
         : `step ${step}: ${running} running, KV ${kv[0] + kv[1]} written + ${kv[2]} reserved of ${view.config.num_gpu_blocks}, ${preempted} so far`;
 
       // Timeline: one row per slot, one column per step, drawn up to the cursor.
-      const width = Math.max(120, timeline.parentElement.clientWidth - 150);
-      const cell = Math.min(CELL_MAX, width / Math.max(1, total));
-      const ctx = sizeCanvas(timeline, width, slots * ROW + 2);
+      // The bars sit beside the timeline if it keeps 320 px, else under it.
+      const room = panel.clientWidth;
+      const area = Math.max(120, room - BARS - 10 >= 320 ? room - BARS - 10 : room);
+      const steps = Math.max(1, total);
+      const cell = Math.min(CELL_MAX, Math.max(area / steps, Math.min(CELL_MIN, MAX_WIDTH / steps)));
+      scroller.style.width = `${area}px`;
+      const ctx = sizeCanvas(timeline, Math.max(area, Math.ceil(steps * cell)), slots * ROW + 2);
       const reservedPattern = stripePattern(ctx, palette.reserved);
       ctx.fillStyle = palette.idle;
       ctx.fillRect(0, 0, total * cell, slots * ROW);
@@ -239,7 +263,7 @@
         `${preempted} marked; see the table below for the figures.`);
 
       // KV bars: what each slot holds at the cursor, scaled to the longest request.
-      const barWidth = 140;
+      const barWidth = BARS;
       const bctx = sizeCanvas(bars, barWidth, slots * ROW + 2);
       const longest = view.config.longest_blocks || 30;
       const scale = (barWidth - 4) / longest;
