@@ -78,7 +78,7 @@
 
     const presetButtons = Object.entries(view.presets).map(([key, p]) =>
       h("button", {
-        type: "button", class: "md-button bs-preset", "data-preset": key, "aria-pressed": "false",
+        type: "button", class: "md-button bs-preset", "data-preset": key, "aria-pressed": "false", "data-needs-python": true,
         onclick: () => applyPreset(key),
       }, h("span", { class: "bs-preset-name" }, p.label),
       h("span", { class: "bs-preset-detail" }, `${int(p.context_tokens)} tokens, ${p.target_tok_s} tok/s`)));

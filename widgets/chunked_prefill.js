@@ -66,13 +66,13 @@
     // ---------------------------------------------------------------- controls
     const change = (part, delay = 0) => { showChoices(Object.assign({}, w.draft.config, part)); w.set(part, delay); };
     const scenarioButtons = view.scenarios.map((s) => h("button", {
-      type: "button", class: "md-button budget-choice", "data-scenario": s.id,
+      type: "button", class: "md-button budget-choice", "data-scenario": s.id, "data-needs-python": true,
       onclick: () => change({ scenario: s.id }),
     }, s.label));
     const scenarioText = h("p", { class: "budget-scenario-text" });
 
     const presetButtons = view.max_num_batched_tokens_presets.map((b) => h("button", {
-      type: "button", class: "md-button budget-choice", "data-budget": String(b),
+      type: "button", class: "md-button budget-choice", "data-budget": String(b), "data-needs-python": true,
       "aria-label": `Budget ${fmt(b)} tokens`,
       onclick: () => change({ max_num_batched_tokens: b }),
     }, fmt(b)));

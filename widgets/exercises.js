@@ -118,8 +118,8 @@
     // exercise's config gains gets a control of its own.
     const controls = w.controls({ skip: ["mode"] });
 
-    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("run") }, "Run");
-    const checkBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("check") }, "Check");
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("run"), "data-needs-python": true }, "Run");
+    const checkBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("check"), "data-needs-python": true }, "Check");
     const resetBtn = h("button", { type: "button", class: "md-button", onclick: reset }, "Back to the starter code");
     const note = h("span", { class: "exercise-note" },
       `Run and Check execute your code in this page's Python worker; after ${limit} s it is stopped.`);

@@ -55,7 +55,8 @@
     // Every change, typed or dragged, waits a quarter second: edits to two boxes in a
     // row run the driver once.
     const controls = w.controls({ onChange: (name, value) => w.set({ [name]: value }, 250) });
-    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.recompute() }, "Run the driver");
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.recompute(),
+      "data-needs-python": true }, "Run the driver");
     const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearRuns }, "Clear the table");
     const cards = h("dl", { class: "toy-cards", "aria-live": "polite" });
     const chartTitle = h("p", { class: "toy-chart-title" });
