@@ -9,7 +9,13 @@ page's Python worker, never on the page's own thread:
   budget, and returns the summary and whatever the code printed;
 - "check" drives it over several workloads beside pysim's own answer
   (pysim.toy_chunked) and reports the first iteration where they differ, naming the
-  request and the tokens expected and got, or that all checks pass.
+  request and the tokens expected and got, or that all checks pass. It checks the
+  reader's own scheduler: code that imports pysim's answer instead (its ToyScheduler or
+  Request built on pysim.toy_chunked, or a step() not written in the reader's file) is
+  refused with a message saying so, since comparing the answer with itself proves nothing.
+
+Both views name `error_line`, the line of the reader's code an error points at (None
+without one), so the page can mark it in the editor.
 
 The driving loop is pysim's (`pysim.toy_scheduler.iterate`, the same loop as in the reader's
 file), so a reader changes the scheduler, not the harness. An endless loop in the
@@ -107,12 +113,18 @@ def solution_code() -> str:
 SOLUTION_PARTS = (toy_chunked.ChunkedRequest, toy_chunked.decoding, toy_chunked.ChunkedScheduler)
 
 
-class ReaderError(Exception):
-    """Something in the reader's code went wrong; `message` says what, in plain words."""
+# pysim's answer to the exercise: a reader's scheduler built on it is not theirs.
+ANSWER_MODULES = (toy_chunked.__name__,)
 
-    def __init__(self, message: str):
+
+class ReaderError(Exception):
+    """Something in the reader's code went wrong; `message` says what, in plain words,
+    and `line` which line of their code (None when no line is to blame)."""
+
+    def __init__(self, message: str, line: int | None = None):
         super().__init__(message)
         self.message = message
+        self.line = line
 
 
 class _Capped:
@@ -136,6 +148,15 @@ class _Capped:
     def text(self) -> str:
         out = "".join(self.parts)
         return out + ("\n[output cut at 10,000 characters]" if self.cut else "")
+
+
+def error_line(exc: BaseException) -> int | None:
+    """The line of the reader's code the error points at: a syntax error's, or the
+    innermost frame of their file in the traceback."""
+    if isinstance(exc, SyntaxError) and exc.filename == FILENAME:
+        return exc.lineno
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
+    return frames[-1].lineno if frames else None
 
 
 def _explain(exc: BaseException, code: str) -> str:
@@ -163,12 +184,30 @@ def load(code: str) -> types.ModuleType:
     try:
         exec(compile(code, FILENAME, "exec"), module.__dict__)
     except BaseException as exc:
-        raise ReaderError(_explain(exc, code)) from None
+        raise ReaderError(_explain(exc, code), error_line(exc)) from None
     missing = [name for name in ("Request", "ToyConfig", "ToyScheduler") if not hasattr(module, name)]
     if missing:
         raise ReaderError(f"Your code must define {', '.join(missing)} (as the starter code does): "
                           "Run and Check drive your ToyScheduler with your Request and ToyConfig.")
     return module
+
+
+def require_own(module) -> None:
+    """ReaderError unless the scheduler Check would drive is the reader's own: no class of
+    pysim's answer under their ToyScheduler or Request (an import, an alias, a subclass),
+    and a step() defined in their file. Check compares with that answer, so the answer
+    would pass every check without the reader's code being tested at all."""
+    for name in ("ToyScheduler", "Request"):
+        for cls in getattr(getattr(module, name), "__mro__", ()):
+            if cls.__module__ in ANSWER_MODULES:
+                raise ReaderError(
+                    f"Your {name} is pysim's own answer ({cls.__module__}.{cls.__qualname__}), imported "
+                    "rather than written: Check compares your scheduler with that answer, so it would "
+                    "pass without testing your code. Write chunked prefill in your own ToyScheduler.")
+    step = getattr(module.ToyScheduler, "step", None)
+    if getattr(getattr(step, "__code__", None), "co_filename", None) != FILENAME:
+        raise ReaderError("Your ToyScheduler.step() must be written in your code (as the starter's is): "
+                          "Check runs the step you wrote, and this one comes from somewhere else.")
 
 
 def drive(module, settings: dict, specs: list[dict]):
@@ -224,8 +263,9 @@ def compare(expected: dict, got: dict) -> str | None:
     return f"step {step}: " + "; ".join(notes) if notes else None
 
 
-def check_one(module, code: str, settings: dict, specs: list[dict]) -> tuple[bool, str, int]:
-    """Compare the reader's scheduler with pysim's on one workload: (passed, message, steps)."""
+def check_one(module, code: str, settings: dict, specs: list[dict]) -> tuple[bool, str, int, int | None]:
+    """Compare the reader's scheduler with pysim's on one workload: (passed, message,
+    steps, the line of their code an error stopped at)."""
     config = toy_scheduler.ToyConfig(**settings)
     _, expected = toy_chunked.simulate(specs, config)
     _, reports = drive(module, settings, specs)
@@ -238,39 +278,40 @@ def check_one(module, code: str, settings: dict, specs: list[dict]) -> tuple[boo
         except BaseException as exc:  # SystemExit too: exit() in a reader's code
             where = expected[step]["iteration"] if step < len(expected) else "after the last"
             detail = _explain(exc, code)
-            return False, f"step {where}: your scheduler stopped with {detail}", step
+            return False, f"step {where}: your scheduler stopped with {detail}", step, error_line(exc)
         if got is None:
             if step < len(expected):
                 return False, (f"your run ended after {step} iterations; expected "
-                               f"{len(expected)}"), step
-            return True, f"all {step} iterations match", step
+                               f"{len(expected)}"), step, None
+            return True, f"all {step} iterations match", step, None
         if step >= len(expected):
             return False, (f"expected every request to be finished after {len(expected)} "
-                           "iterations, but yours went on"), step
+                           "iterations, but yours went on"), step, None
         difference = compare(expected[step], got)
         if difference:
-            return False, difference, step
+            return False, difference, step, None
         step += 1
 
 
 # ---------------------------------------------------------------- the simulation
 
 def _with_reader_code(code: str, action):
-    """Load the reader's code and call `action(module)` with stdout captured."""
+    """Load the reader's code and call `action(module)` with stdout captured:
+    (result, error message, the error's line in their code, what they printed)."""
     out = _Capped()
-    error = None
+    error = line = None
     result = None
     with contextlib.redirect_stdout(out):
         try:
             module = load(code)
             result = action(module)
         except ReaderError as exc:
-            error = exc.message
+            error, line = exc.message, exc.line
         except BaseException as exc:  # sys.exit() in their code is an error like any other
-            error = _explain(exc, code)
+            error, line = _explain(exc, code), error_line(exc)
         finally:
             sys.modules.pop(MODULE_NAME, None)
-    return result, error, out.text()
+    return result, error, line, out.text()
 
 
 def run(config: ExercisesConfig, actions) -> dict:
@@ -288,31 +329,36 @@ def run(config: ExercisesConfig, actions) -> dict:
             except ReaderError:
                 raise
             except BaseException as exc:  # SystemExit too: exit() in a reader's code
-                raise ReaderError(_explain(exc, code)) from None
+                raise ReaderError(_explain(exc, code), error_line(exc)) from None
             return {k: round(v, 2) if isinstance(v, float) else v
                     for k, v in toy_scheduler.summarize(requests, reports).items()}
 
-        summary, error, output = _with_reader_code(code, action)
+        summary, error, line, output = _with_reader_code(code, action)
         return {"mode": "run", "ok": error is None, "summary": summary, "error": error,
-                "output": output, "run_settings": {**RUN_SETTINGS, "requests": RUN_REQUESTS,
-                                                   "seed": RUN_SEED}}
+                "error_line": line, "output": output,
+                "run_settings": {**RUN_SETTINGS, "requests": RUN_REQUESTS, "seed": RUN_SEED}}
 
     def check_all(module):
+        require_own(module)
         results = []
         for name, settings, make in CHECKS:
-            passed, message, steps = check_one(module, code, settings, make())
-            results.append({"name": name, "passed": passed, "message": message, "steps": steps})
+            passed, message, steps, line = check_one(module, code, settings, make())
+            results.append({"name": name, "passed": passed, "message": message, "steps": steps, "line": line})
         return results
 
-    checks, error, output = _with_reader_code(code, check_all)
+    checks, error, line, output = _with_reader_code(code, check_all)
     if error is not None:
         message = error
     else:
         failed = [c for c in checks if not c["passed"]]
         message = ("all checks pass" if not failed else
                    f"Check {checks.index(failed[0]) + 1} ({failed[0]['name']}): {failed[0]['message']}")
+        line = failed[0]["line"] if failed else None
+    for c in checks or []:
+        del c["line"]  # the first failure's line is the view's error_line
     return {"mode": "check", "passed": error is None and all(c["passed"] for c in checks),
-            "message": message, "error": error, "checks": checks or [], "output": output}
+            "message": message, "error": error, "error_line": line, "checks": checks or [],
+            "output": output}
 
 
 def text(view: dict) -> str:

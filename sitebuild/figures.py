@@ -8,14 +8,14 @@ picture beside it come from the same function, and a test can check both.
 
 from __future__ import annotations
 
+import html
 import re
 from types import ModuleType
 from typing import Callable
 
-from . import BuildError
+from . import BuildError, narrow
 
 FIGURE = re.compile(r"\{\{\s*(?P<name>[a-z_][a-z0-9_]*\.[a-z0-9_]+)\s*(?::(?P<spec>[^}]*))?\}\}")
-PLOT_ATTRS = ' tabindex="0" role="region" aria-label="plot, scrolls sideways"'
 PLOT = re.compile(r"^[ \t]*\{\{\s*plot\.(?P<name>[a-z_][a-z0-9_]*)\s*\}\}[ \t]*$", re.M)
 
 
@@ -27,9 +27,12 @@ def draw_plots(markdown: str, plots: ModuleType, where: str = "a page") -> str:
         if name.startswith("_") or not callable(getattr(plots, name, None)):
             raise BuildError(f"{where} names unknown plot {name!r} (sitebuild/plots.py)")
         # A raw HTML block without blank lines, so Markdown passes it through untouched.
-        # It scrolls sideways on a narrow screen rather than shrinking its text, so it is
-        # a named region the keyboard can reach (its focus ring: widgets/theme.css).
-        return f'<div class="pysim-plot" style="overflow-x:auto"{PLOT_ATTRS}>{getattr(plots, name)()}</div>'
+        # It scrolls sideways on a narrow screen rather than shrinking its text, and a
+        # keyboard can reach it to scroll (a region named by the plot's title).
+        svg = getattr(plots, name)()
+        label = html.escape(f"{narrow.title(svg)} (scrolls sideways on a narrow screen)")
+        return (f'<div class="pysim-plot" role="region" tabindex="0" aria-label="{label}" '
+                f'style="overflow-x:auto">{svg}</div>')
 
     return PLOT.sub(draw, markdown)
 

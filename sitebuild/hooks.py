@@ -10,9 +10,10 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
                        the facts table docs/facts.toml
     on_page_markdown   facts, then figures: {{ fact.KEY }} statements about real systems,
                        {{ group.key }} numbers and {{ plot.NAME }} pictures
-    on_page_content    katex, tables, prerender: math rendered, tables made focusable,
-                       widgets filled with their models; what the page must load goes to
-                       page.meta for overrides/main.html
+    on_page_content    katex, tables, prerender, narrow: math rendered, tables made
+                       focusable, widgets filled with their models, SVG diagrams kept
+                       readable on a phone; what the page must load goes to page.meta
+                       for overrides/main.html
     on_post_page       csp: the finished page's policy (404.html: on_post_template)
     on_post_build      every file written; the lock file; offline_zip: the zip
 
@@ -43,7 +44,8 @@ for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebu
     del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
-                       katex, offline_zip, prerender, pyodide_runtime, tables, wheel, write_files)
+                       katex, narrow, offline_zip, prerender, pyodide_runtime, tables, wheel,
+                       write_files)
 import sitebuild.plots  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.pysim")
@@ -134,6 +136,7 @@ def on_page_content(html, page, config, files, **kwargs):
     up = "../" * page.url.count("/")  # from this page back to the site's root
     html, widgets = prerender.prerender(html, build.bridge.call, build.fields, scripts, where,
                                         assets.data_urls(build.data, up))
+    html = narrow.diagrams(html, Path(config.docs_dir) / Path(where).parent, where)
     page.meta["pysim_katex"] = up + katex.stylesheet() if has_math else None
     page.meta["pysim_assets"] = assets.page_assets(widgets, build.assets, build.runtime, up) if widgets else None
     return html

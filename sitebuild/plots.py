@@ -20,6 +20,8 @@ import math
 
 from pysim import figures
 
+from . import narrow
+
 WIDTH, HEIGHT = 600, 340
 # Plot area inside the SVG: left, top, right, bottom margins.
 LEFT, TOP, RIGHT, BOTTOM = 64, 18, 20, 52
@@ -110,9 +112,12 @@ def _frame(ax: Axes, x_ticks, y_ticks, x_label: str, y_label: str, x_fmt=_num, y
 def _svg(name: str, title: str, desc: str, body: list[str]) -> str:
     """The finished SVG: responsive, labelled for screen readers, one line per element."""
     tid, did = f"plot-{name}-title", f"plot-{name}-desc"
+    # Never narrower than the width at which its smallest label is 10 px on the screen
+    # (its box on the page scrolls sideways instead, sitebuild/figures.py).
+    min_width = narrow.min_width(f'<svg viewBox="0 0 {WIDTH} {HEIGHT}">' + "".join(body), f"plot {name}")
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
             f'aria-labelledby="{tid} {did}" font-family="inherit" '
-            f'style="width:100%;height:auto;min-width:480px;display:block">')
+            f'style="width:100%;height:auto;min-width:{min_width}px;display:block">')
     return "\n".join([head, f"<title id=\"{tid}\">{html.escape(title)}</title>",
                       f"<desc id=\"{did}\">{html.escape(desc)}</desc>",
                       f"<style>{STYLE}</style>", *body, "</svg>"])

@@ -78,7 +78,7 @@
 
     const presetButtons = Object.entries(view.presets).map(([key, p]) =>
       h("button", {
-        type: "button", class: "md-button bs-preset", "data-preset": key, "aria-pressed": "false",
+        type: "button", class: "md-button bs-preset", "data-preset": key, "aria-pressed": "false", "data-needs-python": true,
         onclick: () => applyPreset(key),
       }, h("span", { class: "bs-preset-name" }, p.label),
       h("span", { class: "bs-preset-detail" }, `${int(p.context_tokens)} tokens, ${p.target_tok_s} tok/s`)));
@@ -89,12 +89,16 @@
     const figuresEl = h("dl", { class: "bs-figures" });
     const noteEl = h("p", { class: "bs-note" });
     const chartEl = h("div", { class: "bs-chart" });
+    // The two vertical lines name their batch in the legend: by default both stand at the
+    // same batch, one drawn over the other (renderText fills the values in).
+    const legendValue = { memory: h("span", { class: "bs-legend-value" }), rec: h("span", { class: "bs-legend-value" }) };
     const legendEl = h("div", { class: "pysim-legend bs-legend", "aria-label": "Chart legend" },
       [["speed", "per-user speed (left axis)"], ["total", "total throughput (right axis)"],
-        ["target", "target speed (diamond: where the curve meets it)"], ["memory", "memory limit"],
-        ["rec", "recommended --max-num-seqs"], ["nofit", "does not fit in memory"],
+        ["target", "target speed (diamond: where the curve meets it)"], ["rec", "recommended --max-num-seqs"],
+        ["memory", "memory limit (dashed, over the recommendation where they meet)"], ["nofit", "does not fit in memory"],
         ["compute", "compute-bound region"], ["pt-memory", "memory-bound point"], ["pt-compute", "compute-bound point"]]
-        .map(([key, text]) => h("span", { class: "bs-legend-item" }, h("span", { class: "bs-sw bs-sw-" + key }), text)));
+        .map(([key, text]) => h("span", { class: "bs-legend-item", "data-key": key }, h("span", { class: "bs-sw bs-sw-" + key }),
+          h("span", {}, text, legendValue[key] || null))));
     const table = h("table", { class: "bs-table" });
 
     w.body.append(
@@ -106,7 +110,8 @@
       noteEl, chartEl, legendEl,
       h("details", { class: "bs-details", open: true },
         h("summary", {}, "Table: every batch size on the chart"),
-        tableBox(table)));
+        tableBox(table, { class: "bs-table-wrap" },
+          "Every batch size on the chart (the table scrolls sideways on a narrow screen)")));
 
     // ---------------------------------------------------------------- drawing: text
     function figure(key, label, value, detail) {
@@ -155,6 +160,8 @@
           v.crossover_batch === null ? "each request's KV read outweighs its FLOPs" : "below that, reading memory binds"),
       ].filter(Boolean));
       noteEl.replaceChildren(h("strong", {}, "Ideal ceiling. "), v.note);
+      legendValue.rec.textContent = `: ${rec === null ? "none" : int(rec)}`;
+      legendValue.memory.textContent = `: ${int(v.max_batch_memory)}` + (rec === v.max_batch_memory ? " (the same batch)" : "");
     }
 
     function renderTable() {
@@ -300,8 +307,9 @@
         ctx.fill();
       }
 
-      // Memory limit and recommendation: vertical lines; rings on both curves.
-      if (m >= 1) vline(ctx, u.valToPos(m, "x", true), u, pal.memory, 2 * ratio, [6 * ratio, 4 * ratio]);
+      // Recommendation and memory limit: vertical lines, the memory one dashed and drawn
+      // last, so where both stand at one batch the green shows between its red dashes;
+      // rings on both curves at the recommendation.
       if (rec !== null) {
         const xr = u.valToPos(rec, "x", true);
         vline(ctx, xr, u, pal.rec, 2.5 * ratio, []);
@@ -314,15 +322,14 @@
           ctx.stroke();
         }
       }
+      if (m >= 1) vline(ctx, u.valToPos(m, "x", true), u, pal.memory, 2 * ratio, [6 * ratio, 6 * ratio]);
       ctx.restore();
 
       // Labels last, on top of everything, and never clipped by the plot area.
       label(u, `target ${v.config.target_tok_s} tok/s`, left + 6 * ratio, ty - 17 * ratio, pal.speed, "left");
-      if (rec !== null) {
-        const text = rec === m ? `recommended = memory limit: ${int(rec)}` : `recommended: ${int(rec)}`;
-        lineLabel(u, small && rec === m ? `recommended: ${int(rec)} (memory)` : text, u.valToPos(rec, "x", true), 0, pal.rec);
-      }
-      if (m >= 1 && m !== rec) lineLabel(u, `memory limit: ${int(m)}`, u.valToPos(m, "x", true), rec === null ? 0 : 1, pal.memory);
+      // One label per line, one row each, even when the lines meet.
+      if (rec !== null) lineLabel(u, `recommended: ${int(rec)}`, u.valToPos(rec, "x", true), 0, pal.rec);
+      if (m >= 1) lineLabel(u, `memory limit: ${int(m)}`, u.valToPos(m, "x", true), rec === null ? 0 : 1, pal.memory);
       if (m < 1) label(u, "nothing fits in memory", left + 6 * ratio, top + 4 * ratio, pal.memory, "left");
     }
 

@@ -9,8 +9,9 @@
 (function () {
   "use strict";
   const { h, tableBox, fmt, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
-  const { ms, tokens, stepEnd, stepAt, tickStep, longestStep, runName, tableKey, drawModel, drawLegend, drawDetails, drawTable,
+  const { ms, stepEnd, stepAt, drawAxis, longestStep, runName, tableKey, drawModel, drawLegend, drawDetails, drawTable,
     drawStepsTable } = window.PySim.chunkedPrefill;
+  const { drawCloseup } = window.PySim.chunkedPrefillCloseup;
   const NAME = "chunked_prefill";
 
   const BAR_H = 132; // px of the live timeline given to bars
@@ -22,8 +23,7 @@
   const uid = () => Math.random().toString(36).slice(2, 8);
 
   function palette(el) {
-    const css = getComputedStyle(el);
-    const v = (name) => css.getPropertyValue(name).trim();
+    const v = (name) => getComputedStyle(el).getPropertyValue(name).trim();
     return { text: v("--pysim-text"), grid: v("--pysim-grid"), idle: v("--pysim-idle") };
   }
 
@@ -66,13 +66,13 @@
     // ---------------------------------------------------------------- controls
     const change = (part, delay = 0) => { showChoices(Object.assign({}, w.draft.config, part)); w.set(part, delay); };
     const scenarioButtons = view.scenarios.map((s) => h("button", {
-      type: "button", class: "md-button budget-choice", "data-scenario": s.id,
+      type: "button", class: "md-button budget-choice", "data-scenario": s.id, "data-needs-python": true,
       onclick: () => change({ scenario: s.id }),
     }, s.label));
     const scenarioText = h("p", { class: "budget-scenario-text" });
 
     const presetButtons = view.max_num_batched_tokens_presets.map((b) => h("button", {
-      type: "button", class: "md-button budget-choice", "data-budget": String(b),
+      type: "button", class: "md-button budget-choice", "data-budget": String(b), "data-needs-python": true,
       "aria-label": `Budget ${fmt(b)} tokens`,
       onclick: () => change({ max_num_batched_tokens: b }),
     }, fmt(b)));
@@ -98,11 +98,19 @@
       "aria-label": "Timeline of steps; arrow keys move the cursor one step, Home and End jump to the ends",
       "aria-valuemin": "0" });
     const chartText = h("p", { class: "budget-chart-text" });
+    // The close-up of the steps around the cursor (chunked_prefill.closeup.js); a click
+    // on a column moves there. The step's details below say the same in words.
+    const closeupHead = h("p", { class: "budget-closeup-head" });
+    const closeup = h("div", { class: "budget-closeup", "aria-hidden": "true" });
+    w.listen(closeup, "click", (event) => {
+      const col = event.target.closest("[data-step]");
+      if (col) { pause(); moveTo(Number(col.dataset.step)); }
+    });
     const details = h("div", { class: "budget-details", "aria-live": "polite" });
     const pinHead = h("p", { class: "budget-pin-head" });
     const pinCanvas = w.canvas({ class: "budget-pin-timeline", role: "img" });
     const pinBox = h("div", { class: "budget-pin", hidden: true }, pinHead, pinCanvas);
-    const chartWrap = h("div", { class: "budget-chart" }, canvas, pinBox);
+    const chartWrap = h("div", { class: "budget-chart" }, canvas, closeupHead, closeup, pinBox);
     const table = h("table", { class: "budget-table" });
     const summaryText = h("p", { class: "pysim-summary", "aria-live": "polite" });
     let showAllPrompts = false;
@@ -261,22 +269,6 @@
       }
     }
 
-    function drawAxis(ctx, x, { y, width, totalMs, pal }) {
-      const step = tickStep(totalMs, width);
-      ctx.fillStyle = pal.grid;
-      ctx.fillRect(0, y, width, 1);
-      ctx.fillStyle = pal.text;
-      ctx.font = "11px system-ui, sans-serif";
-      ctx.textBaseline = "top";
-      for (let t = 0; t <= totalMs + 1e-9; t += step) {
-        const px = x(t);
-        ctx.fillRect(px, y, 1, 4);
-        const label = fmt(t) + (t === 0 ? " ms" : "");
-        ctx.textAlign = px < 20 ? "left" : px > width - 30 ? "right" : "center";
-        ctx.fillText(label, px, y + 6);
-      }
-    }
-
     function draw() {
       const t0 = performance.now();
       const pal = theme.pal;
@@ -309,6 +301,15 @@
         ctx.fill();
       }
       drawAxis(ctx, x, { y: top + BAR_H, width, totalMs, pal });
+      // The close-up's steps: a shaded span (at least 4 px) that ties the two together.
+      const span = drawCloseup({ view, shown, cursor, colors, width, dark, el: closeup, head: closeupHead });
+      if (span.last > span.first) {
+        const x0 = x(view.steps[span.first].start_ms);
+        ctx.globalAlpha = 0.14;
+        ctx.fillStyle = pal.text;
+        ctx.fillRect(x0, top, Math.max(4, x(stepEnd(view.steps[span.last - 1])) - x0), BAR_H);
+        ctx.globalAlpha = 1;
+      }
       // The highlighted step (hovered or just run) and the cursor line.
       if (shown >= 0 && shown < n) {
         const s = view.steps[shown];

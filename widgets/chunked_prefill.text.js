@@ -1,5 +1,5 @@
 // The chunked-prefill widget's text views and the helpers both its files use
-// (widgets/chunked_prefill.js draws the timelines): the step-time model, the legend of requests, one step's details, the
+// (widgets/chunked_prefill.js draws the timelines): the time axis, the step-time model, the legend of requests, one step's details, the
 // summary table of the live and the pinned run, and every step as a table, the
 // timeline's text alternative. Each is redrawn only when what it shows changed (its
 // element's data-key).
@@ -22,6 +22,23 @@
     const p = Math.pow(10, Math.floor(Math.log10(raw)));
     for (const m of [1, 2, 5, 10]) if (raw <= m * p) return m * p;
     return 10 * p;
+  }
+
+  // The time axis under both timelines: a line, round ticks and their labels in ms.
+  function drawAxis(ctx, x, { y, width, totalMs, pal }) {
+    const step = tickStep(totalMs, width);
+    ctx.fillStyle = pal.grid;
+    ctx.fillRect(0, y, width, 1);
+    ctx.fillStyle = pal.text;
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.textBaseline = "top";
+    for (let t = 0; t <= totalMs + 1e-9; t += step) {
+      const px = x(t);
+      ctx.fillRect(px, y, 1, 4);
+      const label = fmt(t) + (t === 0 ? " ms" : "");
+      ctx.textAlign = px < 20 ? "left" : px > width - 30 ? "right" : "center";
+      ctx.fillText(label, px, y + 6);
+    }
   }
 
   // The step whose time span holds t, or the nearest one.
@@ -235,6 +252,6 @@
         .map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows));
   }
 
-  window.PySim.chunkedPrefill = { ms, coef, tokens, stepEnd, stepAt, tickStep, longestStep, runName, tableKey,
+  window.PySim.chunkedPrefill = { ms, coef, tokens, stepEnd, stepAt, tickStep, drawAxis, longestStep, runName, tableKey,
     drawModel, drawLegend, drawDetails, drawTable, drawStepsTable };
 })();

@@ -48,7 +48,14 @@
       "aria-label": "Python code of your toy scheduler" });
     area.value = code;
     area.addEventListener("input", () => onChange(area.value));
-    let current = { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; }, destroy() {} };
+    // The text area cannot mark a line: it selects it, which shows once it has focus.
+    const selectLine = (line) => {
+      const lines = area.value.split("\n");
+      const start = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
+      area.setSelectionRange(start, start + (lines[line - 1] || "").length);
+    };
+    let current = { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; },
+      mark: selectLine, unmark() {}, destroy() {} };
     let upgrading = null;
 
     function withAce() {
@@ -68,6 +75,10 @@
         minLines: 18,
         maxLines: 32,
         fontSize: "13px",
+        // Long lines wrap at the editor's edge (indented like their start) instead of
+        // running out of sight past it.
+        wrap: true,
+        indentedSoftWrap: true,
         // Keyboard users: Tab reaches the editor, Enter starts editing, Escape leaves it.
         enableKeyboardAccessibility: true,
         textInputAriaLabel: "Python code of your toy scheduler",
@@ -78,13 +89,30 @@
         editor.focus();
         editor.moveCursorToPosition(editor.session.doc.indexToPosition(caret, 0));
       }
-      editor.session.on("change", () => onChange(editor.getValue()));
+      editor.session.on("change", () => { unmark(); onChange(editor.getValue()); });
+      // The line pysim says an error points at: a gutter mark, the line tinted, the
+      // cursor on it (scrolled into view); gone at the next edit or run.
+      let marker = null;
+      function mark(line, text) {
+        unmark();
+        const row = line - 1;
+        editor.session.setAnnotations([{ row, column: 0, text, type: "error" }]);
+        marker = editor.session.addMarker(new (window.ace.require("ace/range").Range)(row, 0, row, 1), "exercise-error-line", "fullLine");
+        editor.gotoLine(line, 0, false);
+        editor.clearSelection();
+      }
+      function unmark() {
+        editor.session.clearAnnotations();
+        if (marker !== null) editor.session.removeMarker(marker);
+        marker = null;
+      }
       w.observe(new MutationObserver(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light)))
         .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
       current = {
         kind: "ace",
         get: () => editor.getValue(),
         set: (text) => { editor.setValue(text, -1); editor.clearSelection(); },
+        mark, unmark,
         destroy: () => editor.destroy(),
       };
       root.dataset.editor = "ace";
@@ -103,6 +131,8 @@
       get kind() { return current.kind; },
       get: () => current.get(),
       set: (text) => current.set(text),
+      mark: (line, text) => current.mark(line, text),
+      unmark: () => current.unmark(),
       destroy: () => current.destroy(),
     };
   }
@@ -118,8 +148,8 @@
     // exercise's config gains gets a control of its own.
     const controls = w.controls({ skip: ["mode"] });
 
-    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("run") }, "Run");
-    const checkBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("check") }, "Check");
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("run"), "data-needs-python": true }, "Run");
+    const checkBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("check"), "data-needs-python": true }, "Check");
     const resetBtn = h("button", { type: "button", class: "md-button", onclick: reset }, "Back to the starter code");
     const note = h("span", { class: "exercise-note" },
       `Run and Check execute your code in this page's Python worker; after ${limit} s it is stopped.`);
@@ -177,6 +207,7 @@
     async function go(mode) {
       if (busy) return;
       const code = editor.get();
+      editor.unmark();
       setBusy(true, mode === "run" ? "Running your scheduler…" : "Checking your scheduler…");
       let answer;
       try {
@@ -204,11 +235,12 @@
       const v = answer.result;
       if (v.mode === "run") showRun(v);
       else showCheck(v);
+      if (v.error_line) editor.mark(v.error_line, v.error || v.message);
     }
 
     function showRun(v) {
       const s = v.run_settings;
-      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.token_budget)}`;
+      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.max_num_batched_tokens)}`;
       if (!v.ok) {
         root.dataset.result = "error";
         show("Your code stopped with an error.", [

@@ -66,7 +66,7 @@
     const gauges = h("table", { class: "lab-gauges" });
 
     // ---------------------------------------------------------------- sweep
-    const sweepBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: runSweep }, "Run the capacity sweep");
+    const sweepBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: runSweep, "data-needs-python": true }, "Run the capacity sweep");
     const cancelBtn = h("button", { type: "button", class: "md-button", onclick: () => stopSweep("Cancelled"), disabled: true }, "Cancel");
     const progress = h("p", { class: "lab-progress", "aria-live": "polite" });
     const capacityText = h("p", { class: "lab-capacity" });
@@ -79,8 +79,8 @@
       placeholder: "============ Serving Benchmark Result ============\nSuccessful requests:  ...", "aria-describedby": benchId + "-err" });
     const benchError = h("p", { class: "pysim-error", id: benchId + "-err", role: "alert" });
     w.errorSlot("bench_text", benchError);
-    const fitBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.set({ bench_text: bench.value }) }, "Fit to these runs");
-    const unfitBtn = h("button", { type: "button", class: "md-button", onclick: () => { bench.value = ""; w.set({ bench_text: "" }); } }, "Clear the paste");
+    const fitBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.set({ bench_text: bench.value }), "data-needs-python": true }, "Fit to these runs");
+    const unfitBtn = h("button", { type: "button", class: "md-button", onclick: () => { bench.value = ""; w.set({ bench_text: "" }); }, "data-needs-python": true }, "Clear the paste");
     const fitText = h("p", { class: "lab-fit", "aria-live": "polite" });
     const fitTable = h("table", { class: "lab-fit-table" });
 

@@ -41,7 +41,8 @@
 // setting that starts over), act(action) and replay(actions) for
 // simulations that take actions, recompute(), call(payload) for a run of the widget's
 // own (a pinned comparison, a run of the reader's code; options as runtime.call's),
-// whenLive (a promise: the live check is done), saveLink() after its own state
+// whenLive (a promise: the live check is done), offline (true where Python cannot run,
+// a copy opened from disk: what needs it is disabled), saveLink() after its own state
 // changed; and, released by unmount: listen(target, type, fn, opts), timeout(fn, ms),
 // interval(fn, ms), frame(fn), observe(observer), canvas(attrs), onRuntime(listener)
 // (runtime.subscribe: listener(state, text) now and on every change).
@@ -56,6 +57,9 @@
   const MAX_VALUE_CHARS = 2000; // a value in the hash is cut here before pysim sees it
   const MAX_DECODED_ACTIONS = 10000; // "gen*99999999" stops here; pysim says how many it allows
   const UNAVAILABLE = "Python is not available, so the picture shows the last computed settings.";
+  // What asks Python for a new picture: the described controls, and what a widget marks
+  // data-needs-python (a preset, an action). Playback of the pre-computed picture needs none.
+  const NEEDS_PYTHON = ".pysim-control :is(input, select, textarea, button), [data-needs-python]";
 
   // ------------------------------------------------------------- the link
 
@@ -326,7 +330,7 @@
         syncControls();
       }
       saveLink();
-      handle.draw(view, shown, isLink ? "link" : "change");
+      draw(view, shown, isLink ? "link" : "change");
     }
 
     function flush() {
@@ -341,6 +345,7 @@
       get view() { return view; },
       get state() { return shown; },
       get draft() { return draft; },
+      get offline() { return runtime.state === "unavailable"; }, // no Python here: keep [data-needs-python] off
       controls(options = {}) {
         controls = buildControls(fields, Object.assign({ onChange: (n, v, ms) => w.set({ [n]: v }, ms) }, options));
         syncControls();
@@ -370,7 +375,16 @@
     const handle = spec.mount(w);
     if (controls && !controls.root.isConnected) body.prepend(controls.root);
     if (!messages.isConnected) (controls ? controls.root : body).after(messages);
-    handle.draw(view, shown, "mount");
+    // A copy opened from disk (file://) has no Python: what would ask it for a new
+    // picture is disabled, so no typed value sits over a picture made for another;
+    // again after every drawing, which may switch a widget's own buttons back on.
+    function holdOffline() {
+      if (!w.offline) return;
+      root.dataset.offline = "true";
+      for (const el of root.querySelectorAll(NEEDS_PYTHON)) el.disabled = true;
+    }
+    const draw = (...args) => { handle.draw(...args); holdOffline(); };
+    draw(view, shown, "mount");
 
     const linkWanted = !same(link.state, base);
     // When Python is up: recompute the default and compare it with the pre-rendered
@@ -394,13 +408,14 @@
       if (!root.dataset.computeMs) root.dataset.computeMs = answer.ms.toFixed(2);
       if (!equal && seq === asked) {
         view = answer.result;
-        handle.draw(view, shown, "live");
+        draw(view, shown, "live");
       }
     }
     // A link that holds a state asks for Python at once: the reader came for that state.
     if (linkWanted) runtime.start().catch(() => {});
     const unsubscribe = runtime.subscribe((state) => {
       if (state === "ready" && !root.dataset.live) goLive();
+      holdOffline();
       if (state === "unavailable" && linkWanted) {
         linkNote.textContent = "This link's settings need Python to compute; the picture shows the defaults.";
       }

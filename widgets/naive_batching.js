@@ -20,6 +20,12 @@
   const FIXED = ["prompt_blocks_min", "prompt_blocks_max", "answer_blocks_min", "answer_blocks_max", "scheduler"];
   const ROW = 9; // px per slot row in the timeline
   const CELL_MAX = 6; // widest a step column gets, px
+  // Narrowest: below 2 px a step, the hatching the page asks you to watch disappears,
+  // so a long race scrolls sideways instead (a phone shows 246 steps in ~160 px).
+  const CELL_MIN = 2;
+  const MAX_WIDTH = 12000; // px of timeline at most: a canvas must stay drawable
+  const BARS = 140; // px of the KV bars beside (or, on a narrow screen, under) the timeline
+  const MARK = 4; // px: a preemption's mark is at least this wide, so each one can be counted
 
   function colors(el) {
     const css = getComputedStyle(el);
@@ -31,10 +37,25 @@
     };
   }
 
-  // Request colours: the golden angle spreads neighbouring ids far apart in hue.
-  function requestColor(id, dark) {
-    const hue = (id * 137.508) % 360;
-    return `hsl(${hue.toFixed(1)} 62% ${dark ? 58 : 48}%)`;
+  // A cell's colour says what the slot did in that step, never which request held it:
+  // with one hue per request, some requests were red and green and read as "preempted"
+  // and "generated". A request is the run of cells in its row from its first (prompt)
+  // cell; the pointer names it.
+  function cellStyle(state, palette, reservedPattern) {
+    if (state === "new") return palette.prompt; // admitted (or resumed): its prompt is read
+    if (state === "done") return reservedPattern; // finished, slot and reservation still held
+    return palette.generated; // "run": wrote one answer block
+  }
+
+  // What the reader points at, in words: frames[t][s] of one scheduler.
+  function describeCell(view, t, s, slot) {
+    const where = `slot ${s + 1}, step ${t + 1}: `;
+    if (!slot) return where + "idle";
+    const [id, , written, , state] = slot;
+    const of = view.workload[id].answer_blocks;
+    if (state === "pre") return where + `request ${id} preempted, its blocks freed (${written} of ${of} answer blocks kept to recompute)`;
+    if (state === "done") return where + `request ${id} finished; its slot and reservation are still held`;
+    return where + `request ${id} ${state === "new" ? "admitted, prompt read, " : ""}wrote answer block ${written} of ${of}`;
   }
 
   function mount(w) {
@@ -61,7 +82,7 @@
     const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: run }, "Run");
     const pauseBtn = h("button", { type: "button", class: "md-button", onclick: pause }, "Pause");
     const stepBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); advance(); } }, "Step");
-    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); cursor = 0; w.saveLink(); draw(); } }, "Reset");
+    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); cursor = 0; w.saveLink(); draw(); follow(); } }, "Reset");
     const speedInput = h("input", { type: "range", min: 1, max: 60, value: speed, id: "race-speed-" + Math.random().toString(36).slice(2, 7) });
     const speedOut = h("output", {}, speed + " steps/s");
     speedInput.addEventListener("input", () => {
@@ -77,9 +98,10 @@
 
     const item = (cls, text) => h("span", { class: "pysim-legend-item" }, h("span", { class: "sw " + cls }), text);
     const legend = h("div", { class: "pysim-legend", "aria-label": "Legend" },
-      item("sw-prompt", "prompt blocks"), item("sw-generated", "generated blocks"),
-      item("sw-reserved", "reserved but unused"), item("sw-preempt", "preempted"),
-      h("span", { class: "pysim-legend-note" }, "Timeline: one colour per request, one column per step."));
+      item("sw-prompt", "prompt (timeline: the step it is read)"), item("sw-generated", "generated"),
+      item("sw-reserved", "reserved but unused"), item("sw-preempt race-sw-preempt", "preempted (one mark each)"),
+      h("span", { class: "pysim-legend-note" }, "Timeline: one row per slot, one column per step; colour is what the slot did, " +
+        "not which request (point at a cell to see it)."));
 
     const panelsEl = h("div", { class: "race-panels" });
     const table = h("table", { class: "race-table" });
@@ -92,18 +114,24 @@
         h("span", { class: "pysim-speed" }, h("label", { for: speedInput.id }, "Speed "), speedInput, speedOut),
         stepLabel),
       controls.root, w.messages, legend, panelsEl,
-      tableBox(table), summary);
+      tableBox(table, { class: "race-table-wrap" }, "Race results (the table scrolls sideways on a narrow screen)"),
+      summary);
 
     const panels = {};
     for (const name of ORDER) {
       const title = h("h4", { class: "race-title" }, NAMES[name]);
       const status = h("span", { class: "race-status" });
+      const pointer = h("span", { class: "race-pointer" });
       const timeline = w.canvas({ class: "race-timeline", role: "img" });
+      const scroller = h("div", { class: "race-scroll", tabindex: "0", role: "region",
+        "aria-label": `${NAMES[name]} timeline (scrolls sideways when it is wider than the screen)` }, timeline);
       const bars = w.canvas({ class: "race-bars", role: "img" });
       const panel = h("section", { class: "race-panel", "data-scheduler": name, "aria-label": NAMES[name] },
-        h("div", { class: "race-head" }, title, status),
-        h("div", { class: "race-canvases" }, timeline, bars));
-      panels[name] = { panel, status, timeline, bars };
+        h("div", { class: "race-head" }, title, status, pointer),
+        h("div", { class: "race-canvases" }, scroller, bars));
+      panels[name] = { panel, status, pointer, scroller, timeline, bars };
+      w.listen(timeline, "mousemove", (event) => point(name, event));
+      w.listen(timeline, "mouseleave", () => { pointer.textContent = ""; });
       panelsEl.append(panel);
     }
 
@@ -114,6 +142,7 @@
     function advance() {
       if (cursor < lastStep()) cursor += 1;
       draw();
+      follow();
       if (cursor >= lastStep()) { pause(); w.saveLink(); }
     }
     function run() {
@@ -130,13 +159,42 @@
       w.saveLink();
     }
 
+    // The cell under the pointer, named in the panel's head (drawn cells only).
+    function point(name, event) {
+      const { timeline, pointer } = panels[name];
+      const result = view.schedulers[name];
+      const rect = timeline.getBoundingClientRect();
+      const t = Math.floor((event.clientX - rect.left) / Number(timeline.dataset.cell));
+      const s = Math.floor((event.clientY - rect.top) / ROW);
+      const step = Math.min(cursor, result.steps_to_finish);
+      pointer.textContent = t >= 0 && t < step && s >= 0 && s < view.config.max_num_seqs
+        ? describeCell(view, t, s, result.frames[t][s]) : "";
+    }
+
+    // Preemptions up to the cursor: [step, slot] of each, one mark apiece.
+    function preemptionsUpTo(result, step) {
+      const out = [];
+      for (let t = 0; t < step; t++) result.frames[t].forEach((slot, s) => { if (slot && slot[4] === "pre") out.push([t, s]); });
+      return out;
+    }
+
+    // While the race plays, a timeline wider than its box scrolls to keep the cursor in view.
+    function follow() {
+      for (const name of shown()) {
+        const { scroller, timeline } = panels[name];
+        const x = Math.min(cursor, view.schedulers[name].steps_to_finish) * Number(timeline.dataset.cell);
+        if (x < scroller.scrollLeft || x > scroller.scrollLeft + scroller.clientWidth - 8) {
+          scroller.scrollLeft = Math.max(0, x - scroller.clientWidth * 0.75);
+        }
+      }
+    }
+
     // ---------------------------------------------------------------- drawing
     function shown() {
       return ORDER.filter((name) => view.schedulers[name] && (show === "all" || show === name));
     }
 
     function draw() {
-      const dark = document.body.getAttribute("data-md-color-scheme") === "slate";
       const palette = colors(root);
       const total = lastStep();
       cursor = Math.min(cursor, total);
@@ -144,47 +202,68 @@
       for (const name of ORDER) {
         const visible = shown().includes(name);
         panels[name].panel.hidden = !visible;
-        if (visible) drawPanel(name, palette, dark, total);
+        if (visible) drawPanel(name, palette, total);
       }
       drawTable();
     }
 
-    function drawPanel(name, palette, dark, total) {
+    function drawPanel(name, palette, total) {
       const result = view.schedulers[name];
-      const { status, timeline, bars } = panels[name];
+      const { panel, status, scroller, timeline, bars } = panels[name];
       const slots = view.config.max_num_seqs;
       const step = Math.min(cursor, result.steps_to_finish);
       const frame = step > 0 ? result.frames[step - 1] : [];
       const running = frame.filter((s) => s && (s[4] === "run" || s[4] === "new")).length;
       const kv = step > 0 ? result.kv[step - 1] : [0, 0, 0];
       const done = cursor >= result.steps_to_finish;
+      const marks = preemptionsUpTo(result, step);
+      const preempted = `${marks.length} ${marks.length === 1 ? "preemption" : "preemptions"}`;
       status.textContent = done
-        ? `finished in ${result.steps_to_finish} steps`
-        : `step ${step}: ${running} running, KV ${kv[0] + kv[1]} written + ${kv[2]} reserved of ${view.config.num_gpu_blocks}`;
+        ? `finished in ${result.steps_to_finish} steps, ${preempted}`
+        : `step ${step}: ${running} running, KV ${kv[0] + kv[1]} written + ${kv[2]} reserved of ${view.config.num_gpu_blocks}, ${preempted} so far`;
 
       // Timeline: one row per slot, one column per step, drawn up to the cursor.
-      const width = Math.max(120, timeline.parentElement.clientWidth - 150);
-      const cell = Math.min(CELL_MAX, width / Math.max(1, total));
-      const ctx = sizeCanvas(timeline, width, slots * ROW + 2);
+      // The bars sit beside the timeline if it keeps 320 px, else under it.
+      const room = panel.clientWidth;
+      const area = Math.max(120, room - BARS - 10 >= 320 ? room - BARS - 10 : room);
+      const steps = Math.max(1, total);
+      const cell = Math.min(CELL_MAX, Math.max(area / steps, Math.min(CELL_MIN, MAX_WIDTH / steps)));
+      scroller.style.width = `${area}px`;
+      const ctx = sizeCanvas(timeline, Math.max(area, Math.ceil(steps * cell)), slots * ROW + 2);
       const reservedPattern = stripePattern(ctx, palette.reserved);
       ctx.fillStyle = palette.idle;
       ctx.fillRect(0, 0, total * cell, slots * ROW);
       for (let t = 0; t < step; t++) {
         const f = result.frames[t];
         for (let s = 0; s < f.length; s++) {
-          const slot = f[s];
-          if (!slot) continue;
-          const state = slot[4];
-          ctx.fillStyle = state === "done" ? reservedPattern : state === "pre" ? palette.preempt : requestColor(slot[0], dark);
+          if (!f[s] || f[s][4] === "pre") continue;
+          ctx.fillStyle = cellStyle(f[s][4], palette, reservedPattern);
           ctx.fillRect(t * cell, s * ROW + 1, Math.max(cell, 1), ROW - 2);
         }
       }
+      // Each preemption: a red box at least MARK px wide, outlined in the text colour;
+      // one that would overlap the previous mark in its row moves right past it, so
+      // every mark stays countable however narrow the columns.
+      const rowEnd = {};
+      for (const [t, s] of marks) {
+        const mw = Math.max(Math.round(cell), MARK);
+        const mx = Math.max(0, Math.round(t * cell + cell / 2 - mw / 2), (rowEnd[s] ?? -1) + 1);
+        rowEnd[s] = mx + mw;
+        ctx.fillStyle = palette.preempt;
+        ctx.fillRect(mx, s * ROW + 1, mw, ROW - 2);
+        ctx.strokeStyle = palette.text;
+        ctx.lineWidth = 1;
+        ctx.strokeRect(mx + 0.5, s * ROW + 1.5, mw - 1, ROW - 3);
+      }
+      timeline.dataset.cell = String(cell);
+      timeline.dataset.preemptions = String(marks.length);
       ctx.fillStyle = palette.text;
       ctx.fillRect(step * cell, 0, 1, slots * ROW);
-      timeline.setAttribute("aria-label", `${NAMES[name]} slot timeline, ${slots} slots by ${total} steps; see the table below for the figures.`);
+      timeline.setAttribute("aria-label", `${NAMES[name]} slot timeline, ${slots} slots by ${total} steps, ` +
+        `${preempted} marked; see the table below for the figures.`);
 
       // KV bars: what each slot holds at the cursor, scaled to the longest request.
-      const barWidth = 140;
+      const barWidth = BARS;
       const bctx = sizeCanvas(bars, barWidth, slots * ROW + 2);
       const longest = view.config.longest_blocks || 30;
       const scale = (barWidth - 4) / longest;

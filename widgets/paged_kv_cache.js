@@ -69,14 +69,14 @@
 
     // ------------------------------------------------------------ controls
     const button = (text, onclick, extra = {}) =>
-      h("button", Object.assign({ type: "button", class: "md-button", onclick }, extra), text);
+      h("button", Object.assign({ type: "button", class: "md-button", onclick, "data-needs-python": true }, extra), text);
     const admitBtn = button("Admit next", () => w.act("admit"), { class: "md-button md-button--primary" });
     const genBtn = button("Generate one token", () => w.act("gen"));
     const runBtn = button("Run to completion", () => w.act("run"));
     const undoBtn = button("Undo", () => { if (w.draft.actions.length) w.replay(w.draft.actions.slice(0, -1)); });
     const resetBtn = button("Reset", () => w.replay([]));
     const selectId = newId("admit");
-    const admitSelect = h("select", { id: selectId, name: "paged_kv_cache-admit" });
+    const admitSelect = h("select", { id: selectId, name: "paged_kv_cache-admit", "data-needs-python": true });
     const admitNamedBtn = button("Admit this one", () => {
       if (admitSelect.value) w.act("admit:" + admitSelect.value);
     });
@@ -140,15 +140,16 @@
       const next = view.next_actions;
       const acted = state.actions.length;
       const hadFocus = document.activeElement;
-      admitBtn.disabled = !next.can_admit;
-      genBtn.disabled = !next.can_gen;
-      runBtn.disabled = !next.can_run;
-      undoBtn.disabled = acted === 0;
-      resetBtn.disabled = acted === 0;
+      const off = w.offline; // opened from disk: no Python to take an action
+      admitBtn.disabled = off || !next.can_admit;
+      genBtn.disabled = off || !next.can_gen;
+      runBtn.disabled = off || !next.can_run;
+      undoBtn.disabled = off || acted === 0;
+      resetBtn.disabled = off || acted === 0;
       const keep = admitSelect.value;
       admitSelect.replaceChildren(...next.admittable.map((n) => h("option", { value: n }, n)));
       if (next.admittable.includes(keep)) admitSelect.value = keep;
-      admitSelect.disabled = admitNamedBtn.disabled = next.admittable.length === 0;
+      admitSelect.disabled = admitNamedBtn.disabled = off || next.admittable.length === 0;
       // A button that just became disabled would drop keyboard focus on the page body.
       if (hadFocus && hadFocus.disabled && (actionButtons.includes(hadFocus) || hadFocus === admitSelect)) {
         (actionButtons.find((b) => !b.disabled) || caching.input).focus();

@@ -66,7 +66,7 @@
     start() {
       if (this.booting) return this.booting;
       if (!settings || !this.servedOverHttp) {
-        this.setState("unavailable", "Live simulation needs a local web server (see the note below).");
+        this.setState("unavailable", "Live simulation needs a local web server (see the note at the top).");
         return Promise.reject(new Error("unavailable"));
       }
       this.booting = new Promise((resolve, reject) => {
@@ -197,8 +197,11 @@
   function statusLine(root) {
     const text = h("span", { class: "pysim-status-text" });
     const retry = h("button", { type: "button", class: "pysim-retry", hidden: true, onclick: () => runtime.retry().catch(() => {}) }, "Retry");
-    const note = h("p", { class: "pysim-offline-note", hidden: true },
-      "You are reading a downloaded copy. The picture above is pre-computed; to run the simulation, serve this folder: ",
+    // The note goes at the top of the widget, where a reader looks first (at the bottom
+    // it sat 1,700 px below the controls it explains).
+    const note = h("p", { class: "pysim-offline-note", role: "note", hidden: true },
+      "You are reading a downloaded copy. The picture below is pre-computed and its settings are switched off; " +
+      "to run the simulation, serve this folder: ",
       h("code", {}, "python3 -m http.server 8000"), " in it, then open ", h("code", {}, "http://127.0.0.1:8000/"), ".");
     // Download progress in bytes (the status text says the same for screen readers).
     const meter = h("progress", { class: "pysim-progress", max: 1, value: 0, hidden: true, "aria-hidden": "true" });
@@ -213,7 +216,7 @@
       retry.hidden = state !== "failed";
       note.hidden = state !== "unavailable";
     });
-    return { elements: [bar, note], unsubscribe };
+    return { elements: [note, bar], note, bar, unsubscribe };
   }
 
   // Where the top of the screen will be, relative to where it is now, once the browser
@@ -240,7 +243,7 @@
       for (const el of root.querySelectorAll(".pysim-noscript")) el.remove();
       const body = h("div", { class: "pysim-body" });
       const status = statusLine(root);
-      root.append(body, ...status.elements);
+      root.append(status.note, body, status.bar);
       let handle = null;
       try {
         handle = mount(body, { prerendered, runtime, root });

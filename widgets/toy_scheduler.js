@@ -21,6 +21,14 @@
     ["mean_ttft_urgent", "urgent requests' mean TTFT", fmt],
     ["preemptions", "preemptions", fmt],
   ];
+  // The runs table: the figures the page asks you to compare first, then the rest; the
+  // settings of a run are one cell naming what differs from the defaults, so the table
+  // fits a desktop column.
+  const COLUMNS = [
+    ["mean_ttft", "Mean TTFT"], ["max_ttft", "Max TTFT"], ["mean_ttft_urgent", "Urgent TTFT"],
+    ["preemptions", "Preempted"], ["iterations", "Iterations"], ["mean_batch", "Mean batch"],
+    ["tokens_per_iteration", "Tokens / iteration"], ["finished", "Finished"],
+  ];
   const MAX_ROWS = 12;
   const uid = () => Math.random().toString(36).slice(2, 8);
   const SVG = "http://www.w3.org/2000/svg";
@@ -38,13 +46,17 @@
     const keyOf = (config) => names.map((n) => config[n]).join("|");
     const policyName = (id) => (w.field("policy").option_labels || {})[id] || id;
     // One row per run the reader made (the pre-rendered defaults count as the first).
-    let runs = [{ config: Object.assign({}, view.config), results: view.results, source: "pre-computed" }];
+    // A run keeps its number for good, so "run 1" means the same row all along.
+    let made = 0;
+    const newRun = (v, source) => ({ n: ++made, config: Object.assign({}, v.config), results: v.results, source });
+    let runs = [newRun(view, "pre-computed")];
 
     // ---------------------------------------------------------------- controls
     // Every change, typed or dragged, waits a quarter second: edits to two boxes in a
     // row run the driver once.
     const controls = w.controls({ onChange: (name, value) => w.set({ [name]: value }, 250) });
-    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.recompute() }, "Run the driver");
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.recompute(),
+      "data-needs-python": true }, "Run the driver");
     const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearRuns }, "Clear the table");
     const cards = h("dl", { class: "toy-cards", "aria-live": "polite" });
     const chartTitle = h("p", { class: "toy-chart-title" });
@@ -68,19 +80,29 @@
       controls.root, w.messages,
       cards,
       h("div", { class: "toy-figure" }, chartTitle, chart, seriesDetails),
-      tableBox(runsTable),
+      tableBox(runsTable, { class: "toy-runs-wrap" }, "Your runs (the table scrolls sideways on a narrow screen)"),
       status);
 
+    // Settings run before (back to FCFS) highlight their own row again: same number, same place.
     function addRun(v, source) {
       const key = keyOf(v.config);
-      runs = runs.filter((r) => keyOf(r.config) !== key);
-      runs.push({ config: Object.assign({}, v.config), results: v.results, source });
+      if (runs.some((r) => keyOf(r.config) === key)) return;
+      runs.push(newRun(v, source));
       if (runs.length > MAX_ROWS) runs = runs.slice(runs.length - MAX_ROWS);
     }
 
     function clearRuns() {
-      runs = [{ config: Object.assign({}, view.config), results: view.results, source: "current" }];
+      const key = keyOf(view.config);
+      runs = runs.filter((r) => keyOf(r.config) === key);
+      if (!runs.length) runs = [newRun(view, "current")];
       draw();
+    }
+
+    // "Total blocks 2,000; Seed 7": a run's settings that are not the defaults (policy has its own column).
+    function changed(config) {
+      const out = w.fields.filter((f) => f.kind !== "data" && f.name !== "policy" && config[f.name] !== f.default)
+        .map((f) => `${f.label} ${fmt(config[f.name])}`);
+      return out.length ? out.join("; ") : "defaults";
     }
 
     // ---------------------------------------------------------------- drawing
@@ -140,19 +162,18 @@
 
     function drawRuns() {
       const current = keyOf(view.config);
-      const head = h("tr", {}, ["Run", "Policy", "Block", "Blocks", "Budget", "Max seqs", "Requests", "Seed",
-        "Finished", "Iterations", "Tokens/iter", "Mean batch", "Mean TTFT", "Max TTFT", "Urgent TTFT", "Preempted"]
+      const head = h("tr", {}, ["Run", "Policy", "Settings", ...COLUMNS.map((c) => c[1])]
         .map((t) => h("th", { scope: "col" }, t)));
-      const rows = runs.map((run, i) => {
+      const rows = runs.map((run) => {
         const c = run.config, r = run.results;
-        return h("tr", { "data-policy": c.policy, "data-current": keyOf(c) === current ? "true" : "false", "data-run": String(i + 1) },
-          h("th", { scope: "row" }, `${i + 1}`),
-          [SHORT[c.policy], c.block_size, c.num_gpu_blocks, c.max_num_batched_tokens, c.max_num_seqs, c.requests, c.seed,
-            r.finished, r.iterations, fmt(r.tokens_per_iteration), fmt(r.mean_batch), fmt(r.mean_ttft), r.max_ttft,
-            fmt(r.mean_ttft_urgent), r.preemptions].map((v, k) => h("td", { "data-col": String(k) }, String(typeof v === "number" ? fmt(v) : v))));
+        return h("tr", { "data-policy": c.policy, "data-current": keyOf(c) === current ? "true" : "false", "data-run": String(run.n) },
+          h("th", { scope: "row" }, `${run.n}`),
+          h("td", { "data-col": "policy" }, SHORT[c.policy]),
+          h("td", { "data-col": "settings", class: "toy-settings" }, changed(c)),
+          COLUMNS.map(([key]) => h("td", { "data-col": key, "data-value": String(r[key]) }, fmt(r[key]))));
       });
       runsTable.replaceChildren(
-        h("caption", {}, "Your runs, oldest first (TTFT in iterations; the highlighted row is the one drawn above)"),
+        h("caption", {}, "Your runs, numbered in the order you made them (TTFT in iterations; the highlighted row is the one drawn above)"),
         h("thead", {}, head), h("tbody", {}, rows));
     }
 

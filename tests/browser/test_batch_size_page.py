@@ -264,3 +264,70 @@ def test_narrow_dark_page_does_not_overflow(make_page, site_url):
     page.wait_for_function("(el) => !el.isConnected", arg=old)
     assert page.locator(f"{WIDGET} .bs-chart canvas").first.is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
+# Columns of the chart's canvas that hold a vertical run of a colour (a line across the
+# plot): {column x: pixels of that colour}, for the memory limit's red and the
+# recommendation's green, read from the custom properties the chart draws with.
+LINE_COLUMNS = """() => {
+  const root = document.querySelector('.pysim-widget[data-widget="batch_size"]');
+  const canvas = root.querySelector('.bs-chart canvas');
+  const ctx = canvas.getContext('2d');
+  const data = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+  const rgb = (name) => { const hex = getComputedStyle(root).getPropertyValue(name).trim();
+    return [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)); };
+  const out = {};
+  for (const [key, want] of [['memory', rgb('--bs-memory')], ['rec', rgb('--bs-rec')]]) {
+    out[key] = {};
+    for (let x = 0; x < canvas.width; x++) {
+      let n = 0;
+      for (let y = 0; y < canvas.height; y++) {
+        const i = (y * canvas.width + x) * 4;
+        if (want.every((v, k) => Math.abs(data[i + k] - v) < 40)) n++;
+      }
+      if (n > canvas.height / 5) out[key][x] = n;
+    }
+  }
+  return out;
+}"""
+
+
+def test_memory_limit_and_recommendation_both_show_where_they_meet(page, site_url):
+    """Issue 16: by default both lines stand at batch 193 and the memory limit hid under
+    the recommendation. Its dashes are drawn over the green line, each has its own label,
+    and the legend names both values."""
+    view = computed()
+    assert view["recommended_max_num_seqs"] == view["max_batch_memory"]  # the case in question
+    n = f"{view['max_batch_memory']:,}"
+    open_ready(page, site_url)
+    legend = page.locator(f"{WIDGET} .bs-legend")
+    assert legend.locator('[data-key="rec"]').inner_text().endswith(f"recommended --max-num-seqs: {n}")
+    assert f"memory limit (dashed, over the recommendation where they meet): {n} (the same batch)" in \
+        legend.locator('[data-key="memory"]').inner_text()
+    columns = page.evaluate(LINE_COLUMNS)
+    memory, rec = set(map(int, columns["memory"])), set(map(int, columns["rec"]))
+    assert memory and rec, columns  # a reader sees a red line and a green line ...
+    assert min(abs(a - b) for a in memory for b in rec) <= 2  # ... at the same batch
+
+
+def test_the_table_fits_at_128_tokens_and_1_tok_s(page, site_url):
+    """Issue 16: at 128 tokens and 1 tok/s the table was cut at "Meets targe...". Typed as a
+    reader would, the table fits the column and every heading is inside it."""
+    open_ready(page, site_url)
+    for field, value in (("context_tokens", "128"), ("target_tok_s", "1")):
+        box = page.locator(f'.pysim-control[data-field="{field}"] input[type="number"]')
+        box.fill(value)
+        box.press("Enter")
+    wait_for_answer(page, "128 tokens of context")
+    page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy")
+    assert page.locator(f"{WIDGET} .bs-table tbody tr").count() == len(computed(context_tokens=128, target_tok_s=1)["curve"])
+    wrap = page.locator(f"{WIDGET} .bs-table-wrap")
+    box = wrap.bounding_box()
+    heads = page.locator(f"{WIDGET} .bs-table thead th").all()
+    assert heads[-1].inner_text() == "Meets target"
+    for th in heads:
+        b = th.bounding_box()
+        assert b["x"] + b["width"] <= box["x"] + box["width"] + 0.5, (th.inner_text(), b, box)
+    assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth")
+    # Where it must scroll (a phone), it scrolls in a region a keyboard reaches.
+    assert wrap.get_attribute("tabindex") == "0" and "scrolls sideways" in wrap.get_attribute("aria-label")

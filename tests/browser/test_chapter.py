@@ -5,7 +5,7 @@ where the text quotes them."""
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT, page_url
+from conftest import ROOT, page_url, until
 
 from pysim.figures import figure
 
@@ -45,3 +45,88 @@ def test_the_littles_law_example_shows_pysims_numbers(page, site_url):
     text = article_text(page)
     assert f"{figure('little.delivered_tok_s'):,.0f} tokens/s" in text
     assert f"{figure('little.offered_tok_s'):,.0f} tokens/s" in text
+
+
+# ---------------------------------------------------------------- a phone (issue 16, item 6)
+
+# Elements of the article sticking out past the screen's right edge that are not inside a
+# scroll box (itself on the screen): what a reader on a phone cannot reach.
+OUTSIDE_SCROLLERS = """() => {
+  const vw = document.documentElement.clientWidth, out = [];
+  const inScroller = (el) => {
+    for (let a = el.parentElement; a; a = a.parentElement) {
+      if (a instanceof SVGElement) continue;
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX) && a.getBoundingClientRect().right <= vw + 0.5) return true;
+    }
+    return false;
+  };
+  for (const el of document.querySelectorAll('article *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > vw + 0.5 && !inScroller(el)) out.push(el.outerHTML.slice(0, 120));
+  }
+  return out;
+}"""
+
+# The boxes of ours that scroll sideways: a widget's, a diagram's, a plot's. (Material's
+# own, around Markdown tables, formulas and code, are Material's business.)
+WIDE_BOXES = """() => [...document.querySelectorAll('article *')].filter((el) =>
+    ['auto', 'scroll'].includes(getComputedStyle(el).overflowX) && el.scrollWidth > el.clientWidth + 1
+    && !el.closest('.arithmatex, pre, .md-typeset__scrollwrap')).map((el, i) => {
+  el.dataset.wideBox = String(i);
+  return { box: i, focusable: el.tabIndex >= 0, name: el.getAttribute('aria-label') || el.outerHTML.slice(0, 80) };
+})"""
+
+
+@pytest.mark.parametrize("name", ["naive-batching", "continuous-batching", "paged-kv-cache"])
+def test_a_phone_reaches_everything_and_scrolls_it_from_the_keyboard(make_page, site_url, name):
+    page = make_page(width=375, height=800)
+    page.goto(page_url(site_url, name))
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)  # Material's tables and the widgets' first drawing
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    assert page.evaluate(OUTSIDE_SCROLLERS) == []
+    boxes = page.evaluate(WIDE_BOXES)
+    assert boxes, "nothing of ours is wide on the page: the test would prove nothing"
+    for box in boxes:  # each is named, and the reader's Tab and arrow keys scroll it
+        assert box["focusable"] and "scrolls sideways" in box["name"], box
+        wide = page.locator(f'[data-wide-box="{box["box"]}"]')
+        wide.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+        until(page, f'document.querySelector(\'[data-wide-box="{box["box"]}"]\').scrollLeft > 0', timeout=5)
+
+
+# On-screen font size of every label of the page's SVG pictures: inline plots as they are,
+# <img> diagrams through a copy of the file laid out at the image's on-screen width.
+LABEL_SIZES = """async () => {
+  const px = (svg) => [...svg.querySelectorAll('text')].map((t) => {
+    const m = t.getScreenCTM(), r = t.getBoundingClientRect();
+    const turned = Math.abs(m.b) > Math.abs(m.a); // an axis title written upwards
+    return { text: t.textContent, px: Math.hypot(m.a, m.b) * parseFloat(getComputedStyle(t).fontSize),
+             height: turned ? r.width : r.height };
+  });
+  const out = [];
+  for (const svg of document.querySelectorAll('article svg[viewBox][role="img"]')) out.push(...px(svg));
+  for (const img of document.querySelectorAll('article img[src$=".svg"]')) {
+    const box = document.createElement('div');
+    box.style.cssText = `position:absolute;left:0;top:0;width:${img.getBoundingClientRect().width}px`;
+    box.append(new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml').documentElement);
+    const svg = box.firstChild;
+    svg.removeAttribute('width'); svg.removeAttribute('height');
+    svg.style.cssText = 'width:100%;height:auto;display:block';
+    document.body.append(box);
+    out.push(...px(svg).map((l) => Object.assign(l, { img: img.getAttribute('src') })));
+    box.remove();
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("name", ["continuous-batching", "paged-kv-cache"])
+def test_diagram_labels_stay_readable_on_a_phone(make_page, site_url, name):
+    page = make_page(width=375, height=800)
+    page.goto(page_url(site_url, name))
+    labels = page.evaluate(LABEL_SIZES)
+    assert len(labels) > 40
+    small = [l for l in labels if l["px"] < 10 - 1e-6 or l["height"] < 10]
+    assert small == [], small[:5]

@@ -174,6 +174,30 @@ def test_step_moves_the_cursor_and_shows_the_step(page, site_url):
     assert step_label(page) == f"Step {n} of {n}"
 
 
+def test_each_step_stays_visible_in_the_close_up(page, site_url):
+    # The first steps last 5 ms of a 1,320 ms axis: about a pixel on the timeline. The
+    # close-up under it gives every step a column, and the current one is outlined.
+    page.goto(page_url(site_url, PAGE))
+    widget = page.locator(ROOT)
+    widget.get_by_role("button", name="Reset", exact=True).click()
+    current = widget.locator(".budget-closeup [data-current]")
+    assert current.count() == 0  # before the first step nothing is outlined
+    lefts = []
+    for k in (1, 2, 3, 4):
+        widget.get_by_role("button", name="Step", exact=True).click()
+        box = current.bounding_box()
+        assert box["width"] >= 16 and box["height"] >= 40, box
+        assert current.get_attribute("data-step") == str(k)
+        assert current.locator(".budget-closeup-number").inner_text() == str(k)
+        lefts.append(box["x"])
+    # The outline moves a whole column each step, and the head names the step.
+    assert all(b - a >= 16 for a, b in zip(lefts, lefts[1:])), lefts
+    assert "step 4 outlined" in widget.locator(".budget-closeup-head").inner_text()
+    # A click on a later column moves the cursor there.
+    widget.locator('.budget-closeup [data-step="9"]').click()
+    assert step_label(page) == f"Step 9 of {len(expected()['steps'])}"
+
+
 def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(page, site_url):
     page.goto(page_url(site_url, PAGE))
     wait_for_python(page)

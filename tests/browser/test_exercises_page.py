@@ -56,7 +56,8 @@ def test_editor_holds_the_toy_and_python_agrees(make_page, site_url, watch):
     assert page.locator(f"{ROOT} textarea.exercise-fallback").count() == 0
     # Python highlighting and line numbers are Ace's.
     assert page.locator(f"{ROOT} .ace_gutter-cell").count() > 5
-    assert page.locator(f"{ROOT} .ace_keyword").count() > 0
+    # (The first screen is the module's docstring, long lines wrapped: a string token.)
+    assert page.locator(f"{ROOT} .ace_string, {ROOT} .ace_keyword").count() > 0
     until(page, f"['same', 'updated', 'failed'].includes(document.querySelector(\"{ROOT}\").dataset.live)")
     assert root.get_attribute("data-live") == "same"
 
@@ -122,3 +123,48 @@ def test_endless_loop_is_stopped_and_the_page_stays_usable(page, site_url, watch
     press(page, "Run")
     assert page.locator(ROOT).get_attribute("data-result") == "ran"
     wait_for_python(page)
+
+
+def ace(page, expression):
+    """Ask the page's Ace editor (ace.edit on its element returns the editor it holds)."""
+    return page.evaluate(f"(() => {{ const e = ace.edit(document.querySelector(\"{ROOT} .exercise-editor\")); return {expression}; }})()")
+
+
+def test_a_syntax_error_is_marked_on_its_line_and_long_lines_wrap(page, site_url):
+    """Issue 16: a syntax error's line was named in the message but not marked in the
+    editor, and long starter lines ran out of sight at 1280 px."""
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    until(page, f"document.querySelector(\"{ROOT}\").dataset.editor === 'ace'")
+    # Every line of the starter is within the editor's width: long ones wrap.
+    scroller, widest = ace(page, "[e.renderer.scroller.clientWidth, e.session.getScreenWidth() * e.renderer.characterWidth]")
+    assert max(len(line) for line in exercises.starter_code().splitlines()) * ace(page, "e.renderer.characterWidth") > scroller
+    assert widest <= scroller, (widest, scroller)
+    # And on the screen: the text of every line drawn ends inside the editor (give or
+    # take the space a row was broken at, which may hang past the edge, unseen).
+    space = ace(page, "e.renderer.characterWidth")
+    assert page.evaluate(f"""() => {{
+      const box = document.querySelector("{ROOT} .ace_scroller").getBoundingClientRect();
+      return [...document.querySelectorAll("{ROOT} .ace_line")].every((line) => {{
+        const r = document.createRange(); r.selectNodeContents(line);
+        return r.getBoundingClientRect().right <= box.right + {space} + 1; }});
+    }}""")
+    # As a reader: click into the code, go to its end, type a broken line, press Check.
+    page.locator(f"{ROOT} .ace_content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.insert_text("x = = 1\n")
+    line = len(exercises.starter_code().splitlines()) + 1
+    press(page, "Check")
+    assert f"Line {line}: SyntaxError" in page.locator(f"{ROOT} .exercise-error").inner_text()
+    # The line is marked in the gutter and tinted, and the cursor sits on it, in view.
+    mark = page.locator(f"{ROOT} .ace_gutter-cell.ace_error")
+    assert mark.count() == 1 and mark.inner_text().strip() == str(line)
+    assert page.locator(f"{ROOT} .exercise-error-line").is_visible()
+    assert ace(page, "e.getCursorPosition().row") == line - 1
+    # Editing the code takes the mark away (the line it names may have moved).
+    page.locator(f"{ROOT} .exercise-error-line").click(force=True)  # the tinted line, under the text
+    page.keyboard.press("Home")
+    page.keyboard.insert_text("# ")
+    until(page, f"document.querySelectorAll(\"{ROOT} .ace_gutter-cell.ace_error, {ROOT} .exercise-error-line\").length === 0",
+          timeout=5)
+    assert ace(page, f"e.session.getLine({line - 1})") == "# x = = 1"

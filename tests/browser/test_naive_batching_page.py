@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import page_url, wait_for_python
+from conftest import page_url, pysim_view, wait_for_python
 
 from pysim import bridge
 
@@ -161,3 +161,73 @@ def test_a_change_shows_the_finished_race_at_once(page, site_url):
     page.wait_for_function("() => document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length < 3")
     page.wait_for_function(
         "() => document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length === 3", timeout=60000)
+
+
+# What a reader sees of the preemptions in one panel's timeline, read from its pixels:
+# pixels in the preempted red, and the red boxes (marks) counted along each slot's row.
+READ_MARKS = """(name) => {
+  const c = document.querySelector(`.race-panel[data-scheduler="${name}"] canvas.race-timeline`);
+  const hex = getComputedStyle(c).getPropertyValue('--pysim-preempt').trim();
+  const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  const ratio = c.width / c.getBoundingClientRect().width;
+  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const red = (x, y) => { const i = (y * c.width + x) * 4; return want.every((v, k) => Math.abs(data[i + k] - v) < 24); };
+  let pixels = 0, marks = 0;
+  for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) if (red(x, y)) pixels++;
+  for (let s = 0; s * 9 * ratio < c.height - 1; s++) {
+    const y = Math.floor((s * 9 + 4.5) * ratio);
+    for (let x = 0; x < c.width; x++) if (red(x, y) && (x === 0 || !red(x - 1, y))) marks++;
+  }
+  return { pixels, marks };
+}"""
+
+
+def preemptions_seen(page, name):
+    panel = page.locator(f'.race-panel[data-scheduler="{name}"]')
+    row = page.locator(f'.race-table tr[data-scheduler="{name}"]')
+    return page.evaluate(READ_MARKS, name), panel.locator(".race-status").inner_text(), \
+        row.locator("td").last.inner_text()
+
+
+def test_cell_colour_is_state_and_each_preemption_is_one_mark(page, site_url):
+    """Issue 16: requests had their own hues, some red or green, so static batching showed
+    "preempted" red cells while reporting 0 preemptions. Colour is now the slot's state,
+    and every preemption is one outlined red mark: count them and get pysim's number."""
+    page.goto(page_url(site_url, PAGE))
+    page.wait_for_selector('.race-table tr[data-finished="true"]')
+    wait_for_python(page)
+    for config in ({}, {"num_gpu_blocks": 60}):
+        if config:  # as a reader: type the pool size
+            box = page.locator('.pysim-control[data-field="num_gpu_blocks"] input[type="number"]')
+            box.fill("60")
+            box.press("Enter")
+            page.wait_for_function("() => document.querySelector('.race-table caption').textContent.includes('pool of 60 blocks')")
+        want = pysim_view("naive_batching", config)["schedulers"]
+        # Static batching never preempts, and no cell of it is drawn in the preempted red.
+        seen, status, cell = preemptions_seen(page, "static")
+        assert want["static"]["preemptions"] == 0
+        assert seen == {"pixels": 0, "marks": 0}
+        assert status.endswith("0 preemptions") and cell == "0"
+        # The paged scheduler's marks: as many as pysim counts, and the panel and the table say so.
+        n = want["continuous_paged"]["preemptions"]
+        assert n > 10
+        seen, status, cell = preemptions_seen(page, "continuous_paged")
+        assert seen["marks"] == n, (seen, n)
+        assert status.endswith(f"{n} preemptions") and cell == str(n)
+        if not config:  # pointing at a cell names its request (identity is no longer a colour)
+            frames = want["continuous_paged"]["frames"]
+            t, s = 30, next(s for s, slot in enumerate(frames[30]) if slot and slot[4] == "run")
+            timeline = page.locator('.race-panel[data-scheduler="continuous_paged"] canvas.race-timeline')
+            cell_px = float(timeline.get_attribute("data-cell"))
+            timeline.hover(position={"x": (t + 0.5) * cell_px, "y": s * 9 + 4.5})
+            pointer = page.locator('.race-panel[data-scheduler="continuous_paged"] .race-pointer').inner_text()
+            assert pointer.startswith(f"slot {s + 1}, step {t + 1}: request {frames[t][s][0]} "), pointer
+    # Stepping shows the preemptions so far, mark for mark.
+    page.get_by_role("button", name="Reset").click()
+    for _ in range(20):
+        page.get_by_role("button", name="Step").click()
+    frames = want["continuous_paged"]["frames"][:20]
+    so_far = sum(1 for f in frames for slot in f if slot and slot[4] == "pre")
+    assert so_far > 0
+    seen, status, _ = preemptions_seen(page, "continuous_paged")
+    assert seen["marks"] == so_far and status.endswith(f"{so_far} preemptions so far")

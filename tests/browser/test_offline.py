@@ -160,6 +160,39 @@ def test_site_read_from_disk(make_page):
     read_from_disk(make_page(), SITE)
 
 
+@pytest.mark.parametrize("name", sorted(WIDGET_PAGES))
+def test_from_disk_the_note_is_on_top_and_the_settings_are_off(make_page, name):
+    """Issue 16: from file:// nothing can compute, yet the controls stayed live (typing
+    100 in Pool blocks left "100" over a picture made for 160), and the note saying how
+    to go live sat at the bottom of each widget (~1,700 px down on the KV widget)."""
+    page = make_page()
+    page.goto(page_url(SITE.as_uri() + "/", name))
+    for widget in WIDGET_PAGES[name]:
+        root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
+        root.scroll_into_view_if_needed()
+        page.wait_for_function(
+            f"() => document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.offline === 'true'")
+        # The note is the first thing in the widget, above its controls and picture.
+        note = root.locator(".pysim-offline-note")
+        assert note.is_visible() and "python3 -m http.server" in note.inner_text()
+        top, note_box = root.bounding_box(), note.bounding_box()
+        assert note_box["y"] - top["y"] < 40, (widget, note_box, top)
+        assert note_box["y"] + note_box["height"] <= root.locator(".pysim-body").bounding_box()["y"] + 1
+        # Every setting is disabled, and typing into one changes nothing.
+        settings = root.locator(".pysim-control :is(input, select, textarea), [data-needs-python]").all()
+        assert settings and all(f.is_disabled() for f in settings), widget
+        box = root.locator('.pysim-control input[type="number"]').first
+        if box.count():
+            before = box.input_value()
+            box.click(force=True)
+            page.keyboard.type("100")
+            assert box.input_value() == before, widget
+    if name == "naive-batching":  # the pre-computed race still plays back
+        page.get_by_role("button", name="Reset").click()
+        page.get_by_role("button", name="Step").click()
+        assert page.locator(".pysim-step-label").inner_text().startswith("Step 1 of")
+
+
 def test_downloadable_zip_holds_the_whole_site_and_opens(make_page, tmp_path):
     archive = SITE / ZIP
     with zipfile.ZipFile(archive) as zf:

@@ -29,12 +29,9 @@ def expected(**config):
 def row_values(page, policy) -> dict:
     """The figures of the last table row for `policy`, as the reader sees them."""
     row = page.locator(f'{ROOT} .toy-runs tbody tr[data-policy="{policy}"]').last
-    cells = [c.inner_text().replace(",", "") for c in row.locator("td").all()]
-    # Policy, block, blocks, budget, seqs, requests, seed, then the results.
-    keys = ["finished", "iterations", "tokens_per_iteration", "mean_batch", "mean_ttft",
-            "max_ttft", "mean_ttft_urgent", "preemptions"]
-    return {"policy": cells[0], "num_gpu_blocks": int(cells[2]),
-            **{k: float(v) for k, v in zip(keys, cells[7:])}}
+    cells = {c.get_attribute("data-col"): c.inner_text() for c in row.locator("td").all()}
+    out = {"policy": cells.pop("policy"), "settings": cells.pop("settings")}
+    return {**out, **{k: float(v.replace(",", "")) for k, v in cells.items()}}
 
 
 def card(page, metric) -> str:
@@ -87,7 +84,7 @@ def test_two_policies_run_in_the_browser_and_read_back(page, site_url):
     box.press("Enter")
     wait_rows(page, 3)
     more = row_values(page, "shortest")
-    assert more["num_gpu_blocks"] == 2000 and more["preemptions"] == 0
+    assert more["settings"] == "Total blocks 2,000" and more["preemptions"] == 0
     assert "num_gpu_blocks=2000" in page.url and "policy=shortest" in page.url
 
 
@@ -137,3 +134,33 @@ def test_narrow_dark_screen(make_page, site_url):
         return [r.getBoundingClientRect().width, document.documentElement.scrollWidth, window.innerWidth];
     }}""")
     assert widths[0] <= 375 and widths[1] <= widths[2]
+
+
+def test_runs_keep_their_numbers_and_the_compared_columns_stay_in_view(page, site_url):
+    """Issue 16: at 1280 px the runs table hid Mean, Max, Urgent TTFT and Preempted past
+    its right edge, and going back to FCFS renumbered the runs, so the page's "your first
+    row" changed meaning. A run keeps its number; the table fits the column."""
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    wait_rows(page, 1)
+    policy = page.get_by_label("Policy")
+    number = lambda: page.locator(f'{ROOT} .toy-runs tr[data-current="true"] th').inner_text()
+    for choice, n, rows in (("shortest", "2", 2), ("priority", "3", 3), ("fcfs", "1", 3), ("shortest", "2", 3)):
+        policy.select_option(choice)
+        until(page, f"document.querySelector(\"{ROOT} .toy-runs tr[data-current='true']\").dataset.policy === '{choice}'")
+        wait_rows(page, rows)
+        assert number() == n, (choice, number())
+    numbers = [r.inner_text() for r in page.locator(f"{ROOT} .toy-runs tbody th").all()]
+    assert numbers == ["1", "2", "3"]
+    # A run with a long settings cell, then every header is inside the visible table box.
+    box = page.locator(f'{ROOT} .pysim-control[data-field="num_gpu_blocks"] input[type="number"]')
+    box.fill("2000")
+    box.press("Enter")
+    wait_rows(page, 4)
+    wrap = page.locator(f"{ROOT} .toy-runs-wrap").bounding_box()
+    headers = page.locator(f"{ROOT} .toy-runs thead th")
+    assert [t.inner_text().replace("\n", " ") for t in headers.all()][3:7] == ["Mean TTFT", "Max TTFT", "Urgent TTFT", "Preempted"]
+    for th in headers.all():
+        b = th.bounding_box()
+        assert b["x"] >= wrap["x"] - 0.5 and b["x"] + b["width"] <= wrap["x"] + wrap["width"] + 0.5, (th.inner_text(), b, wrap)
+    assert page.evaluate(f"(() => {{ const w = document.querySelector(\"{ROOT} .toy-runs-wrap\"); return w.scrollWidth <= w.clientWidth; }})()")

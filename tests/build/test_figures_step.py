@@ -7,7 +7,9 @@ import pytest
 from sitebuild import BuildError, figures
 
 VALUES = {"little.w_s": 16.4, "little.offered_tok_s": 10000}
-plots = types.SimpleNamespace(curve=lambda: "<svg>curve</svg>", _private=lambda: "<svg/>")
+plots = types.SimpleNamespace(curve=lambda: "<svg><title>Curve</title>curve</svg>", _private=lambda: "<svg/>")
+BLOCK = ('<div class="pysim-plot" role="region" tabindex="0" aria-label="Curve (scrolls sideways on a narrow screen)" '
+         'style="overflow-x:auto"><svg><title>Curve</title>curve</svg></div>')
 
 
 def figure(name):
@@ -27,10 +29,7 @@ def test_an_unknown_figure_names_the_page():
 def test_a_plot_line_becomes_a_scrolling_svg_block():
     md = "Text.\n\n  {{ plot.curve }}  \n\nMore {{ plot.curve }} inline stays."
     out = figures.draw_plots(md, plots)
-    # A region the keyboard can reach (Tab, then the arrow keys scroll it).
-    box = '<div class="pysim-plot" style="overflow-x:auto" tabindex="0" role="region" aria-label="plot, scrolls sideways">'
-    assert out == (f'Text.\n\n{box}<svg>curve</svg></div>\n\n'
-                   "More {{ plot.curve }} inline stays.")
+    assert out == f"Text.\n\n{BLOCK}\n\nMore {{{{ plot.curve }}}} inline stays."
 
 
 @pytest.mark.parametrize("name", ["nope", "_private"])
@@ -42,4 +41,4 @@ def test_unknown_or_private_plots_are_errors(name):
 def test_expand_draws_plots_before_it_fills_figures():
     # Filled first, "plot.curve" would be looked up (and fail) as a figure.
     out = figures.expand("{{ plot.curve }}\n\nW = {{ little.w_s:.0f }}", figure, plots)
-    assert out == f'<div class="pysim-plot" style="overflow-x:auto"{figures.PLOT_ATTRS}><svg>curve</svg></div>\n\nW = 16'
+    assert out == f"{BLOCK}\n\nW = 16"

@@ -144,6 +144,50 @@ def test_an_exception_names_its_line_and_the_step():
     assert view["checks"][0]["message"].startswith(f"step 1: your scheduler stopped with Line {line}, in update: AssertionError")
 
 
+ANSWER_IMPORTS = {
+    # pysim's answer imported under the names Check drives ...
+    "an import": "from pysim.toy_chunked import ChunkedRequest as Request, ChunkedScheduler as ToyScheduler\n",
+    # ... or wrapped in a class of the reader's that only calls it.
+    "a subclass": ("from pysim import toy_chunked\n"
+                   "class ToyScheduler(toy_chunked.ChunkedScheduler):\n"
+                   "    def step(self):\n        return super().step()\n"
+                   "Request = toy_chunked.ChunkedRequest\n"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(ANSWER_IMPORTS))
+def test_the_checker_refuses_pysims_own_answer(how):
+    # Issue 16: importing pysim's answer passed all four checks, since Check compares
+    # the reader's scheduler with that very answer. It is refused, and says why.
+    code = exercises.starter_code() + "\n" + ANSWER_IMPORTS[how]
+    view = call({"mode": "check", "code": code})
+    assert view["passed"] is False and view["checks"] == []
+    assert view["message"] == view["error"]
+    assert view["message"].startswith("Your ToyScheduler is pysim's own answer (pysim.toy_chunked.ChunkedScheduler)")
+    assert "without testing your code" in view["message"]
+
+
+def test_the_checker_refuses_a_step_written_elsewhere():
+    code = exercises.starter_code() + "\nToyScheduler.step = eval('lambda self: None')\n"
+    view = call({"mode": "check", "code": code})
+    assert view["passed"] is False
+    assert view["message"].startswith("Your ToyScheduler.step() must be written in your code")
+
+
+def test_errors_name_the_line_for_the_editor():
+    # A syntax error on line 3, an exception raised in the reader's step: the view says
+    # which line, for the page to mark; a mere difference in decisions names none.
+    broken = "x = 1\ny = 2\nz = = 3\n"
+    assert call({"mode": "check", "code": broken})["error_line"] == 3
+    assert call({"mode": "run", "code": broken})["error_line"] == 3
+    code = exercises.solution_code().replace("            r.computed += n\n",
+                                            "            r.computed += n\n            assert r.computed < 60\n", 1)
+    line = code.splitlines().index("            assert r.computed < 60") + 1
+    assert call({"mode": "check", "code": code})["error_line"] == line
+    assert call({"mode": "check"})["error_line"] is None  # the starter differs, raises nothing
+    assert call({"mode": "check", "code": exercises.solution_code()})["error_line"] is None
+
+
 def test_missing_names_are_explained():
     view = call({"mode": "check", "code": "print('hi')\n"})
     assert view["passed"] is False
