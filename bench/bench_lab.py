@@ -71,8 +71,20 @@ def cpu_seconds(fn, repeats):
         samples.append(time.process_time() - t0)
     return statistics.median(samples)
 
+def p95_seconds(fn, repeats):
+    # The measure for the replay: p95 of wall time (nearest rank), at rest.
+    fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    samples.sort()
+    return samples[-(-95 * len(samples) // 100) - 1]
+
 steps, req_steps = request_steps()
 out = {
+    "replay_x1_p95": p95_seconds(replay_x1, 20),
     "replay_x1_cpu": cpu_seconds(replay_x1, REPEATS),
     "sweep_cpu": cpu_seconds(sweep, 3),
     "replay_x1": median_seconds(replay_x1, repeats=REPEATS),
@@ -104,6 +116,7 @@ def main() -> None:
     ms = lambda s: f"{s * 1000:,.0f} ms"
     rows = []
     for key, label, target in (("replay_x1", "replay x1 (5 min of conv)", "<= 300 ms in Pyodide"),
+                               ("replay_x1_p95", "replay x1, p95 of 20 runs", "<= 300 ms in Pyodide"),
                                ("sweep", "sweep, 8 points one by one", "<= 5 s in Pyodide"),
                                ("baseline", "baseline: replay x1 stepped one by one", "-")):
         rows.append([label, ms(cp[key]), ms(py[key]), f"{py[key] / cp[key]:.2f}x",
