@@ -60,27 +60,25 @@ def request_steps():
     n = sum(r.num_requests_running)  # running after each step, a close lower bound
     return r.num_steps, n
 
+def samples(fn, repeats, clock):
+    # `repeats` timings of fn by `clock`, after one warm-up call, sorted.
+    fn()
+    out = []
+    for _ in range(repeats):
+        t0 = clock()
+        fn()
+        out.append(clock() - t0)
+    return sorted(out)
+
 def cpu_seconds(fn, repeats):
     # CPU time of this process (time.process_time), median: on a machine shared with
     # other jobs it moves less than wall time. Pyodide's clock may count wall time.
-    fn()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        samples.append(time.process_time() - t0)
-    return statistics.median(samples)
+    return statistics.median(samples(fn, repeats, time.process_time))
 
 def p95_seconds(fn, repeats):
     # The measure for the replay: p95 of wall time (nearest rank), at rest.
-    fn()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    samples.sort()
-    return samples[-(-95 * len(samples) // 100) - 1]
+    s = samples(fn, repeats, time.perf_counter)
+    return s[-(-95 * len(s) // 100) - 1]
 
 steps, req_steps = request_steps()
 out = {

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from .engine import Engine, EngineConfig
 from .steptime import StepTimeModel
+from .utils import cdiv
 
 
 class BlockCounts:
@@ -61,7 +62,7 @@ class BlockCounts:
 
     def blocks_needed(self, req_id, num_tokens_total: int, hit_blocks=()) -> int:
         assert not hit_blocks
-        return max(0, -(-num_tokens_total // self.block_size) - self._held.get(req_id, 0))
+        return max(0, cdiv(num_tokens_total, self.block_size) - self._held.get(req_id, 0))
 
     def allocate_slots(self, req_id, token_ids, num_tokens_total: int, hit_blocks=()) -> bool:
         new = self.blocks_needed(req_id, num_tokens_total, hit_blocks)

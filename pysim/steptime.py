@@ -52,6 +52,15 @@ class StepTimeModel:
         compute = self.flops_per_token * num_tokens / self.peak_flops
         return max(memory, compute) / self.efficiency
 
+    def _decode_terms(self, batch: int, kv_tokens: int) -> tuple[float, float, float]:
+        """A decode run's roofline terms, before efficiency: the memory time of a step
+        reading `kv_tokens` (m0), what each further step adds to it (m1), and the
+        compute time of a step, the same every step."""
+        bw = self.bandwidth
+        return ((self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / bw,
+                batch * self.kv_bytes_per_token / bw,
+                self.flops_per_token * batch / self.peak_flops)
+
     def decode_run_seconds(self, batch: int, kv_tokens: int, steps: int) -> float:
         """Total time of `steps` plain decode steps of `batch` requests whose contexts
         hold `kv_tokens` before the first: step i (1-based) reads kv_tokens + i x batch.
@@ -63,10 +72,7 @@ class StepTimeModel:
         """
         if steps <= 0:
             return 0.0
-        bw, e = self.bandwidth, self.efficiency
-        m0 = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / bw
-        m1 = batch * self.kv_bytes_per_token / bw
-        compute = self.flops_per_token * batch / self.peak_flops
+        m0, m1, compute = self._decode_terms(batch, kv_tokens)
         # Steps 1..k are compute-bound (m0 + i m1 < compute), the rest memory-bound.
         k = 0 if m0 + m1 >= compute else min(steps, int((compute - m0) / m1) if m1 else steps)
         while k < steps and m0 + (k + 1) * m1 < compute:
@@ -75,7 +81,7 @@ class StepTimeModel:
             k -= 1
         rest = steps - k
         memory = rest * m0 + m1 * (k + 1 + steps) * rest / 2
-        return (k * compute + memory) / e
+        return (k * compute + memory) / self.efficiency
 
     def decode_steps_within(self, batch: int, kv_tokens: int, seconds: float) -> int:
         """The most plain decode steps that take less than `seconds` in all: the
@@ -86,11 +92,8 @@ class StepTimeModel:
         """
         if seconds <= 0:
             return 0
-        bw, e = self.bandwidth, self.efficiency
-        m0 = (self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / bw
-        m1 = batch * self.kv_bytes_per_token / bw
-        compute = self.flops_per_token * batch / self.peak_flops
-        target = seconds * e
+        m0, m1, compute = self._decode_terms(batch, kv_tokens)
+        target = seconds * self.efficiency
         # kc: the leading steps that are compute-bound (m0 + i m1 < compute).
         if m0 + m1 >= compute:
             kc = 0
