@@ -23,7 +23,7 @@ PY312 ?= $(shell for p in python3 python3.14 python3.13 python3.12 $$(ls -d $$(p
 help:
 	@echo "make serve   build the site and serve it at http://$(HOST):$(PORT) (rebuilds on change)"
 	@echo "make test    every test: pysim in CPython, pysim in Pyodide (Node), the site in Chromium"
-	@echo "make site    build site/ (and site/ only)"
+	@echo "make site    build site/ (hosted) and site-offline/ (the download, zipped into site/)"
 	@echo "make wheel   build the pysim wheel into dist/"
 	@echo "make bench   run the benchmarks and print their tables"
 
@@ -65,7 +65,11 @@ setup: $(VENV)/.installed $(LOCK_VENV)/.installed node_modules/.installed
 
 # ------------------------------------------------------------------ build
 
+# Two builds of the same sources (README, "Deploying"): the download first (site-offline/,
+# Material's offline plugin, and its zip), then the hosted site (site/, instant
+# navigation), which copies that zip in for its footer's download link.
 site: setup
+	$(VENV)/bin/mkdocs build --strict -f mkdocs-offline.yml
 	$(VENV)/bin/mkdocs build --strict
 
 wheel: $(VENV)/.installed
@@ -73,6 +77,7 @@ wheel: $(VENV)/.installed
 
 # (MkDocs watches docs/ and the theme's overrides/ itself.)
 serve: setup
+	$(VENV)/bin/mkdocs build --strict -f mkdocs-offline.yml
 	$(VENV)/bin/mkdocs serve --strict -a $(HOST):$(PORT) --watch pysim --watch widgets --watch sitebuild
 
 # ------------------------------------------------------------------ tests
@@ -95,4 +100,4 @@ bench: site $(WHEELS_FOR_PYODIDE)/.installed chromium
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf site dist .cache .pytest_cache
+	rm -rf site site-offline dist .cache .pytest_cache

@@ -17,6 +17,17 @@ start:
 and bytes: the page without Python (HTML, CSS, fonts, our scripts: what a reader who
 never reaches a widget downloads) and the total at interactive.
 
+Then instant navigation (issue 18; the hosted build, mkdocs.yml): in one browser context
+per run, the first widget page opened and live, then each next widget page entered by a
+click on the sidebar's link, as a reader does. Columns, in ms from the click: `drawn`
+(every widget mounted from its model, then a frame) and `interactive` (every widget
+recomputed its default on the Python already running: data-live set). Twice: clicked
+at once (the pointer lands and presses, as Playwright's click does) and after resting
+on the link HOVER_MS first (Material's prefetch has fetched the page by then). And the
+worker's memory (WebAssembly memory; Python's allocated blocks after gc.collect()) after
+the first page, after the first visit of every widget page, and after NAVIGATIONS clicks
+through them all.
+
 Then, on the live page, the time of one widget recomputation on its default preset:
 PySim.runtime.call(NAME, {config: {}}) CALLS times per load, twice: right at interactive,
 and again SETTLE_MS later, on a page at rest (when a reader who has just arrived would
@@ -48,7 +59,12 @@ SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 CALLS = int(os.environ.get("BENCH_CALLS", "20"))
 SETTLE_MS = 1000
-GOAL_TTI_RATIO = 1.15
+GOAL_TTI_RATIO = 1.10
+GOAL_NEXT_PAGE_MS = 300
+GOAL_MEMORY_GROWTH = 0.10
+HOVER_MS = 150
+FIRST_WIDGET = {}  # page file -> the anchor of its first widget
+NAVIGATIONS = 20
 GOAL_PRERENDER_MS = 1000
 GOAL_RECOMPUTE_P95_MS = 16
 
@@ -88,6 +104,89 @@ async ([name, n]) => {
 """
 
 
+# Installed once per context: with instant navigation no page reloads, so it sees every
+# click and what followed it.
+NAV_PROBE = """
+window.__nav = [];
+document.addEventListener('click', (e) => {
+  if (e.target.closest && e.target.closest('a')) __nav.push({click: performance.now()});
+}, true);
+new MutationObserver(() => {
+  const n = __nav[__nav.length - 1];
+  const widgets = [...document.querySelectorAll('.pysim-widget')];
+  if (!n || !widgets.length || widgets.some(w => !w.isConnected)) return;
+  if (!n.mounted && widgets.every(w => w.dataset.mounted)) {
+    n.mounted = performance.now();
+    requestAnimationFrame(() => { n.drawn = performance.now(); });
+  }
+  if (!n.interactive && widgets.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'))
+    n.interactive = performance.now();
+}).observe(document, {subtree: true, childList: true, attributes: true});
+"""
+
+STATS = """() => new Promise((resolve) => {
+  const worker = PySim.runtime.worker;
+  const take = (e) => { if (e.data.type === 'stats') { worker.removeEventListener('message', take); resolve(e.data); } };
+  worker.addEventListener('message', take);
+  worker.postMessage({type: 'stats'});
+})"""
+
+ALL_LIVE = ("() => { const ws = [...document.querySelectorAll('.pysim-widget')]; "
+            "return ws.length > 0 && ws.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'); }")
+
+
+def sitemap_here(data: bytes, origin: str) -> bytes:
+    """sitemap.xml as if built with site_url at this server (tests/browser/conftest.py)."""
+    return re.sub(rb"<loc>https?://[^/<]+/", b"<loc>" + origin.encode() + b"/", data)
+
+
+def click_to(page, page_file: str, hover_ms: int) -> dict:
+    """Click the sidebar's link to page_file and return the marks of that click (ms)."""
+    link = page.locator(f'nav.md-nav--primary a.md-nav__link[href$="/{page_file}"]').first
+    if hover_ms:
+        link.hover()
+        page.wait_for_timeout(hover_ms)
+    link.click()
+    page.wait_for_function(f"() => location.pathname.endsWith('/{page_file}')")
+    page.wait_for_function(f"() => {{ const n = __nav[__nav.length - 1]; return n && n.interactive && n.drawn; }}",
+                           timeout=60000)
+    n = page.evaluate("__nav[__nav.length - 1]")
+    return {"drawn": n["drawn"] - n["click"], "interactive": n["interactive"] - n["click"]}
+
+
+def navigate(browser, base: str, pages: list[str], hover_ms: int) -> dict[str, dict]:
+    """One context: the first page opened and live, then a click to each next one."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.add_init_script(NAV_PROBE)
+    page.goto(f"{base}{pages[0]}#{FIRST_WIDGET[pages[0]]}")
+    page.wait_for_function(ALL_LIVE, timeout=180000)
+    page.wait_for_timeout(SETTLE_MS)
+    out = {}
+    for name in [*pages[1:], pages[0]]:
+        out[name] = click_to(page, name, hover_ms)
+        page.wait_for_timeout(300)  # a reader looks at the page before the next click
+    context.close()
+    return out
+
+
+def memory(browser, base: str, pages: list[str]) -> list[tuple[str, dict]]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.add_init_script(NAV_PROBE)
+    page.goto(f"{base}{pages[0]}#{FIRST_WIDGET[pages[0]]}")
+    page.wait_for_function(ALL_LIVE, timeout=180000)
+    rows = [("the first page live", page.evaluate(STATS))]
+    order = [pages[(i + 1) % len(pages)] for i in range(NAVIGATIONS)]
+    for i, name in enumerate(order, 1):
+        click_to(page, name, 0)
+        if i == len(pages):
+            rows.append((f"every widget page visited once ({i} clicks)", page.evaluate(STATS)))
+    rows.append((f"after {NAVIGATIONS} clicks", page.evaluate(STATS)))
+    context.close()
+    return rows
+
+
 def widget_pages() -> dict[str, list[str]]:
     """Page file -> the widgets on it, found in the built site."""
     out = {}
@@ -124,7 +223,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        if self.path == "/__floor__.html":
+        if self.path == "/sitemap.xml":
+            body = sitemap_here((SITE / "sitemap.xml").read_bytes(), f"http://127.0.0.1:{self.server.server_address[1]}")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/__floor__.html":
             body = self.floor.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
@@ -163,6 +269,11 @@ def measure(browser, url: str, widgets: list[str] = ()) -> dict:
     return marks
 
 
+def chapter_order() -> list[str]:
+    """Page files in the order of mkdocs.yml's nav (the sidebar's, top to bottom)."""
+    return [f"{name}.html" for name in re.findall(r":\s*([\w-]+)\.md\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)]
+
+
 def med(rows, key):
     values = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(values) if values else None
@@ -189,6 +300,10 @@ def main():
             for name, widgets in pages.items():
                 results["floor"].append(measure(browser, base + "__floor__.html"))
                 results[name].append(measure(browser, f"{base}{name}#widget-{widgets[0]}", widgets))
+        nav_order = [p for p in chapter_order() if p in pages]
+        FIRST_WIDGET.update({name: f"widget-{widgets[0]}" for name, widgets in pages.items()})
+        clicks = {hover: [navigate(browser, base, nav_order, hover) for _ in range(RUNS)] for hover in (0, HOVER_MS)}
+        held = memory(browser, base, nav_order)
         browser.close()
     server.shutdown()
 
@@ -216,6 +331,31 @@ def main():
                  "range", "KB without Python", "MB total"], rows))
     print("vs floor: median over loads of (this load's interactive / the floor load just before it); range: lowest-highest")
 
+    print()
+    print(f"Instant navigation: from the page before to this one by a click on the sidebar, in one context "
+          f"(median of {RUNS}; ms from the click)")
+    nav_rows = []
+    for name in nav_order:
+        row = [f"{name} ({', '.join(pages[name])})"]
+        for hover in (0, HOVER_MS):
+            runs = [r[name] for r in clicks[hover]]
+            row += [ms(med(runs, "drawn")), ms(med(runs, "interactive")),
+                    f"{min(r['interactive'] for r in runs):.0f}-{max(r['interactive'] for r in runs):.0f}"]
+            verdicts.append((f"{name}, clicked {'at once' if not hover else f'after {hover} ms on the link'}",
+                             "next", med(runs, "interactive")))
+        nav_rows.append(row)
+    print(table(["page entered (widgets)", "clicked at once: drawn", "interactive", "range",
+                 f"after {HOVER_MS} ms on the link: drawn", "interactive", "range"], nav_rows))
+    print()
+    print("The worker's memory")
+    first_round = next(stats for label, stats in held if label.startswith("every"))
+    mem_rows = [[label, f"{stats['wasm_bytes'] / 1e6:.1f}", f"{stats['py_blocks']:,}",
+                 f"{stats['py_blocks'] / first_round['py_blocks'] - 1:+.1%}"] for label, stats in held]
+    print(table(["when", "WebAssembly memory MB", "Python blocks", "blocks vs every page visited once"], mem_rows))
+    last = held[-1][1]
+    growth = max(last["wasm_bytes"] / first_round["wasm_bytes"], last["py_blocks"] / first_round["py_blocks"]) - 1
+    verdicts.append((f"worker memory after {NAVIGATIONS} clicks", "memory", growth))
+
     calls = []
     for name, widgets in pages.items():
         for widget in widgets:
@@ -240,7 +380,13 @@ def main():
     print()
     print("Goals")
     for name, ratio, value in verdicts:
-        if ratio is not None:
+        if ratio == "next":
+            print(f"  {name}: interactive {value:.0f} ms after the click (goal <= {GOAL_NEXT_PAGE_MS}): "
+                  f"{'met' if value <= GOAL_NEXT_PAGE_MS else 'NOT met'}")
+        elif ratio == "memory":
+            print(f"  {name}: {value:+.1%} against every page visited once (goal <= +{GOAL_MEMORY_GROWTH:.0%}): "
+                  f"{'met' if value <= GOAL_MEMORY_GROWTH else 'NOT met'}")
+        elif ratio is not None:
             print(f"  {name}: interactive {ratio:.2f}x the floor (goal <= {GOAL_TTI_RATIO}x): "
                   f"{'met' if ratio <= GOAL_TTI_RATIO else 'NOT met'}; text and pre-rendered widgets at "
                   f"{value:.0f} ms (goal < {GOAL_PRERENDER_MS}): {'met' if value < GOAL_PRERENDER_MS else 'NOT met'}")

@@ -31,6 +31,13 @@ SHARED_STYLES = ("widgets.css",)
 # page without a widget loads nothing.
 THEME = "theme.css"
 THEME_DIR = "assets/stylesheets"
+# Instant navigation's part (widgets/navigation.js): on every page of the hosted build
+# (mkdocs.yml's extra_javascript, set by sitebuild/hooks.py), since a reader may enter a
+# widget page from one without widgets. Not under assets/widgets/ either: it is small,
+# and loads neither Python nor any widget until a page with widgets comes in.
+NAVIGATION = "navigation.js"
+NAVIGATION_DIR = "assets/javascripts"
+PAGE_WIDE = (THEME, NAVIGATION)  # files every page may link, not a widget's
 # Libraries from npm (pinned in package.json) a widget needs before its own script runs.
 VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
@@ -70,7 +77,7 @@ def collect(widgets_dir: Path = WIDGETS_DIR, node_modules: Path = NODE_MODULES) 
     """Every widget script and style (by file name) and every vendored file (by its
     path under node_modules), hashed."""
     found = {path.name: hashed("assets/widgets", path)
-             for path in sorted([*widgets_dir.glob("*.js"), *widgets_dir.glob("*.css")]) if path.name != THEME}
+             for path in sorted([*widgets_dir.glob("*.js"), *widgets_dir.glob("*.css")]) if path.name not in PAGE_WIDE}
     for files in [*VENDOR.values(), *VENDOR_LATER.values()]:
         for rel in files:
             found[rel] = hashed("assets/vendor", node_modules / rel)
@@ -80,6 +87,11 @@ def collect(widgets_dir: Path = WIDGETS_DIR, node_modules: Path = NODE_MODULES) 
 def theme(widgets_dir: Path = WIDGETS_DIR) -> Asset:
     """The site's stylesheet (THEME), hashed: `assets/stylesheets/theme.<hash>.css`."""
     return hashed(THEME_DIR, widgets_dir / THEME)
+
+
+def navigation(widgets_dir: Path = WIDGETS_DIR) -> Asset:
+    """Instant navigation's script (NAVIGATION), hashed: `assets/javascripts/navigation.<hash>.js`."""
+    return hashed(NAVIGATION_DIR, widgets_dir / NAVIGATION)
 
 
 def files(assets: dict[str, Asset]) -> Files:
@@ -135,7 +147,10 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
         "worker": up + assets[WORKER].path,
         "package": "pysim",
         "sizes": runtime["sizes"],
-        "later": {n: [up + assets[rel].path for rel in VENDOR_LATER[n]] for n in names if n in VENDOR_LATER},
+        # Every widget's, not this page's only: runtime.js reads its settings once per
+        # visit, and with instant navigation that visit spans pages. (Nothing here is
+        # loaded until a widget asks.) So every widget page carries the same settings.
+        "later": {n: [up + assets[rel].path for rel in files] for n, files in VENDOR_LATER.items()},
     }
     return PageAssets(
         styles=[up + assets[f].path for f in styles],

@@ -10,6 +10,13 @@ blocks (<script type="application/json">) are data, never run, and need no hash.
 
 This step reads the finished HTML (the hashes must match the exact text the browser
 sees), so it runs last, after every template and plugin.
+
+Every page carries one and the same policy, allowing the inline scripts of all pages
+(`site_policy`). With instant navigation (the hosted build) the page a reader opened
+first stays in the browser while others are swapped in, and its policy with it; Material
+also appends the next page's <meta> if it differs, and a browser enforces every policy a
+page was given, so a script another page's policy allowed would still be refused. One
+policy for the site makes the order of visits irrelevant.
 """
 
 from __future__ import annotations
@@ -72,3 +79,11 @@ def with_policy(page_html: str, extra_scripts: Iterable[str] = (), allow_inline:
     """The page with a policy for its own inline scripts and `extra_scripts` (scripts
     the page's code writes at run time, such as the iframe-worker shim's)."""
     return insert_policy(page_html, policy([*inline_scripts(page_html), *extra_scripts], allow_inline))
+
+
+def site_policy(pages: dict[str, str], extra_scripts: Iterable[str] = ()) -> dict[str, str]:
+    """Every page (path -> finished HTML) with the one policy that allows the inline
+    scripts of all of them, and `extra_scripts`."""
+    scripts = [s for page_html in pages.values() for s in inline_scripts(page_html)]
+    text = policy([*scripts, *extra_scripts])
+    return {path: insert_policy(page_html, text) for path, page_html in pages.items()}

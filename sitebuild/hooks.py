@@ -4,7 +4,9 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
 `mkdocs serve`) the events call, in this order:
 
     on_config          iframe_worker: the local shim in `extra.polyfills`, not unpkg's;
-                       assets: the site's stylesheet (widgets/theme.css) in `extra_css`
+                       assets: the site's stylesheet (widgets/theme.css) in `extra_css`,
+                       and, with instant navigation, widgets/navigation.js in
+                       `extra_javascript`
     on_pre_build       wheel, assets, facts: the wheel, its lock file's name, the hashed
                        assets (the lab's traces too, fetched by the worker on first use),
                        the facts table docs/facts.toml
@@ -14,13 +16,17 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
                        focusable, widgets filled with their models, SVG diagrams kept
                        readable on a phone; what the page must load goes to page.meta
                        for overrides/main.html
-    on_post_page       csp: the finished page's policy (404.html: on_post_template)
-    on_post_build      every file written; the lock file; offline_zip: the zip
+    on_post_page       csp, under `mkdocs serve` only: a policy allowing inline scripts
+    on_post_build      every file written; the lock file; csp: one policy for every page;
+                       offline_zip: the zip (the download build), or the zip that build
+                       made, copied in (the hosted build)
 
 What a build needs lives in one `Build` object; on_pre_build refreshes it from the
 working tree at every (re)build.
-The offline plugin's shim and the zip are made only when mkdocs.yml enables Material's
-`offline` plugin, so a second, hosted build of the same sources can leave both out.
+Two builds run these steps (README, "Deploying"): mkdocs.yml, the hosted site, with
+Material's instant navigation; mkdocs-offline.yml, the download, with Material's offline
+plugin instead (it needs instant navigation off). The offline plugin's shim and the zip
+are made only by the second; the first copies its zip in, so the hosted site offers it.
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ class Build:
     data: dict = field(default_factory=dict)    # widget -> {Pyodide path: Asset} (assets.collect_data)
     shim: assets.Asset | None = None
     theme: assets.Asset | None = None          # widgets/theme.css, linked by every page
+    navigation: assets.Asset | None = None     # widgets/navigation.js, on every hosted page
     wheel: Path | None = None
     runtime: dict = field(default_factory=dict)  # the worker's settings, paths in the site
 
@@ -94,10 +101,17 @@ def on_config(config, **kwargs):
     config.extra_css = [*(c for c in config.extra_css if not str(c).startswith(assets.THEME_DIR + "/theme.")),
                         build.theme.path]
     build.offline = "material/offline" in config.plugins
+    config.extra["pysim_download"] = offline_zip.PATH  # both builds' pages offer the zip
     if build.offline:
         build.shim = iframe_worker.shim()
         config.extra["polyfills"] = iframe_worker.without_unpkg(config.extra.get("polyfills", []), build.shim.path)
-        config.extra["pysim_download"] = offline_zip.PATH
+    if "navigation.instant" in config.theme.get("features", []):
+        build.navigation = assets.navigation()
+        config.extra_javascript = [*(j for j in config.extra_javascript
+                                     if not str(j).startswith(assets.NAVIGATION_DIR + "/navigation.")),
+                                   build.navigation.path]
+    else:
+        build.navigation = None
     return config
 
 
@@ -142,29 +156,37 @@ def on_page_content(html, page, config, files, **kwargs):
     return html
 
 
-def _with_policy(html: str) -> str:
-    if build.command == "serve":
-        # `mkdocs serve` appends a live-reload script whose text changes with every
-        # request, so no hash can allow it: locally, inline scripts are allowed instead.
-        return csp.with_policy(html, allow_inline=True)
-    extra = []
-    search = build.shim and build.shim.path in html and iframe_worker.search_worker_url(html)
-    if search:
-        extra.append(iframe_worker.iframe_script(iframe_worker.SHIM, search))
-    return csp.with_policy(html, extra)
+def _serve_policy(html: str) -> str:
+    # `mkdocs serve` appends a live-reload script whose text changes with every request,
+    # so no hash can allow it: locally, inline scripts are allowed instead. (A build's
+    # pages get theirs in on_post_build, one policy for all.)
+    return csp.with_policy(html, allow_inline=True) if build.command == "serve" else html
 
 
-# After other plugins' on_post_page, so the policy hashes the page's final scripts.
+# After other plugins' on_post_page, so the policy sees the page's final scripts.
 @event_priority(-100)
 @reported
 def on_post_page(output, page, config, **kwargs):
-    return _with_policy(output)
+    return _serve_policy(output)
 
 
 @reported
 def on_post_template(output_content, template_name, config, **kwargs):
     """Static templates (404.html) get the same policy as the pages."""
-    return _with_policy(output_content) if template_name.endswith(".html") else output_content
+    return _serve_policy(output_content) if template_name.endswith(".html") else output_content
+
+
+def _site_policy(site: Path) -> None:
+    """Every finished page (404.html too) with the site's one policy (csp.site_policy):
+    their inline scripts, and the one the offline shim writes into its iframe."""
+    pages = {p: p.read_text(encoding="utf-8") for p in sorted(site.rglob("*.html"))}
+    extra = set()
+    for page_html in pages.values():
+        search = build.shim and build.shim.path in page_html and iframe_worker.search_worker_url(page_html)
+        if search:
+            extra.add(iframe_worker.iframe_script(iframe_worker.SHIM, search))
+    for path, page_html in csp.site_policy(pages, sorted(extra)).items():
+        path.write_text(page_html, encoding="utf-8")
 
 
 # After every other plugin (the offline plugin writes search/search_index.js at
@@ -184,8 +206,21 @@ def on_post_build(config, **kwargs):
         build.theme.path: build.theme.data,
         pyodide_dir + build.wheel.name: build.wheel,
         build.runtime["lock"]: lock.encode("utf-8"),
+        **({build.navigation.path: build.navigation.data} if build.navigation else {}),
     })
+    if build.command != "serve":
+        _site_policy(site)
     if build.offline:
         zipped = offline_zip.site_zip(site)
         write_files(site, {offline_zip.PATH: zipped})
         log.info("offline zip %s (%.1f MB)", offline_zip.PATH, len(zipped) / 1e6)
+    else:
+        made = offline_zip.made_by_offline_build()
+        if made is None and build.command != "serve":
+            raise BuildError(f"the download build's zip is missing ({offline_zip.OFFLINE_SITE / offline_zip.PATH}): "
+                             "build it first, `mkdocs build -f mkdocs-offline.yml` (make site does both)")
+        if made is None:
+            log.warning("no offline zip yet: the footer's download link is broken until "
+                        "`mkdocs build -f mkdocs-offline.yml` has run")
+        else:
+            write_files(site, {offline_zip.PATH: made})

@@ -13,7 +13,12 @@ import re
 import zipfile
 from pathlib import Path
 
+from . import ROOT
+
 PATH = "download/continuous-batching-site.zip"
+# Where the download build (mkdocs-offline.yml's site_dir) writes its site and this zip;
+# the hosted build copies the zip from there.
+OFFLINE_SITE = ROOT / "site-offline"
 FOLDER = "continuous-batching-site"
 README = """\
 Continuous Batching & Request Scheduling: the chapter for offline reading
@@ -61,3 +66,9 @@ def site_zip(site_dir: Path) -> bytes:
                 data = footer_in_zip(data.decode("utf-8")).encode("utf-8")
             zf.writestr(_entry(path.relative_to(site_dir).as_posix()), data)
     return out.getvalue()
+
+
+def made_by_offline_build(offline_site: Path = OFFLINE_SITE) -> Path | None:
+    """The zip the download build wrote, for the hosted build to offer, or None."""
+    made = offline_site / PATH
+    return made if made.is_file() else None

@@ -26,6 +26,7 @@ WIDGET_DIV = re.compile(
     r'<div class="pysim-widget" data-widget="(?P<name>[a-z_]+)"(?P<attrs>[^>]*)>\s*</div>'
 )
 CONFIG_ATTR = re.compile(r"data-config='(?P<json>[^']*)'")
+DATA_BLOCK = re.compile(r'<template class="pysim-prerender">(?P<model>.*?)</template>', re.S)
 NOSCRIPT = ('<p class="pysim-noscript">This interactive simulation needs JavaScript; '
             "its numbers are also in the text.</p>")
 
@@ -71,11 +72,19 @@ def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, wid
         model = {"config": cfg, "view": answer["result"], "fields": fields[name]["fields"]}
         if files and name in files:
             model["files"] = files[name]
-        model = json.dumps(model, separators=(",", ":"))
-        # "</" cannot appear inside a script element; JSON allows the escaped form.
-        model = model.replace("</", "<\\/")
+        # The data block is a <template>, whose content the browser parses but never runs or
+        # shows, not a <script type="application/json">: Material's instant navigation
+        # re-creates every <script> of the page it swaps in as a plain (runnable) one,
+        # dropping its type and class. So the JSON is HTML text here, escaped as such.
+        model = html.escape(json.dumps(model, separators=(",", ":")), quote=False)
         return (f'<div class="pysim-widget" data-widget="{name}" id="widget-{name}"{match.group("attrs")}>'
-                f'<script type="application/json" class="pysim-prerender">{model}</script>'
+                f'<template class="pysim-prerender">{model}</template>'
                 f"{NOSCRIPT}</div>")
 
     return WIDGET_DIV.sub(fill, page_html), found
+
+
+def models(page_html: str) -> list[dict]:
+    """The models a finished page carries, in page order (the inverse of `prerender`'s
+    data blocks; the tests read pages with it)."""
+    return [json.loads(html.unescape(m["model"])) for m in DATA_BLOCK.finditer(page_html)]

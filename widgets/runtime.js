@@ -1,5 +1,6 @@
-// The page side of the widgets: one Python worker per page, shared by every widget;
-// mounting and unmounting each widget with its status line; when Python starts.
+// The page side of the widgets: one Python worker per visit, shared by every widget (on
+// the hosted site it outlives page changes: navigation.js); mounting and unmounting each
+// widget with its status line; when Python starts.
 // (A widget's own lifecycle, recompute, errors and link state, is live.js.)
 //
 // This is a classic script, not a module: browsers refuse module scripts from file://,
@@ -235,11 +236,11 @@
     for (const root of document.querySelectorAll(".pysim-widget[data-widget]")) {
       if (root.dataset.mounted) continue;
       const name = root.dataset.widget;
-      const data = root.querySelector("script.pysim-prerender");
+      const data = root.querySelector("template.pysim-prerender");
       const mount = mounts[name];
       if (!mount || !data) continue;
       root.dataset.mounted = "true";
-      const prerendered = JSON.parse(data.textContent);
+      const prerendered = JSON.parse(data.content.textContent); // sitebuild/prerender.py
       for (const el of root.querySelectorAll(".pysim-noscript")) el.remove();
       const body = h("div", { class: "pysim-body" });
       const status = statusLine(root);
@@ -275,6 +276,24 @@
 
   function unmountAll(container = document) {
     for (const root of [...mounted.keys()]) if (container.contains(root)) unmount(root);
+  }
+
+  // Instant navigation swapped the page's content (navigation.js): the widgets it took
+  // away are no longer in the document. Unmount them, and forget how Python was to
+  // start for them; the page entered arms its own start.
+  function unmountGone() {
+    const gone = [...mounted.keys()].filter((root) => !root.isConnected);
+    gone.forEach(unmount);
+    if (gone.length) disarm();
+  }
+
+  // The page entered by instant navigation is in, with its scripts and stylesheets:
+  // mount its widgets (live at once if Python is already running) and arm Python's
+  // start for them. Idempotent, like mountAll and armStart.
+  function pageChanged() {
+    unmountGone();
+    mountAll();
+    armStart();
   }
 
   // Call `then` once the first contentful paint has been reported. Widgets can mount
@@ -313,7 +332,14 @@
 
   // Start Python when a widget comes near the screen, or as soon as the reader
   // touches one (pointer or keyboard focus), whichever is first. Once per page.
+  // (With instant navigation, once per page entered: unmountGone disarms.)
   let armed = false;
+  let releaseArming = () => {}; // what the current arming holds: its observer
+  function disarm() {
+    armed = false;
+    releaseArming();
+    releaseArming = () => {};
+  }
   function armStart() {
     const widgets = document.querySelectorAll(".pysim-widget[data-mounted]");
     if (armed || !widgets.length) return;
@@ -322,6 +348,9 @@
       runtime.start().catch(() => {});
       return;
     }
+    // Entered by instant navigation: Python is already on its way, or running (the
+    // widgets go live by themselves), or could not start (their status offers Retry).
+    if (runtime.state !== "idle") return;
     const touched = () => runtime.start().catch(() => {});
     for (const w of widgets) {
       w.addEventListener("pointerdown", touched, { once: true });
@@ -352,6 +381,7 @@
       }
     }, { rootMargin: `${NEAR_PX}px 0px` });
     widgets.forEach((w) => observer.observe(w));
+    releaseArming = () => observer.disconnect();
   }
 
   // ------------------------------------------------------------- libraries for later
@@ -375,7 +405,8 @@
   }
 
 
-  Object.assign(window.PySim, { settings, runtime, register, mountAll, unmount, unmountAll, loadLater });
+  Object.assign(window.PySim, { settings, runtime, register, mountAll, unmount, unmountAll, unmountGone,
+                                pageChanged, loadLater });
   // Widgets normally mount as their scripts register. DOMContentLoaded (or "load", for
   // a script added late) catches the rest, and arms Python for whatever did mount, even
   // if one widget's script failed to load. Both steps are idempotent.

@@ -3,14 +3,17 @@
 //
 // Messages in:  {type: "boot", pyodide, lock, package, sizes}
 //               {type: "call", id, name, payload, files?: [[path, url], ...]}
+//               {type: "stats"}  (bench/bench_page.py: how much memory Python holds)
 // Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python}
 //               {type: "failed", message}        {type: "result", id, text, ms}
 //               {type: "fatal", message}  (the interpreter is broken: restart the worker)
+//               {type: "stats", wasm_bytes, py_blocks}
 //
 // Pyodide 314 only runs in a *module* worker; the page keeps its thread free for
 // drawing while Python works here.
 
 let bridge = null;
+let pyodide = null;
 let fs = null; // Pyodide's file system, for the data files calls read
 // Calls run one at a time, in order, even when one first waits for a download.
 let queue = Promise.resolve();
@@ -138,6 +141,7 @@ async function boot({ pyodide: base, lock, package: pkg, sizes }) {
     progress.finish();
     post({ type: "progress", stage: "start", text: "Starting the simulations" });
     bridge = py.pyimport("pysim.bridge");
+    pyodide = py;
     fs = py.FS;
     const python = py.runPython("import sys; sys.version.split()[0]");
     watch.done();
@@ -190,9 +194,18 @@ function call({ id, name, payload }) {
   if (fatal) post({ type: "fatal", message: "Python stopped after an internal error." });
 }
 
+// The WebAssembly memory (it only grows: the high-water mark of everything Python has
+// held) and the blocks Python's allocator holds now, after a full collection.
+function stats() {
+  if (!pyodide) return { type: "stats", wasm_bytes: null, py_blocks: null };
+  const blocks = pyodide.runPython("import gc, sys; gc.collect(); sys.getallocatedblocks()");
+  return { type: "stats", wasm_bytes: pyodide._module.HEAP8.buffer.byteLength, py_blocks: blocks };
+}
+
 self.onmessage = (event) => {
   const message = event.data || {};
   if (message.type === "boot") boot(message);
+  else if (message.type === "stats") queue = queue.then(() => post(stats()));
   else if (message.type === "call") {
     queue = queue.then(() => (message.files ? callWithFiles(message) : call(message)));
   }

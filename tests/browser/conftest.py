@@ -24,7 +24,10 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
+# The two builds (`make site` makes both): the hosted site, with instant navigation
+# (mkdocs.yml), and the download, with Material's offline plugin (mkdocs-offline.yml).
 SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
+OFFLINE_SITE = Path(os.environ.get("PYSIM_OFFLINE_SITE_DIR", ROOT / "site-offline"))
 
 LAUNCH_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -45,9 +48,30 @@ def chromium_path() -> str | None:
     return None
 
 
+SITEMAP_LOC = re.compile(rb"<loc>https?://[^/<]+/")
+
+
+def sitemap_here(data: bytes, origin: str) -> bytes:
+    """sitemap.xml as if the site had been built with site_url at `origin` (where this
+    server runs, a port picked at random). Material's instant navigation swaps in only
+    pages whose URL the sitemap lists, host and port included (mkdocs.yml, site_url)."""
+    return SITEMAP_LOC.sub(b"<loc>" + origin.encode() + b"/", data)
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
+
+    def do_GET(self):
+        if self.path.split("?")[0] != "/sitemap.xml":
+            return super().do_GET()
+        data = sitemap_here(Path(self.directory, "sitemap.xml").read_bytes(),
+                            f"http://127.0.0.1:{self.server.server_address[1]}")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def end_headers(self):
         # Same rule as a careful static host: no caching of HTML, long caching is the
@@ -62,16 +86,28 @@ def page_url(base: str, name: str, fragment: str = "") -> str:
     return f"{base}{name}.html{fragment}"
 
 
-@pytest.fixture(scope="session")
-def site_url():
-    if not (SITE / "index.html").exists():
-        pytest.fail(f"{SITE} has no index.html: build the site first (make site)")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
+def serve(site: Path):
+    """Serve a built site on 127.0.0.1 (a free port) until the session ends."""
+    if not (site / "index.html").exists():
+        pytest.fail(f"{site} has no index.html: build the site first (make site)")
+    handler = functools.partial(_QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    """The hosted site, served."""
+    yield from serve(SITE)
+
+
+@pytest.fixture(scope="session")
+def offline_site_url():
+    """The download build, served (as its README tells a reader to)."""
+    yield from serve(OFFLINE_SITE)
 
 
 @pytest.fixture(scope="session")
@@ -186,6 +222,12 @@ def until(page, expression: str, timeout: float = 60):
     while not page.evaluate(expression):
         assert time.monotonic() < end, f"timed out waiting for {expression}"
         page.wait_for_timeout(100)
+
+
+def prerendered(widget) -> dict:
+    """The model a widget's page carries (sitebuild/prerender.py's data block), read in
+    the page from the widget's locator."""
+    return json.loads(widget.locator("template.pysim-prerender").evaluate("t => t.content.textContent"))
 
 
 def pysim_view(name: str, config: dict) -> dict:

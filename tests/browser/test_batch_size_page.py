@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import page_url, pysim_view, wait_for_python
+from conftest import page_url, pysim_view, wait_for_python, prerendered
 
 from pysim import bridge
 
@@ -56,8 +56,8 @@ def test_prerendered_answer_equals_pyodide(page, site_url, watch):
     assert page.evaluate(f"document.querySelector('{WIDGET}').dataset.live") == "same"
     pyodide_view = page.evaluate("PySim.runtime.call('batch_size', {config: {}}).then(a => a.result)")
     assert pyodide_view == expected
-    prerendered = json.loads(page.locator(f"{WIDGET} script.pysim-prerender").text_content())
-    assert prerendered["view"] == expected
+    model = prerendered(page.locator(WIDGET))
+    assert model["view"] == expected
     assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
     # Everything is labelled as an ideal ceiling.
     assert expected["note"] in page.locator(f"{WIDGET} .bs-note").inner_text()
@@ -218,7 +218,7 @@ def test_a_bad_value_in_the_link_is_named_by_its_label(page, site_url):
 def test_every_control_shows_pysims_help(page, site_url):
     # Labels, units and help come from pysim's describe: the page shows each help text.
     page.goto(page_url(site_url, PAGE))
-    fields = json.loads(page.locator(f"{WIDGET} script.pysim-prerender").text_content())["fields"]
+    fields = prerendered(page.locator(WIDGET))["fields"]
     for f in fields:
         control = page.locator(f'{WIDGET} .pysim-control[data-field="{f["name"]}"]')
         assert control.locator(".pysim-help").inner_text() == f["help"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import page_url, wait_for_python
+from conftest import page_url, wait_for_python, prerendered
 
 from pysim import bridge
 
@@ -80,8 +80,8 @@ def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
     default = expected()
     # Drawn from the embedded model before Python has started.
     assert summary(page) == expected_summary(default)
-    prerendered = json.loads(page.locator(f"{ROOT} script.pysim-prerender").text_content())
-    assert prerendered["view"] == default
+    model = prerendered(page.locator(ROOT))
+    assert model["view"] == default
     assert "illustrative: Llama 3.1 8B on one H100" in page.locator(".budget-model").inner_text()
     assert "0.035 ms × prompt tokens" in page.locator(".budget-model").inner_text()
     wait_for_python(page)
@@ -274,7 +274,7 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
     page.wait_for_function("() => document.querySelector('.budget-note').textContent.includes('pinned run')")
     assert pin_refused["message"] in page.locator(f"{ROOT} .budget-note").inner_text()
     assert page.locator(f"{ROOT} img").count() == 0
-    assert page.locator(f"{ROOT} script:not(.pysim-prerender)").count() == 0
+    assert page.locator(f"{ROOT} script").count() == 0
     assert root_data(page, "budget") == "2048"  # the default picture stays
 
 

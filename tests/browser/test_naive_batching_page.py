@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import page_url, pysim_view, wait_for_python
+from conftest import page_url, pysim_view, wait_for_python, prerendered
 
 from pysim import bridge
 
@@ -41,8 +41,8 @@ def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
     # And directly: Pyodide's answer equals CPython's, byte for byte after JSON.
     pyodide_view = page.evaluate("PySim.runtime.call('naive_batching', {config: {}}).then(a => a.result)")
     assert pyodide_view == expected
-    prerendered = json.loads(page.locator("script.pysim-prerender").text_content())
-    assert prerendered["view"] == expected
+    model = prerendered(page.locator(".pysim-widget"))
+    assert model["view"] == expected
     # The worker fetched Pyodide and the wheel from this site, and nothing else.
     assert any(u.endswith("pyodide.asm.wasm") for u in watch.requests)
     assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
@@ -124,7 +124,7 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
     assert message.inner_text().endswith("Seed: " + refused["error"]["message"])
     assert page.locator(".race-panel:not([hidden])").count() == 3
     assert page.locator(".pysim-widget img").count() == 0
-    assert page.locator(".pysim-widget script:not(.pysim-prerender)").count() == 0
+    assert page.locator(".pysim-widget script").count() == 0
 
 
 def test_requests_has_one_range_everywhere(page, site_url):

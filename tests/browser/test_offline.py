@@ -1,6 +1,9 @@
 """The two kinds of reader: one who opens the downloaded site from disk, and one on the
 hosted site with the network cut. Also what loads when: Pyodide only on pages with a
-widget, only after the text and the pre-rendered pictures, and only once."""
+widget, only after the text and the pre-rendered pictures, and only once.
+
+The download is its own build (mkdocs-offline.yml, in OFFLINE_SITE): the tests from disk
+and of the zip read that one; the served ones read the hosted site (SITE)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import SITE, page_url
+from conftest import OFFLINE_SITE, SITE, page_url
 
 ZIP = "download/continuous-batching-site.zip"
 ZIP_FOLDER = "continuous-batching-site"
@@ -122,20 +125,24 @@ def read_from_disk(page, folder: Path):
 def test_nothing_is_loaded_from_another_host():
     """No script, stylesheet, font, image or frame from outside the site: external URLs
     appear only as hyperlinks the reader may follow."""
-    tag_url = re.compile(r"<(script|link|img|iframe|source|audio|video)\b[^>]*\b(?:src|href)=[\"']?(https?:)?//", re.I)
+    # (A <link rel="canonical">, the page's own address from site_url, names a URL and
+    # fetches nothing.)
+    tag_url = re.compile(r"<(script|link(?![^>]*\brel=\"canonical\")|img|iframe|source|audio|video)\b[^>]*\b(?:src|href)=[\"']?(https?:)?//", re.I)
     css_url = re.compile(r"(?:url\(\s*[\"']?|@import\s+[\"']?)(https?:)?//", re.I)
-    for path in SITE.rglob("*"):
-        if path.suffix == ".html":
-            assert not tag_url.search(path.read_text()), path
-        elif path.suffix == ".css":
-            assert not css_url.search(path.read_text()), path
-    # unpkg (the offline plugin's default for its shim) appears only inside Material's
-    # bundle, for a ResizeObserver polyfill (every supported browser has ResizeObserver)
-    # and for Mermaid (no page has a diagram). The browser tests check nothing is fetched.
-    with_unpkg = {p.relative_to(SITE).as_posix() for p in SITE.rglob("*")
-                  if p.is_file() and p.suffix != ".zip" and b"unpkg" in p.read_bytes()}
-    assert all(re.fullmatch(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js(\.map)?", p) for p in with_unpkg), with_unpkg
-    assert "iframe-worker" in (SITE / "index.html").read_text()
+    for site in (SITE, OFFLINE_SITE):
+        for path in site.rglob("*"):
+            if path.suffix == ".html":
+                assert not tag_url.search(path.read_text()), path
+            elif path.suffix == ".css":
+                assert not css_url.search(path.read_text()), path
+        # unpkg (the offline plugin's default for its shim) appears only inside Material's
+        # bundle, for a ResizeObserver polyfill (every supported browser has ResizeObserver)
+        # and for Mermaid (no page has a diagram). The browser tests check nothing is fetched.
+        with_unpkg = {p.relative_to(site).as_posix() for p in site.rglob("*")
+                      if p.is_file() and p.suffix != ".zip" and b"unpkg" in p.read_bytes()}
+        assert all(re.fullmatch(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js(\.map)?", p) for p in with_unpkg), with_unpkg
+    assert "iframe-worker" in (OFFLINE_SITE / "index.html").read_text()
+    assert "iframe-worker" not in (SITE / "index.html").read_text()  # the hosted site searches by fetch()
 
 
 def test_front_end_files_are_named_by_content_or_version():
@@ -157,7 +164,7 @@ def test_front_end_files_are_named_by_content_or_version():
 
 
 def test_site_read_from_disk(make_page):
-    read_from_disk(make_page(), SITE)
+    read_from_disk(make_page(), OFFLINE_SITE)
 
 
 @pytest.mark.parametrize("name", sorted(WIDGET_PAGES))
@@ -166,7 +173,7 @@ def test_from_disk_the_note_is_on_top_and_the_settings_are_off(make_page, name):
     100 in Pool blocks left "100" over a picture made for 160), and the note saying how
     to go live sat at the bottom of each widget (~1,700 px down on the KV widget)."""
     page = make_page()
-    page.goto(page_url(SITE.as_uri() + "/", name))
+    page.goto(page_url(OFFLINE_SITE.as_uri() + "/", name))
     for widget in WIDGET_PAGES[name]:
         root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
         root.scroll_into_view_if_needed()
@@ -194,19 +201,22 @@ def test_from_disk_the_note_is_on_top_and_the_settings_are_off(make_page, name):
 
 
 def test_downloadable_zip_holds_the_whole_site_and_opens(make_page, tmp_path):
-    archive = SITE / ZIP
+    archive = OFFLINE_SITE / ZIP
+    # The hosted site offers the very zip the download build made.
+    assert (SITE / ZIP).read_bytes() == archive.read_bytes()
     with zipfile.ZipFile(archive) as zf:
         names = zf.namelist()
         readme = zf.read(f"{ZIP_FOLDER}/README.txt").decode()
         zf.extractall(tmp_path)
     assert all(n.startswith(ZIP_FOLDER + "/") for n in names)
     in_zip = {n[len(ZIP_FOLDER) + 1:] for n in names} - {"README.txt"}
-    on_site = {p.relative_to(SITE).as_posix() for p in SITE.rglob("*") if p.is_file()} - {ZIP}
+    on_site = {p.relative_to(OFFLINE_SITE).as_posix() for p in OFFLINE_SITE.rglob("*") if p.is_file()} - {ZIP}
     assert in_zip == on_site
     assert "index.html" in readme and "python3 -m http.server" in readme
     # Every page links to it; inside the zip, where it cannot be, to the README instead.
     for name in pages():
         assert f'href="{ZIP}"' in (SITE / f"{name}.html").read_text(), name
+        assert f'href="{ZIP}"' in (OFFLINE_SITE / f"{name}.html").read_text(), name
         copy = (tmp_path / ZIP_FOLDER / f"{name}.html").read_text()
         assert ZIP not in copy and 'href="README.txt">Reading offline: see README.txt</a>' in copy, name
     read_from_disk(make_page(), tmp_path / ZIP_FOLDER)
@@ -293,19 +303,22 @@ def test_search_answers_at_once_while_python_loads(make_page, site_url):
     assert len(search_workers(page)) == 1
 
 
-def test_python_waits_until_a_widget_is_near_or_touched(make_page, site_url, watch):
-    """Far from any widget, nothing of Python loads; touching a control starts it."""
-    far = None
+def far_widget_page(make_page, site_url) -> str:
+    """A widget page whose first widget starts well below a 700 px screen (more than
+    the 600 px within which Python starts), or skip."""
     for name in WIDGET_PAGES:
         page = make_page(height=700)
         page.goto(page_url(site_url, name))
         top = page.evaluate("document.querySelector('.pysim-widget').getBoundingClientRect().top")
         page.context.close()
         if top > 700 + 600 + 200:
-            far = name
-            break
-    if far is None:
-        pytest.skip("every widget is within 600 px of the first screen")
+            return name
+    pytest.skip("every widget is within 600 px of the first screen")
+
+
+def test_python_waits_until_a_widget_is_near_or_touched(make_page, site_url, watch):
+    """Far from any widget, nothing of Python loads; touching a control starts it."""
+    far = far_widget_page(make_page, site_url)
     watch.requests.clear()
     page = make_page(height=700)
     page.goto(page_url(site_url, far))
@@ -320,12 +333,15 @@ def test_python_waits_until_a_widget_is_near_or_touched(make_page, site_url, wat
     page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
 
 
-def test_every_page_and_widget_works_with_the_network_cut(make_page, site_url, watch):
+@pytest.mark.parametrize("build", ["site_url", "offline_site_url"])
+def test_every_page_and_widget_works_with_the_network_cut(make_page, request, watch, build):
     """Served from 127.0.0.1 with every other host unreachable (the fixture aborts and
-    records such requests): every page loads and every widget goes live."""
+    records such requests): every page loads and every widget goes live, on the hosted
+    site and on the download served as its README says."""
+    base = request.getfixturevalue(build)
     page = make_page()
     for name in pages():
-        page.goto(page_url(site_url, name))
+        page.goto(page_url(base, name))
         assert page.locator("article h1").count() == 1, name
         for widget in WIDGET_PAGES.get(name, []):
             page.locator(f'.pysim-widget[data-widget="{widget}"]').scroll_into_view_if_needed()

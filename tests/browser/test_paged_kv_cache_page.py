@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import SITE, wait_for_python
+from conftest import SITE, wait_for_python, prerendered
 
 from pysim import bridge
 
@@ -97,8 +97,8 @@ def test_prerendered_at_once_then_same_in_pyodide(page, site_url):
     assert page.evaluate(f"document.querySelector('{WIDGET}').dataset.live") == "same"
     pyodide_view = page.evaluate("PySim.runtime.call('paged_kv_cache', {config: {}, actions: ['admit', 'admit', 'gen']}).then(a => a.result)")
     assert pyodide_view == expected(["admit", "admit", "gen"])
-    prerendered = json.loads(page.locator(f"{WIDGET} script.pysim-prerender").text_content())
-    assert prerendered["view"] == expected([])
+    model = prerendered(page.locator(WIDGET))
+    assert model["view"] == expected([])
 
 
 def test_caching_on_b_shares_two_blocks_of_a(page, site_url):
@@ -345,5 +345,5 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
     assert message.inner_text().startswith("Ignored the link")
     assert message.inner_text().endswith("Prefix caching: " + refused["error"]["message"])
     assert page.locator(f"{WIDGET} img").count() == 0
-    assert page.locator(f"{WIDGET} script:not(.pysim-prerender)").count() == 0
+    assert page.locator(f"{WIDGET} script").count() == 0
     assert page.locator('.kv-block[data-state="free"]').count() == 23

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import pytest
 from conftest import ROOT, SITE, page_url, wait_for_python
+from sitebuild import prerender
 
 PAGES = sorted(p.stem for p in SITE.glob("*.html"))
 WIDGET_PAGES = {name: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"',
@@ -56,9 +57,8 @@ EVIL = [
 
 def prerendered_fields(page_name: str, widget: str) -> list[str]:
     html = (SITE / f"{page_name}.html").read_text()
-    block = re.search(r'data-widget="%s"[^>]*><script type="application/json" class="pysim-prerender">'
-                      r"(.*?)</script>" % widget, html, re.S)
-    data = json.loads(block.group(1).replace("<\\/", "</"))
+    start = re.search(r'data-widget="%s"[^>]*>' % widget, html).end()
+    [data, *_] = prerender.models(html[start:])  # the widget's own block comes first
     return [f["name"] for f in data.get("fields") or []]
 
 

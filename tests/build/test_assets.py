@@ -61,7 +61,7 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
     settings = json.loads(page.runtime)
     assert settings == {"pyodide": "../assets/pyodide/1.2.3/", "lock": "../assets/pyodide/1.2.3/lock.json",
                         "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
-                        "later": {}}
+                        "later": {EDITOR: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR_LATER[EDITOR]]}}
 
 
 def test_libraries_for_later_are_listed_not_linked():
@@ -69,6 +69,12 @@ def test_libraries_for_later_are_listed_not_linked():
     assert page.scripts == [*(f"assets/x/{n}" for n in assets.SHARED_SCRIPTS), f"assets/x/{EDITOR}.js"]
     assert json.loads(page.runtime)["later"] == {EDITOR: [
         "assets/x/ace.js", "assets/x/mode-python.js", "assets/x/theme-chrome.js", "assets/x/theme-tomorrow_night.js"]}
+
+
+def test_every_widget_page_carries_the_same_settings():
+    """runtime.js reads them once per visit, and instant navigation makes a visit span pages."""
+    pages = [assets.page_assets(names, fake_assets(), RUNTIME) for names in (["race"], [EDITOR], ["batch_size", "race"])]
+    assert len({page.runtime for page in pages}) == 1
 
 
 def test_the_settings_cannot_close_their_script_element():

@@ -1,5 +1,7 @@
 """The policy of a finished page: which inline scripts it hashes, and where it goes."""
 
+import re
+
 import pytest
 
 from sitebuild import BuildError, csp
@@ -47,3 +49,16 @@ def test_the_policy_goes_first_in_head_after_the_charset():
 def test_a_page_without_head_is_an_error():
     with pytest.raises(BuildError, match="without <head>"):
         csp.with_policy("<p>no head</p>")
+
+
+def test_every_page_gets_one_policy_for_the_scripts_of_all_pages():
+    pages = {"a.html": "<head><script>a()</script></head>", "b.html": "<head><script>b()</script></head>",
+             "c.html": "<head></head>"}
+    out = csp.site_policy(pages, ["shim()"])
+    metas = {re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html)[1]
+             for html in out.values()}
+    assert len(metas) == 1
+    [text] = metas
+    for script in ("a()", "b()", "shim()"):
+        assert csp.source_hash(script) in text
+    assert out["c.html"].startswith("<head><meta http-equiv")

@@ -18,8 +18,7 @@ def call(name, payload):
 
 
 def model_of(html):
-    start = html.index('class="pysim-prerender">') + len('class="pysim-prerender">')
-    return json.loads(html[start:html.index("</script>", start)].replace("<\\/", "</"))
+    return prerender.models(html)[0]
 
 
 def test_a_placeholder_gets_its_model_its_fields_and_a_noscript_line():
@@ -27,12 +26,13 @@ def test_a_placeholder_gets_its_model_its_fields_and_a_noscript_line():
     out, found = prerender.prerender(page, call, FIELDS, {"race"})
     assert found == ["race"]
     assert out.startswith('<p>a</p><div class="pysim-widget" data-widget="race" id="widget-race">'
-                          '<script type="application/json" class="pysim-prerender">')
+                          '<template class="pysim-prerender">')
     assert out.endswith(prerender.NOSCRIPT + "</div><p>b</p>")
     assert model_of(out) == {"config": {}, "view": {"name": "race", "echo": {}, "note": "a </script> inside"},
                              "fields": [{"name": "seed"}]}
-    # The one "</" in the model is escaped, so the data block ends where it should.
-    assert out.count("</script>") == 1
+    # The model's markup is escaped text: the data block ends where it should, and
+    # nothing in it is an element.
+    assert out.count("</template>") == 1 and "</script>" not in out and "&lt;/script&gt;" in out
 
 
 def test_the_config_attribute_is_read_after_html_unescaping():

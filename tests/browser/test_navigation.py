@@ -1,0 +1,154 @@
+"""Instant navigation on the hosted site (issue 18): a click on a link inside the site
+swaps the page in without reloading it (Material's navigation.instant), so the Python
+started on one page serves the next.
+
+What a reader does here is click the sidebar's links, and the browser's back and forward.
+The probe counts, across every swap (an init script runs once per real page load, so a
+reload would reset it), the workers created and the boots sent to them.
+"""
+
+from __future__ import annotations
+
+from conftest import page_url, wait_for_python, until
+from test_offline import PLAIN_PAGES, PROBE, WIDGET_PAGES, far_widget_page, is_pyodide, pysim_workers, search
+
+CHAPTER = [name for name in WIDGET_PAGES]  # the widget pages, in name order
+LIVE = "['same', 'updated'].includes(w.dataset.live)"
+ALL_LIVE = f"(() => {{ const ws = [...document.querySelectorAll('.pysim-widget')]; return ws.length > 0 && ws.every(w => {LIVE}); }})()"
+
+
+def click_to(page, name: str):
+    """Follow the sidebar's link to NAME.html, as a reader does (Material makes every
+    href absolute once the page is up, hence the suffix match)."""
+    page.locator(f'nav.md-nav--primary a.md-nav__link[href$="/{name}.html"]').first.click()
+    page.wait_for_url(f"**/{name}.html*")
+
+
+def go_live(page, name: str):
+    """Bring each widget of the page near the screen and wait until all are live."""
+    for widget in WIDGET_PAGES[name]:
+        page.locator(f'.pysim-widget[data-widget="{widget}"]').scroll_into_view_if_needed()
+    until(page, ALL_LIVE, timeout=90)
+
+
+def boots(page) -> int:
+    return len(page.evaluate("__probe.boots"))
+
+
+def test_every_widget_page_goes_live_on_the_python_of_the_first(make_page, site_url, watch):
+    page = make_page()
+    page.add_init_script(PROBE + "window.__visit = 'one';")
+    first, *rest = CHAPTER
+    page.goto(page_url(site_url, first, f"#widget-{WIDGET_PAGES[first][0]}"))
+    go_live(page, first)
+    listeners = page.evaluate("PySim.runtime.listeners.size")
+    for name in [*rest, "index", first]:
+        click_to(page, name)
+        if name in WIDGET_PAGES:
+            go_live(page, name)
+            # Mounted are exactly the widgets on screen: the page left's are gone.
+            assert page.evaluate("document.querySelectorAll('.pysim-widget[data-mounted]').length") == len(WIDGET_PAGES[name])
+        assert page.evaluate("window.__visit") == "one", f"{name} was loaded, not swapped in"
+    assert len(pysim_workers(page)) == 1 and boots(page) == 1
+    fetched = [u.rsplit("/", 1)[-1] for u in watch.requests if is_pyodide(u)]
+    assert sorted(fetched) == sorted(set(fetched)), f"downloaded twice: {fetched}"
+    # Back where we started, the runtime has as many listeners as it had then: the
+    # widgets of every page left released theirs.
+    assert page.evaluate("PySim.runtime.listeners.size") == listeners
+
+
+def test_back_and_forward_restore_each_widgets_state_from_its_link(make_page, site_url):
+    page = make_page()
+    page.goto(page_url(site_url, "batch-size", "#batch_size.gpu=H200"))
+    go_live(page, "batch-size")
+    assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+    answer = "document.querySelector('.bs-answer').textContent"
+    h200 = page.evaluate(answer)
+    other = next(n for n in CHAPTER if n != "batch-size")
+    click_to(page, other)
+    go_live(page, other)
+    page.go_back()
+    page.wait_for_url("**/batch-size.html#batch_size.gpu=H200*")
+    go_live(page, "batch-size")
+    assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+    until(page, f"{answer} === {h200!r}")
+    page.go_forward()
+    page.wait_for_url(f"**/{other}.html*")
+    go_live(page, other)
+    page.go_back()
+    go_live(page, "batch-size")
+    assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+
+
+def test_search_palette_math_and_the_editor_work_after_navigating(make_page, site_url):
+    page = make_page()
+    page.add_init_script(PROBE)
+    page.goto(page_url(site_url, "index"))
+    for name in ("batch-size", "index", "exercises"):
+        click_to(page, name)
+    go_live(page, "exercises")
+    # Search answers from the page the reader is on now.
+    assert search(page, "preemption") > 0
+    page.keyboard.press("Escape")
+    # The palette toggle switches the scheme, and back.
+    scheme = "document.body.getAttribute('data-md-color-scheme')"
+    before = page.evaluate(scheme)
+    page.locator("label.md-header__button[for^='__palette']:visible").first.click()
+    until(page, f"{scheme} !== {before!r}")
+    # Formulas were rendered at build time and came in with the page.
+    click_to(page, "batch-size")
+    assert page.locator(".katex").count() > 0
+    # The exercise's editor loads again on a second visit and its checker answers.
+    click_to(page, "exercises")
+    go_live(page, "exercises")
+    until(page, "!!document.querySelector('.ace_editor')", timeout=30)
+    assert len(pysim_workers(page)) == 1 and boots(page) == 1
+
+
+def test_pages_entered_without_widgets_never_fetch_python(make_page, site_url, watch):
+    page = make_page()
+    page.goto(page_url(site_url, "index"))
+    for name in PLAIN_PAGES:
+        if name != "index":
+            click_to(page, name)
+            page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_timeout(300)
+    assert [u for u in watch.requests if is_pyodide(u) or "/assets/widgets/" in u] == []
+
+
+def test_a_widget_page_entered_fetches_python_only_when_a_widget_comes_near(make_page, site_url, watch):
+    far = far_widget_page(make_page, site_url)
+    watch.requests.clear()
+    page = make_page(height=700)
+    page.goto(page_url(site_url, "index"))
+    click_to(page, far)
+    page.wait_for_timeout(1500)
+    widget = "document.querySelector('.pysim-widget')"
+    assert page.evaluate(f"{widget}.dataset.mounted") == "true"
+    assert page.evaluate(f"{widget}.dataset.runtime") == "idle"
+    assert not [u for u in watch.requests if is_pyodide(u)]
+    wait_for_python(page)  # scrolls to the widget, as a reader would
+
+
+def test_a_crashed_worker_is_restarted_once_for_the_page_in_view(make_page, site_url):
+    page = make_page()
+    page.add_init_script(PROBE)
+    first, second = CHAPTER[:2]
+    page.goto(page_url(site_url, first, f"#widget-{WIDGET_PAGES[first][0]}"))
+    go_live(page, first)
+    click_to(page, second)
+    go_live(page, second)
+    # Killed behind the runtime's back: the next call times out, a new worker starts.
+    page.evaluate("PySim.runtime.worker.terminate()")
+    widget = WIDGET_PAGES[second][0]
+    outcome = page.evaluate(f"""PySim.runtime.call('{widget}', {{config: {{}}}}, {{timeoutMs: 3000}})
+                                .then(a => 'answered', e => String(e && e.message))""")
+    assert outcome == "timeout"
+    wait_for_python(page, timeout=120000)
+    answer = page.evaluate(f"PySim.runtime.call('{widget}', {{config: {{}}}})")
+    assert answer["ok"]
+    assert len(pysim_workers(page)) == 2 and boots(page) == 2
+    # The next page goes live on the new worker; nothing starts a third.
+    click_to(page, first)
+    go_live(page, first)
+    assert len(pysim_workers(page)) == 2
