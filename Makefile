@@ -94,7 +94,7 @@ test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
 	node tests/pyodide/run_pytest.mjs $(WHEELS_FOR_PYODIDE) $$(ls site/assets/pyodide/*/pysim-*.whl)
 
 test-browser: $(VENV)/.installed
-	$(VENV)/bin/pytest -p no:cacheprovider tests/browser
+	$(VENV)/bin/pytest -p no:cacheprovider --durations=25 tests/browser
 
 bench: site $(WHEELS_FOR_PYODIDE)/.installed chromium
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

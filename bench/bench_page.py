@@ -58,6 +58,8 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 CALLS = int(os.environ.get("BENCH_CALLS", "20"))
+# 0 leaves out the instant-navigation tables (a site built before issue 18 has none)
+NAVIGATION = os.environ.get("BENCH_NAVIGATION", "1") != "0"
 SETTLE_MS = 1000
 GOAL_TTI_RATIO = 1.10
 GOAL_NEXT_PAGE_MS = 300
@@ -108,13 +110,15 @@ async ([name, n]) => {
 # click and what followed it.
 NAV_PROBE = """
 window.__nav = [];
+const container = () => document.querySelector('[data-md-component=container]');
 document.addEventListener('click', (e) => {
-  if (e.target.closest && e.target.closest('a')) __nav.push({click: performance.now()});
+  if (e.target.closest && e.target.closest('a')) __nav.push({click: performance.now(), left: container()});
 }, true);
 new MutationObserver(() => {
   const n = __nav[__nav.length - 1];
   const widgets = [...document.querySelectorAll('.pysim-widget')];
-  if (!n || !widgets.length || widgets.some(w => !w.isConnected)) return;
+  // (Until the next page is swapped in, the widgets here are the page left's.)
+  if (!n || container() === n.left || !widgets.length) return;
   if (!n.mounted && widgets.every(w => w.dataset.mounted)) {
     n.mounted = performance.now();
     requestAnimationFrame(() => { n.drawn = performance.now(); });
@@ -150,7 +154,7 @@ def click_to(page, page_file: str, hover_ms: int) -> dict:
     page.wait_for_function(f"() => location.pathname.endsWith('/{page_file}')")
     page.wait_for_function(f"() => {{ const n = __nav[__nav.length - 1]; return n && n.interactive && n.drawn; }}",
                            timeout=60000)
-    n = page.evaluate("__nav[__nav.length - 1]")
+    n = page.evaluate("(({click, drawn, interactive}) => ({click, drawn, interactive}))(__nav[__nav.length - 1])")
     return {"drawn": n["drawn"] - n["click"], "interactive": n["interactive"] - n["click"]}
 
 
@@ -284,6 +288,34 @@ def pct(values, q):
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
+def navigation_tables(pages, nav_order, clicks, held, verdicts):
+    ms = lambda v: "-" if v is None else f"{v:.0f}"
+    print()
+    print(f"Instant navigation: from the page before to this one by a click on the sidebar, in one context "
+          f"(median of {RUNS}; ms from the click)")
+    nav_rows = []
+    for name in nav_order:
+        row = [f"{name} ({', '.join(pages[name])})"]
+        for hover in (0, HOVER_MS):
+            runs = [r[name] for r in clicks[hover]]
+            row += [ms(med(runs, "drawn")), ms(med(runs, "interactive")),
+                    f"{min(r['interactive'] for r in runs):.0f}-{max(r['interactive'] for r in runs):.0f}"]
+            verdicts.append((f"{name}, clicked {'at once' if not hover else f'after {hover} ms on the link'}",
+                             "next", med(runs, "interactive")))
+        nav_rows.append(row)
+    print(table(["page entered (widgets)", "clicked at once: drawn", "interactive", "range",
+                 f"after {HOVER_MS} ms on the link: drawn", "interactive", "range"], nav_rows))
+    print()
+    print("The worker's memory")
+    first_round = next(stats for label, stats in held if label.startswith("every"))
+    mem_rows = [[label, f"{stats['wasm_bytes'] / 1e6:.1f}", f"{stats['py_blocks']:,}",
+                 f"{stats['py_blocks'] / first_round['py_blocks'] - 1:+.1%}"] for label, stats in held]
+    print(table(["when", "WebAssembly memory MB", "Python blocks", "blocks vs every page visited once"], mem_rows))
+    last = held[-1][1]
+    growth = max(last["wasm_bytes"] / first_round["wasm_bytes"], last["py_blocks"] / first_round["py_blocks"]) - 1
+    verdicts.append((f"worker memory after {NAVIGATIONS} clicks", "memory", growth))
+
+
 def main():
     pages = widget_pages()
     if not pages:
@@ -302,8 +334,9 @@ def main():
                 results[name].append(measure(browser, f"{base}{name}#widget-{widgets[0]}", widgets))
         nav_order = [p for p in chapter_order() if p in pages]
         FIRST_WIDGET.update({name: f"widget-{widgets[0]}" for name, widgets in pages.items()})
-        clicks = {hover: [navigate(browser, base, nav_order, hover) for _ in range(RUNS)] for hover in (0, HOVER_MS)}
-        held = memory(browser, base, nav_order)
+        if NAVIGATION:
+            clicks = {hover: [navigate(browser, base, nav_order, hover) for _ in range(RUNS)] for hover in (0, HOVER_MS)}
+            held = memory(browser, base, nav_order)
         browser.close()
     server.shutdown()
 
@@ -331,30 +364,8 @@ def main():
                  "range", "KB without Python", "MB total"], rows))
     print("vs floor: median over loads of (this load's interactive / the floor load just before it); range: lowest-highest")
 
-    print()
-    print(f"Instant navigation: from the page before to this one by a click on the sidebar, in one context "
-          f"(median of {RUNS}; ms from the click)")
-    nav_rows = []
-    for name in nav_order:
-        row = [f"{name} ({', '.join(pages[name])})"]
-        for hover in (0, HOVER_MS):
-            runs = [r[name] for r in clicks[hover]]
-            row += [ms(med(runs, "drawn")), ms(med(runs, "interactive")),
-                    f"{min(r['interactive'] for r in runs):.0f}-{max(r['interactive'] for r in runs):.0f}"]
-            verdicts.append((f"{name}, clicked {'at once' if not hover else f'after {hover} ms on the link'}",
-                             "next", med(runs, "interactive")))
-        nav_rows.append(row)
-    print(table(["page entered (widgets)", "clicked at once: drawn", "interactive", "range",
-                 f"after {HOVER_MS} ms on the link: drawn", "interactive", "range"], nav_rows))
-    print()
-    print("The worker's memory")
-    first_round = next(stats for label, stats in held if label.startswith("every"))
-    mem_rows = [[label, f"{stats['wasm_bytes'] / 1e6:.1f}", f"{stats['py_blocks']:,}",
-                 f"{stats['py_blocks'] / first_round['py_blocks'] - 1:+.1%}"] for label, stats in held]
-    print(table(["when", "WebAssembly memory MB", "Python blocks", "blocks vs every page visited once"], mem_rows))
-    last = held[-1][1]
-    growth = max(last["wasm_bytes"] / first_round["wasm_bytes"], last["py_blocks"] / first_round["py_blocks"]) - 1
-    verdicts.append((f"worker memory after {NAVIGATIONS} clicks", "memory", growth))
+    if NAVIGATION:
+        navigation_tables(pages, nav_order, clicks, held, verdicts)
 
     calls = []
     for name, widgets in pages.items():

@@ -208,11 +208,25 @@
     register(name, (body, { prerendered, root }) => mountLive(name, spec, body, prerendered, root));
   }
 
+  // What a pre-rendered model was computed from: its fields' defaults under the page's
+  // own config (data-config), no actions. The widget starts there, and checks it.
+  function baseOf(prerendered) {
+    const defaults = Object.fromEntries((prerendered.fields || []).map((f) => [f.name, f.default]));
+    return { config: merged(defaults, prerendered.config || {}), actions: [] };
+  }
+
+  // The check goLive makes, asked ahead (navigation.js, when a link to the page is about
+  // to be followed): the same payload, so the runtime answers both with one call.
+  function verifyModel(name, prerendered) {
+    const base = baseOf(prerendered);
+    return window.PySim.runtime.verify(name, { config: base.config, actions: base.actions },
+                                       { files: prerendered.files || null });
+  }
+
   function mountLive(name, spec, body, prerendered, root) {
     const fields = prerendered.fields || [];
     const byName = new Map(fields.map((f) => [f.name, f]));
-    const defaults = Object.fromEntries(fields.map((f) => [f.name, f.default]));
-    const base = { config: merged(defaults, prerendered.config || {}), actions: [] };
+    const base = baseOf(prerendered);
     const linkKeys = spec.link || [];
     const linked = spec.link !== false;
     const unlinked = spec.unlinked || []; // fields the link never holds (a long paste)
@@ -392,7 +406,7 @@
     async function goLive() {
       root.dataset.live = "pending";
       const asked = seq;
-      const check = runtime.call(name, payloadOf(base), { files }).catch(() => null);
+      const check = runtime.verify(name, payloadOf(base), { files }).catch(() => null);
       if (linkWanted) compute(link.state, { fromLink: true });
       const answer = await check;
       if (!alive) return;
@@ -442,5 +456,5 @@
     };
   }
 
-  Object.assign(window.PySim, { widget, readLink, writeLink, encodeActions, decodeActions });
+  Object.assign(window.PySim, { widget, verifyModel, readLink, writeLink, encodeActions, decodeActions });
 })();

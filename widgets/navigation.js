@@ -16,6 +16,12 @@
 //      Python's start by the same rules as a page load (PySim.pageChanged).
 // A page loaded the ordinary way does all of this itself; step 4 then finds nothing to do.
 //
+// And ahead of a click: Material fetches a page as soon as the pointer or the keyboard
+// focus rests on a link to it (navigation.instant.prefetch). With Python running and
+// idle, this script then has the check of that page's widgets computed too (their
+// pre-rendered models against Pyodide: PySim.verifyModel), so they can be live the
+// moment the page is in. One page at a time, and never ahead of a reader's own call.
+//
 // A classic script, like every widget script (module scripts do not run from file://).
 (function () {
   "use strict";
@@ -45,9 +51,44 @@
     });
   }
 
+  // A change of the hash alone (back or forward between states of a widget's link, a
+  // link pasted into the same tab) is the browser's to handle, and the widgets follow it
+  // (live.js listens for hashchange). Material 9.8's instant navigation takes every
+  // popstate into its location stream, and that stream lets the first one of a page
+  // through as a page change (it keeps only later ones of the same path out), so it
+  // fetched this very page again and swapped it in over the widgets, and its clean-up
+  // of the history could then step back a page. So such a popstate stops here, before
+  // Material sees it: a capturing listener on window runs before its own.
+  let shownPath = location.pathname; // the page on screen (updated at each swap)
+  window.addEventListener("popstate", (event) => {
+    if (location.pathname === shownPath) event.stopImmediatePropagation();
+  }, true);
+
+  let ahead = ""; // the page last looked ahead at
+  function lookAhead(event) {
+    const link = event.target.closest && event.target.closest("a[href]");
+    const runtime = window.PySim && PySim.runtime;
+    if (!link || link.target || link.origin !== location.origin || link.pathname === location.pathname) return;
+    if (!runtime || runtime.state !== "ready" || runtime.pending.size || !PySim.verifyModel || link.pathname === ahead) return;
+    ahead = link.pathname;
+    fetch(link.pathname)
+      .then((response) => (response.ok ? response.text() : ""))
+      .then((text) => {
+        const page = new DOMParser().parseFromString(text, "text/html");
+        for (const root of page.querySelectorAll(".pysim-widget[data-widget]")) {
+          const data = root.querySelector("template.pysim-prerender");
+          if (data) PySim.verifyModel(root.dataset.widget, JSON.parse(data.content.textContent)).catch(() => {});
+        }
+      })
+      .catch(() => {}); // only a head start: the page checks its widgets itself anyway
+  }
+  document.body.addEventListener("mouseover", lookAhead, { passive: true });
+  document.body.addEventListener("focusin", lookAhead);
+
   let turn = 0; // the latest swap; an earlier one's work gives way to it
   documents.subscribe(() => {
     const mine = ++turn;
+    shownPath = location.pathname;
     if (window.PySim && PySim.unmountGone) PySim.unmountGone();
     const wanted = [...document.head.querySelectorAll('link[rel="preload"][as="script"]')]
       .map((link) => link.href)

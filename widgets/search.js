@@ -92,5 +92,8 @@
     setTimeout(startAll, SEARCH_WAIT_MS);
   }
 
-  if (settings && runtime.servedOverHttp && window.Worker && window.Proxy) deferSearchWorker();
+  // (Run by navigation.js on a page entered by instant navigation, Material's bundle has
+  // already started its search worker: nothing is left to defer.)
+  const bundleRan = !!window.document$;
+  if (settings && runtime.servedOverHttp && window.Worker && window.Proxy && !bundleRan) deferSearchWorker();
 })();

@@ -17,10 +17,22 @@ LIVE = "['same', 'updated'].includes(w.dataset.live)"
 ALL_LIVE = f"(() => {{ const ws = [...document.querySelectorAll('.pysim-widget')]; return ws.length > 0 && ws.every(w => {LIVE}); }})()"
 
 
+CONTAINER = "document.querySelector('[data-md-component=container]')"
+
+
+def swapped(page, go):
+    """Do `go` (a click, back, forward) and wait until the next page's content is in:
+    Material changes the URL first, then fetches the page and swaps it in."""
+    page.evaluate(f"{CONTAINER}.dataset.left = 'yes'")
+    go()
+    until(page, f"!{CONTAINER}.dataset.left", timeout=30)
+
+
 def click_to(page, name: str):
     """Follow the sidebar's link to NAME.html, as a reader does (Material makes every
     href absolute once the page is up, hence the suffix match)."""
-    page.locator(f'nav.md-nav--primary a.md-nav__link[href$="/{name}.html"]').first.click()
+    link = page.locator(f'nav.md-nav--primary a.md-nav__link[href$="/{name}.html"]').first
+    swapped(page, link.click)
     page.wait_for_url(f"**/{name}.html*")
 
 
@@ -67,15 +79,15 @@ def test_back_and_forward_restore_each_widgets_state_from_its_link(make_page, si
     other = next(n for n in CHAPTER if n != "batch-size")
     click_to(page, other)
     go_live(page, other)
-    page.go_back()
+    swapped(page, page.go_back)
     page.wait_for_url("**/batch-size.html#batch_size.gpu=H200*")
     go_live(page, "batch-size")
     assert page.get_by_label("GPU", exact=True).input_value() == "H200"
     until(page, f"{answer} === {h200!r}")
-    page.go_forward()
+    swapped(page, page.go_forward)
     page.wait_for_url(f"**/{other}.html*")
     go_live(page, other)
-    page.go_back()
+    swapped(page, page.go_back)
     go_live(page, "batch-size")
     assert page.get_by_label("GPU", exact=True).input_value() == "H200"
 
@@ -152,3 +164,32 @@ def test_a_crashed_worker_is_restarted_once_for_the_page_in_view(make_page, site
     click_to(page, first)
     go_live(page, first)
     assert len(pysim_workers(page)) == 2
+
+
+def checks(page, widget: str) -> int:
+    """How many checks of `widget`'s pre-rendered models the runtime holds."""
+    return page.evaluate(f"[...PySim.runtime.checked.keys()].filter(k => k.startsWith('{widget} ')).length")
+
+
+def test_a_link_rested_on_gets_its_pages_widgets_checked_before_the_click(make_page, site_url):
+    """With Python idle, resting the pointer on a link to a widget page has that page's
+    pre-rendered models checked against Pyodide (navigation.js); the page entered then
+    asks for no check of its own, and neither does a page visited before. (The pointer
+    crosses other links on its way: their pages may be looked ahead at too.)"""
+    page = make_page()
+    first, second = CHAPTER[:2]
+    page.goto(page_url(site_url, first, f"#widget-{WIDGET_PAGES[first][0]}"))
+    go_live(page, first)
+    [mine] = WIDGET_PAGES[first][:1]
+    [theirs] = WIDGET_PAGES[second][:1]
+    assert checks(page, theirs) == 0 and checks(page, mine) == 1
+    link = page.locator(f'nav.md-nav--primary a.md-nav__link[href$="/{second}.html"]').first
+    link.hover()
+    until(page, f"[...PySim.runtime.checked.keys()].some(k => k.startsWith('{theirs} '))", timeout=30)
+    swapped(page, link.click)
+    page.wait_for_url(f"**/{second}.html*")
+    go_live(page, second)
+    assert checks(page, theirs) == 1
+    click_to(page, first)
+    go_live(page, first)
+    assert checks(page, mine) == 1

@@ -20,8 +20,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import ROOT, SITE, page_url, wait_for_python
-from sitebuild import prerender
+from conftest import OFFLINE_SITE, ROOT, SITE, page_url, wait_for_python
+from sitebuild import iframe_worker, prerender
 
 PAGES = sorted(p.stem for p in SITE.glob("*.html"))
 WIDGET_PAGES = {name: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"',
@@ -150,14 +150,29 @@ def sha256_source(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-@pytest.mark.parametrize("page_name", PAGES)
-def test_every_page_has_the_policy_first_and_hashes_exactly_its_inline_scripts(page_name):
-    html = (SITE / f"{page_name}.html").read_text()
-    policy = policy_of(html)
-    # First in <head>: only the charset declaration comes before it.
-    head = html[html.index("<head>") + len("<head>"):]
-    assert re.match(r'\s*(<meta charset="utf-8">)?<meta http-equiv="Content-Security-Policy"', head)
-    d = directives(policy)
+BUILDS = {"hosted": SITE, "download": OFFLINE_SITE}
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_every_page_has_the_sites_one_policy_first_and_it_hashes_exactly_the_inline_scripts(build):
+    """One policy for the whole site (sitebuild/csp.py, site_policy): with instant
+    navigation the first page's policy stays while the others come and go."""
+    policies, listed, shim = set(), set(), set()
+    for path in sorted(BUILDS[build].glob("*.html")):
+        html = path.read_text()
+        policy = policy_of(html)
+        policies.add(policy)
+        # First in <head>: only the charset declaration comes before it.
+        head = html[html.index("<head>") + len("<head>"):]
+        assert re.match(r'\s*(<meta charset="utf-8">)?<meta http-equiv="Content-Security-Policy"', head), path
+        inline = [m.group(2) for m in re.finditer(r"<script(\s[^>]*)?>(.*?)</script>", html, re.S)
+                  if not re.search(r"\ssrc=|type=\"application/json\"", m.group(1) or "")]
+        assert inline, f"{path}: Material's own inline scripts"
+        listed |= {sha256_source(s) for s in inline}
+        if "iframe-worker" in html:  # the file:// search shim, and the script it will write
+            shim.add(sha256_source(iframe_worker.iframe_script(iframe_worker.SHIM, iframe_worker.search_worker_url(html))))
+    assert len(policies) == 1, f"{len(policies)} different policies"
+    d = directives(policies.pop())
     assert d["default-src"] == ["'self'"]
     assert d["object-src"] == ["'none'"] and d["base-uri"] == ["'self'"]
     assert d["worker-src"] == ["'self'"] and d["connect-src"] == ["'self'"]
@@ -167,14 +182,10 @@ def test_every_page_has_the_policy_first_and_hashes_exactly_its_inline_scripts(p
     assert script[:2] == ["'self'", "'wasm-unsafe-eval'"]
     hashes = script[2:]
     assert all(h.startswith("'sha256-") for h in hashes), script  # no host, no unsafe-*
-    # Every inline script that would run is listed, and nothing else but the one the
-    # file:// search shim writes into its iframe.
-    inline = [m.group(2) for m in re.finditer(r"<script(\s[^>]*)?>(.*?)</script>", html, re.S)
-              if not re.search(r"\ssrc=|type=\"application/json\"", m.group(1) or "")]
-    assert inline, "Material's own inline scripts"
-    listed = {sha256_source(s) for s in inline}
+    # Every inline script of every page is listed, and nothing else but, in the
+    # download, the ones the file:// search shim writes into its iframe.
     assert listed <= set(hashes)
-    assert len(set(hashes) - listed) == ("iframe-worker" in html)
+    assert set(hashes) - listed == shim and bool(shim) == (build == "download")
 
 
 @pytest.mark.parametrize("page_name", sorted(WIDGET_PAGES))
