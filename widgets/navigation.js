@@ -51,19 +51,6 @@
     });
   }
 
-  // A change of the hash alone (back or forward between states of a widget's link, a
-  // link pasted into the same tab) is the browser's to handle, and the widgets follow it
-  // (live.js listens for hashchange). Material 9.8's instant navigation takes every
-  // popstate into its location stream, and that stream lets the first one of a page
-  // through as a page change (it keeps only later ones of the same path out), so it
-  // fetched this very page again and swapped it in over the widgets, and its clean-up
-  // of the history could then step back a page. So such a popstate stops here, before
-  // Material sees it: a capturing listener on window runs before its own.
-  let shownPath = location.pathname; // the page on screen (updated at each swap)
-  window.addEventListener("popstate", (event) => {
-    if (location.pathname === shownPath) event.stopImmediatePropagation();
-  }, true);
-
   let ahead = ""; // the page last looked ahead at
   function lookAhead(event) {
     const link = event.target.closest && event.target.closest("a[href]");
@@ -88,7 +75,6 @@
   let turn = 0; // the latest swap; an earlier one's work gives way to it
   documents.subscribe(() => {
     const mine = ++turn;
-    shownPath = location.pathname;
     if (window.PySim && PySim.unmountGone) PySim.unmountGone();
     const wanted = [...document.head.querySelectorAll('link[rel="preload"][as="script"]')]
       .map((link) => link.href)
