@@ -52,7 +52,7 @@ from pathlib import Path
 from common import ROOT, table
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
-from conftest import LAUNCH_ARGS, chromium_path  # noqa: E402
+from conftest import LAUNCH_ARGS, chromium_path, sitemap_here  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
@@ -137,11 +137,6 @@ STATS = """() => new Promise((resolve) => {
 
 ALL_LIVE = ("() => { const ws = [...document.querySelectorAll('.pysim-widget')]; "
             "return ws.length > 0 && ws.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'); }")
-
-
-def sitemap_here(data: bytes, origin: str) -> bytes:
-    """sitemap.xml as if built with site_url at this server (tests/browser/conftest.py)."""
-    return re.sub(rb"<loc>https?://[^/<]+/", b"<loc>" + origin.encode() + b"/", data)
 
 
 def click_to(page, page_file: str, hover_ms: int) -> dict:
