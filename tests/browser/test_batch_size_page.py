@@ -319,8 +319,11 @@ def test_the_table_fits_at_128_tokens_and_1_tok_s(page, site_url):
         box.fill(value)
         box.press("Enter")
     wait_for_answer(page, "128 tokens of context")
-    page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy")
-    assert page.locator(f"{WIDGET} .bs-table tbody tr").count() == len(computed(context_tokens=128, target_tok_s=1)["curve"])
+    # Both changes answered: the first answer can come before the second is even sent
+    # (each typed value is debounced on its own), so wait for the second's table.
+    rows = len(computed(context_tokens=128, target_tok_s=1)["curve"])
+    page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy && "
+                           f"document.querySelectorAll('{WIDGET} .bs-table tbody tr').length === {rows}")
     wrap = page.locator(f"{WIDGET} .bs-table-wrap")
     box = wrap.bounding_box()
     heads = page.locator(f"{WIDGET} .bs-table thead th").all()

@@ -26,6 +26,10 @@ from conftest import SITE, page_url, pysim_view, wait_for_python, until, prerend
 from pysim import bridge, exercises
 
 ACTIONS = 250  # random actions per widget page
+# How long one action waits for its element to be actionable. One that is covered,
+# moving or being redrawn is skipped (it is counted as not done); the next action
+# picks again. Waiting longer finds no more bugs, it only makes the test slower.
+WAIT_MS = 500
 PAGES = {p.stem: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', p.read_text())
          for p in sorted(SITE.glob("*.html"))}
 PAGES = {name: widgets for name, widgets in PAGES.items() if widgets}
@@ -65,7 +69,7 @@ def act_randomly(page, widget: str, rng: random.Random, n: int) -> dict:
         try:
             info = el.evaluate("e => ({tag: e.tagName.toLowerCase(), type: (e.type || '').toLowerCase(),"
                                " min: e.min, max: e.max, options: e.options ? e.options.length : 0,"
-                               " disabled: !!e.disabled})", timeout=2000)
+                               " disabled: !!e.disabled})", timeout=WAIT_MS)
         except Exception:
             continue  # it was replaced while we looked: the widget redrew
         try:
@@ -75,7 +79,7 @@ def act_randomly(page, widget: str, rng: random.Random, n: int) -> dict:
                 inside = page.evaluate("sel => !!(document.activeElement && document.activeElement.closest(sel))",
                                        root_of(widget))
                 if not inside and not info["disabled"]:
-                    el.focus(timeout=1000)
+                    el.focus(timeout=WAIT_MS)
                 page.keyboard.press(rng.choice(KEYS))
                 done["key"] += 1
             elif info["disabled"]:
@@ -85,19 +89,19 @@ def act_randomly(page, widget: str, rng: random.Random, n: int) -> dict:
                             " e.value = lo + Math.round(f * (hi - lo) / st) * st;"
                             " e.dispatchEvent(new Event('input', {bubbles: true}));"
                             " e.dispatchEvent(new Event('change', {bubbles: true})); }",
-                            rng.random(), timeout=2000)
+                            rng.random(), timeout=WAIT_MS)
                 done["slider"] += 1
             elif info["tag"] == "input" and info["type"] == "number":
                 lo = float(info["min"] or 0)
                 hi = float(info["max"] or 1000)
-                el.fill(typed_value(rng, lo, hi), timeout=2000)
-                el.press(rng.choice(["Enter", "Tab"]), timeout=2000)
+                el.fill(typed_value(rng, lo, hi), timeout=WAIT_MS)
+                el.press(rng.choice(["Enter", "Tab"]), timeout=WAIT_MS)
                 done["typed"] += 1
             elif info["tag"] == "select" and info["options"]:
-                el.select_option(index=rng.randrange(info["options"]), timeout=2000)
+                el.select_option(index=rng.randrange(info["options"]), timeout=WAIT_MS)
                 done["select"] += 1
             else:
-                el.click(timeout=2000)
+                el.click(timeout=WAIT_MS)
                 done["click"] += 1
         except Exception as exc:  # not clickable right now (covered, moved, hidden): skip
             if "Timeout" not in type(exc).__name__ and "not attached" not in str(exc) \
