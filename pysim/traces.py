@@ -96,16 +96,16 @@ def load(name: str) -> Trace:
 
 
 def parse(text: str, name: str = "") -> Trace:
-    offsets, prompts, outputs = [], [], []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        t, c, g = line.split()
-        offsets.append(int(t))
-        prompts.append(int(c))
-        outputs.append(int(g))
+    """The compact file's lines, each "offset_ms prompt_tokens answer_tokens"; lines
+    starting with # are its header. One split of the whole body, not one per line:
+    this runs in the reader's browser on the lab's first call, and the 19,366 lines of
+    the conversation trace take about half as long this way."""
+    rows = [line for line in text.splitlines() if line and not line.startswith("#")]
+    numbers = list(map(int, " ".join(rows).split()))
+    assert len(numbers) == 3 * len(rows), "a trace line is not three numbers"
+    offsets = numbers[0::3]
     assert all(a <= b for a, b in zip(offsets, offsets[1:])), "trace not in time order"
-    return Trace(name, tuple(offsets), tuple(prompts), tuple(outputs))
+    return Trace(name, tuple(offsets), tuple(numbers[1::3]), tuple(numbers[2::3]))
 
 
 def window(trace: Trace, start_min: float, minutes: float) -> range:
