@@ -77,7 +77,11 @@ def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, wid
         # re-creates every <script> of the page it swaps in as a plain (runnable) one,
         # dropping its type and class. So the JSON is HTML text here, escaped as such.
         model = html.escape(json.dumps(model, separators=(",", ":")), quote=False)
-        return (f'<div class="pysim-widget" data-widget="{name}" id="widget-{name}"{match.group("attrs")}>'
+        # data-search-exclude: Material's search leaves the block out of its index (its
+        # docs, "Setting up site search", "Search exclusion"). A <template>'s content is
+        # text to the indexer, and the models are data, not the chapter's words.
+        return (f'<div class="pysim-widget" data-widget="{name}" id="widget-{name}"{match.group("attrs")} '
+                f'data-search-exclude>'
                 f'<template class="pysim-prerender">{model}</template>'
                 f"{NOSCRIPT}</div>")
 

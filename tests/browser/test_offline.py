@@ -7,6 +7,7 @@ and of the zip read that one; the served ones read the hosted site (SITE)."""
 
 from __future__ import annotations
 
+import json
 import re
 import zipfile
 from pathlib import Path
@@ -288,6 +289,20 @@ def test_search_index_is_built_after_python_on_a_widget_page(make_page, site_url
     waited = worker["python"] == "ready" and worker["live"]
     assert waited or worker["at_ms"] >= SEARCH_WAIT_MS, worker
     assert search(page, "preemption") > 0
+
+
+def test_search_indexes_the_chapter_not_the_widgets_data():
+    """The widgets' pre-rendered models (JSON in a <template>) are data, not the
+    chapter's words: each widget block carries data-search-exclude, so search never
+    answers with a model's keys, and no page downloads them a second time inside the
+    index (a <template>'s content is text to Material's indexer)."""
+    for site in (SITE, OFFLINE_SITE):
+        docs = json.loads((site / "search" / "search_index.json").read_text())["docs"]
+        text = " ".join(d["text"] for d in docs)
+        assert "max_context_tokens" not in text, site  # a key that only the models hold
+        assert '"fields"' not in text and "&quot;" not in text, site
+        assert "needs JavaScript" not in text, site  # the widgets' noscript line
+        assert "preemption" in text and "max_num_seqs" in text, site  # the prose is indexed
 
 
 def test_search_answers_at_once_while_python_loads(make_page, site_url):

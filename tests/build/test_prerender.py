@@ -25,8 +25,8 @@ def test_a_placeholder_gets_its_model_its_fields_and_a_noscript_line():
     page = '<p>a</p><div class="pysim-widget" data-widget="race"></div><p>b</p>'
     out, found = prerender.prerender(page, call, FIELDS, {"race"})
     assert found == ["race"]
-    assert out.startswith('<p>a</p><div class="pysim-widget" data-widget="race" id="widget-race">'
-                          '<template class="pysim-prerender">')
+    assert out.startswith('<p>a</p><div class="pysim-widget" data-widget="race" id="widget-race" '
+                          'data-search-exclude><template class="pysim-prerender">')
     assert out.endswith(prerender.NOSCRIPT + "</div><p>b</p>")
     assert model_of(out) == {"config": {}, "view": {"name": "race", "echo": {}, "note": "a </script> inside"},
                              "fields": [{"name": "seed"}]}
@@ -41,7 +41,7 @@ def test_the_config_attribute_is_read_after_html_unescaping():
     out, found = prerender.prerender(page, call, FIELDS, {"race", "toy"})
     assert found == ["race", "toy"]
     assert model_of(out)["view"]["echo"] == {"seed": 7, "x": "<b>"}
-    assert 'id="widget-race" data-config=\'{"seed": 7, "x": "&lt;b&gt;"}\'>' in out  # attributes kept
+    assert 'id="widget-race" data-config=\'{"seed": 7, "x": "&lt;b&gt;"}\' data-search-exclude>' in out  # attributes kept
 
 
 def test_a_widget_without_a_script_is_an_error():
