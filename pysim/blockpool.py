@@ -318,8 +318,14 @@ class KVCacheManager:
         """
         pool = self.pool
         table = self._tables.get(req_id)
-        assert not hit_blocks or not table, "cache hits only on a request's first allocation"
-        if self.blocks_needed(req_id, num_tokens_total, hit_blocks) > pool.num_free_blocks:
+        if hit_blocks:
+            assert not table, "cache hits only on a request's first allocation"
+            if self.blocks_needed(req_id, num_tokens_total, hit_blocks) > pool.num_free_blocks:
+                return False
+        # Without hits (every decode and chunk) `blocks_needed` is just this count, which
+        # the engine asks for once per block a request fills: written out, it is cheap.
+        new = cdiv(num_tokens_total, pool.block_size) - len(table or ()) - len(hit_blocks)
+        if not hit_blocks and new > pool._num_free:
             return False
         if table is None:
             table = self._tables[req_id] = []
@@ -327,7 +333,6 @@ class KVCacheManager:
         if hit_blocks:
             pool.touch(hit_blocks)
             table.extend(hit_blocks)
-        new = cdiv(num_tokens_total, pool.block_size) - len(table)
         if new > 0:
             table.extend(pool.get_new_blocks(new))
         if pool.enable_prefix_caching:

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import islice
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -102,7 +103,7 @@ class Request:
         "id", "seq", "arrival", "priority", "num_prompt_tokens", "max_tokens", "token_ids",
         "num_tokens", "num_computed", "num_output", "status", "limit",
         "num_preemptions", "recomputed_tokens", "cached_tokens",
-        "prefilled", "first_token_step", "finish_step",
+        "prefilled", "first_token_step", "finish_step", "decode_part",
     )
 
     def __init__(self, req_id, seq, arrival, priority, num_prompt_tokens, max_tokens, token_ids):
@@ -126,6 +127,7 @@ class Request:
         self.prefilled = False  # prompt computed before the first step (already streaming)
         self.first_token_step = None  # step that sampled its first token (-1: before step 0)
         self.finish_step = None
+        self.decode_part = (req_id, DECODE, 1)  # its entry in a step's parts when it decodes (made once)
 
     @property
     def served_tokens(self) -> int:
@@ -332,8 +334,8 @@ class Engine:
         batch: list[tuple[Request, int]] = []  # (request, tokens), in scheduling order
 
         # 1. RUNNING, in admission order (vLLM: `Scheduler.schedule`).
-        i = 0
-        while i < len(running) and budget > 0:
+        i, end = 0, len(running)
+        while i < end and budget > 0:
             r = running[i]
             c = r.num_computed
             n = r.num_tokens - c
@@ -346,6 +348,7 @@ class Engine:
                     # Preempts newer requests until r fits, or r itself; then `i` is
                     # the next request to look at.
                     i, budget = self._preempt_for(r, n, i, budget, batch, result)
+                    end = len(running)  # the victims have left it
                     continue
             batch.append((r, n))
             budget -= n
@@ -461,36 +464,48 @@ class Engine:
 
     def _apply(self, batch, num_tokens: int, result: StepResult) -> None:
         """The forward pass ran: advance each scheduled request; those that caught up sample."""
-        # Entries from `first_admitted` on were admitted from the waiting queue this step.
-        first_admitted = len(batch) - len(result.admitted)
-        parts, sampled, index = result.parts, result.sampled, result.index
-        prefill_tokens = context = 0
-        finished = result.finished
-        for k, (r, n) in enumerate(batch):
-            c = r.num_computed + n
-            # A decode: a running request computes just the token it sampled last.
-            # Anything else is prefill: a prompt chunk, or (after a preemption)
-            # recomputing prompt + answer, which an admission always is.
-            if n == 1 and c == r.num_tokens and r.num_output and k < first_admitted:
-                parts.append((r.id, DECODE, 1))
-            else:
-                parts.append((r.id, PREFILL, n))
-                prefill_tokens += n
-            r.num_computed = c
+        # The batch is the running requests (in admission order), then this step's
+        # admissions, which are all prefill.
+        num_running = len(batch) - len(result.admitted)
+        parts, sampled, finished = result.parts, result.sampled, result.finished
+        caching = self.config.enable_prefix_caching  # then every sample extends token_ids
+        context = 0
+        for r, n in islice(batch, num_running):
+            c = r.num_computed = r.num_computed + n
             context += c
-            if c == r.num_tokens:  # caught up: the model samples a token for it
+            if n == 1 and c == r.num_tokens and r.num_output:
+                # A decode: a running request computed the one token it sampled last
+                # step, and samples the next.
+                parts.append(r.decode_part)
                 sampled.append(r.id)
-                if r.first_token_step is None or r.token_ids is not None \
-                        or r.num_output + 1 >= r.max_tokens:
-                    if self._sample(r, index):
+                out = r.num_output + 1
+                if caching or out >= r.max_tokens:
+                    if self._sample(r, result.index):
                         finished.append(r.id)
-                else:  # the common case, `_sample` without its rarer branches
-                    r.num_output += 1
+                else:  # the common case: `_sample` without its rarer branches
+                    r.num_output = out
                     r.num_tokens = c + 1
-        result.prefill_tokens = prefill_tokens
-        result.decode_tokens = num_tokens - prefill_tokens  # one token per decode
+            else:
+                self._prefilled(r, n, result)
+        for r, n in islice(batch, num_running, None):
+            r.num_computed += n
+            context += r.num_computed
+            self._prefilled(r, n, result)
+        result.decode_tokens = num_tokens - result.prefill_tokens  # one token per decode
         result.context_tokens = context
         self._drop_finished(finished)
+
+    def _prefilled(self, r: Request, n: int, result: StepResult) -> None:
+        """Part of `_apply`: r computed n tokens of prefill (its `num_computed` includes
+        them). Prefill is a prompt chunk, or, after a preemption, recomputing prompt +
+        answer, which an admission always is. The last chunk samples a token: the
+        request's first, or its next after a recompute."""
+        result.parts.append((r.id, PREFILL, n))
+        result.prefill_tokens += n
+        if r.num_computed == r.num_tokens:
+            result.sampled.append(r.id)
+            if self._sample(r, result.index):
+                result.finished.append(r.id)
 
     # --- many identical decode steps at once (the serving lab's fast path) -------
     def plan_decode_run(self) -> tuple[int, int]:
