@@ -318,14 +318,13 @@ class KVCacheManager:
         """
         pool = self.pool
         table = self._tables.get(req_id)
-        if hit_blocks:
-            assert not table, "cache hits only on a request's first allocation"
-            if self.blocks_needed(req_id, num_tokens_total, hit_blocks) > pool.num_free_blocks:
-                return False
-        # Without hits (every decode and chunk) `blocks_needed` is just this count, which
-        # the engine asks for once per block a request fills: written out, it is cheap.
+        assert not hit_blocks or not table, "cache hits only on a request's first allocation"
         new = cdiv(num_tokens_total, pool.block_size) - len(table or ()) - len(hit_blocks)
-        if not hit_blocks and new > pool._num_free:
+        # Without hits (every decode and chunk) the blocks consumed are just `new`; the
+        # engine asks once per block a request fills, so `blocks_needed` is called only
+        # when free cached hits also leave the queue.
+        need = self.blocks_needed(req_id, num_tokens_total, hit_blocks) if hit_blocks else new
+        if need > pool.num_free_blocks:
             return False
         if table is None:
             table = self._tables[req_id] = []
