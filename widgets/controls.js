@@ -103,8 +103,13 @@
         range.step = typeof step === "number" ? step : (hi - lo) / 100;
       }
     };
+    // A value the reader is typing is theirs until they commit it (Enter, or leaving
+    // the box): an answer to an earlier change, arriving meanwhile, must not retype it.
+    let typing = false;
+    box.addEventListener("input", () => { typing = true; });
+    box.addEventListener("blur", () => { typing = false; });
     c.set = (v) => {
-      box.value = v;
+      if (!typing) box.value = v;
       if (typeof v !== "number") return;
       range.value = values ? nearestIndex(values, v) : v;
       showValue(v);
@@ -116,6 +121,7 @@
       onChange(field.name, v, 150);
     });
     box.addEventListener("change", () => {
+      typing = false;
       const v = box.value === "" ? "" : Number(box.value);
       if (v !== "") {
         range.value = values ? nearestIndex(values, v) : v;

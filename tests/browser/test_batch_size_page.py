@@ -314,13 +314,16 @@ def test_the_table_fits_at_128_tokens_and_1_tok_s(page, site_url):
     """Issue 16: at 128 tokens and 1 tok/s the table was cut at "Meets targe...". Typed as a
     reader would, the table fits the column and every heading is inside it."""
     open_ready(page, site_url)
-    for field, value in (("context_tokens", "128"), ("target_tok_s", "1")):
-        box = page.locator(f'.pysim-control[data-field="{field}"] input[type="number"]')
-        box.fill(value)
-        box.press("Enter")
+    box = lambda field: page.locator(f'.pysim-control[data-field="{field}"] input[type="number"]')
+    # The reader typed 128 and pressed Enter, and is typing 1 in the next box when the
+    # answer to 128 arrives. That answer once put 30 back in the box being typed in, so
+    # the Enter that followed sent 30. Here the answer is made to land mid-typing every
+    # time: the 128 is committed by its change event while the focus stays on the 1.
+    box("target_tok_s").fill("1")
+    box("context_tokens").evaluate("b => { b.value = '128'; b.dispatchEvent(new Event('change')); }")
     wait_for_answer(page, "128 tokens of context")
-    # Both changes answered: the first answer can come before the second is even sent
-    # (each typed value is debounced on its own), so wait for the second's table.
+    assert box("target_tok_s").input_value() == "1"  # the answer left the typed value alone
+    box("target_tok_s").press("Enter")
     rows = len(computed(context_tokens=128, target_tok_s=1)["curve"])
     page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy && "
                            f"document.querySelectorAll('{WIDGET} .bs-table tbody tr').length === {rows}")
