@@ -147,6 +147,8 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
         "worker": up + assets[WORKER].path,
         "package": "pysim",
         "sizes": runtime["sizes"],
+        # Python's memory with pysim imported (sitebuild/snapshot.py); the hosted build's only.
+        "snapshot": up + runtime["snapshot"] if runtime.get("snapshot") else None,
         # Every widget's, not this page's only: runtime.js reads its settings once per
         # visit, and with instant navigation that visit spans pages. (Nothing here is
         # loaded until a widget asks.) So every widget page carries the same settings.

@@ -31,6 +31,7 @@
       this.worker = null;
       this.booting = null;
       this.bootMs = null;
+      this.restored = null;
       this.progress = null; // {loaded, total} bytes while Python downloads
       this.checked = new Map(); // verify(): simulation and payload -> the answer's promise
       this.bootSoon = false; // Python will start right after the first paint (search.js asks)
@@ -91,6 +92,7 @@
           else if (msg.type === "ready") {
             clearTimeout(timer);
             this.bootMs = msg.ms;
+            this.restored = msg.restored; // from the build's snapshot, or started afresh
             this.progress = null;
             this.setState("ready", `Python ${msg.python} ready`);
             resolve(this);
@@ -114,6 +116,7 @@
           lock: absolute(settings.lock),
           package: settings.package,
           sizes: settings.sizes,
+          snapshot: settings.snapshot ? absolute(settings.snapshot) : null,
         });
       });
       return this.booting;

@@ -1,10 +1,10 @@
 // The Python side of the page: one module Web Worker that boots Pyodide from this
 // site's own files and answers simulation calls through pysim.bridge.
 //
-// Messages in:  {type: "boot", pyodide, lock, package, sizes}
+// Messages in:  {type: "boot", pyodide, lock, package, sizes, snapshot}
 //               {type: "call", id, name, payload, files?: [[path, url], ...]}
 //               {type: "stats"}  (bench/bench_page.py: how much memory Python holds)
-// Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python}
+// Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python, restored}
 //               {type: "failed", message}        {type: "result", id, text, ms}
 //               {type: "fatal", message}  (the interpreter is broken: restart the worker)
 //               {type: "stats", wasm_bytes, py_blocks}
@@ -75,7 +75,7 @@ function countDownloads(sizes, lateFile) {
 // loadPyodide waiting for ever, with an uncaught error in this worker. So while Python
 // boots, a failed or refused download, or any uncaught error, fails the boot at once
 // with its reason, and the page offers Retry instead of a long wait.
-function watchBoot() {
+function watchBoot(optional) {
   let over = false;
   const fail = (message) => {
     if (over) return;
@@ -86,6 +86,8 @@ function watchBoot() {
   const original = self.fetch;
   const inner = original.bind(self);
   self.fetch = async (input, init) => {
+    // The snapshot is optional: without it Python starts the usual way (fetchSnapshot).
+    if (optional && String((input && input.url) || input) === optional) return inner(input, init);
     let response;
     try {
       response = await inner(input, init);
@@ -111,9 +113,18 @@ function watchBoot() {
   };
 }
 
-async function boot({ pyodide: base, lock, package: pkg, sizes }) {
+// Python's memory with pysim already imported (sitebuild/snapshot.py), unzipped as it
+// arrives. It downloads while Pyodide fetches the runtime: loadPyodide takes the promise.
+async function fetchSnapshot(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  const unzipped = response.body.pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(unzipped).arrayBuffer());
+}
+
+async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot }) {
   const t0 = performance.now();
-  const watch = watchBoot();
+  const watch = watchBoot(snapshot);
   const progress = countDownloads(sizes, Object.keys(sizes || {}).find((f) => f.endsWith(".whl")));
   try {
     post({ type: "progress", stage: "download", text: "Downloading Python" });
@@ -121,7 +132,7 @@ async function boot({ pyodide: base, lock, package: pkg, sizes }) {
     progress.module("pyodide.mjs");
     // The same module record Pyodide imports next (one fetch); here only to count it.
     import(base + "pyodide.asm.mjs").then(() => progress.module("pyodide.asm.mjs"), () => {});
-    const py = await loadPyodide({
+    const options = {
       indexURL: base,
       lockFileURL: lock,
       // Every package comes from this site: with packageBaseUrl set, Pyodide has no
@@ -129,7 +140,24 @@ async function boot({ pyodide: base, lock, package: pkg, sizes }) {
       packageBaseUrl: base,
       stdout: () => {},
       stderr: (line) => console.warn("[python]", line),
-    });
+    };
+    let py = null;
+    if (snapshot) {
+      const memory = fetchSnapshot(snapshot);
+      memory.catch(() => {}); // a failure is loadPyodide's to report, not an unhandled one
+      try {
+        py = await loadPyodide(Object.assign({ _loadSnapshot: memory }, options));
+        // Every restore would otherwise draw the same "random" numbers as the build did.
+        py.runPython("import random; random.seed()");
+      } catch (err) {
+        console.warn(`pysim: no Python snapshot (${snapshot.split("/").pop()}: ${(err && err.message) || err}); starting Python instead`);
+        py = null;
+      }
+    }
+    const restored = py !== null;
+    if (!py) py = await loadPyodide(options);
+    // The wheel's files: a restored Python has pysim imported, but its file system (for
+    // tracebacks, inspect and late imports) lives outside the snapshot.
     const errors = [];
     await py.loadPackage(pkg, {
       messageCallback: () => {},
@@ -145,7 +173,7 @@ async function boot({ pyodide: base, lock, package: pkg, sizes }) {
     fs = py.FS;
     const python = py.runPython("import sys; sys.version.split()[0]");
     watch.done();
-    post({ type: "ready", ms: performance.now() - t0, python });
+    post({ type: "ready", ms: performance.now() - t0, python, restored });
   } catch (err) {
     watch.fail((err && err.message) || err);
   }

@@ -61,7 +61,13 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
     settings = json.loads(page.runtime)
     assert settings == {"pyodide": "../assets/pyodide/1.2.3/", "lock": "../assets/pyodide/1.2.3/lock.json",
                         "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
+                        "snapshot": None,  # the download build's: Python starts the usual way
                         "later": {EDITOR: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR_LATER[EDITOR]]}}
+
+
+def test_the_hosted_build_names_its_snapshot_from_the_page():
+    page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "snapshot": "assets/pyodide/1.2.3/s.snapshot.gz"}, "../")
+    assert json.loads(page.runtime)["snapshot"] == "../assets/pyodide/1.2.3/s.snapshot.gz"
 
 
 def test_libraries_for_later_are_listed_not_linked():
