@@ -82,8 +82,12 @@ serve: setup
 
 # ------------------------------------------------------------------ tests
 
+# The CPython and the Pyodide suites each keep one core busy: on two cores they run side
+# by side (each one's output printed whole when it ends); the browser suite, which needs
+# both cores, runs after them.
 test: site $(WHEELS_FOR_PYODIDE)/.installed chromium
-	$(MAKE) --no-print-directory test-unit test-pyodide test-browser
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-pyodide
+	$(MAKE) --no-print-directory test-browser
 
 # pysim's tests, and the build steps' (sitebuild/: plain CPython, no MkDocs, no browser).
 test-unit: $(VENV)/.installed
