@@ -38,18 +38,16 @@
 // field(name), view and state (what is shown), draft (what the controls say), link
 // (the `link` keys' text from the hash), messages (an element for pysim's messages);
 // set(patch, delayMs, actions?) to change the config (and the actions with it: a
-// setting that starts over), act(action) and replay(actions) for
-// simulations that take actions, recompute(), call(payload) for a run of the widget's
-// own (a pinned comparison, a run of the reader's code; options as runtime.call's),
-// whenLive (a promise: the live check is done), offline (true where Python cannot run,
-// a copy opened from disk: what needs it is disabled), saveLink() after its own state
-// changed; and, released by unmount: listen(target, type, fn, opts), timeout(fn, ms),
-// interval(fn, ms), frame(fn), observe(observer), canvas(attrs), onRuntime(listener)
-// (runtime.subscribe: listener(state, text) now and on every change).
+// setting that starts over), act(action) and replay(actions) for simulations that take
+// actions, recompute(), call(payload) for a run of the widget's own (a pinned
+// comparison, the reader's code; options as runtime.call's), whenLive (a promise: the
+// live check is done), offline (no Python here, a copy opened from disk: what needs it
+// is disabled), saveLink() after its own state changed; and, released by unmount:
+// listen(target, type, fn, opts), timeout(fn, ms), interval(fn, ms), frame(fn),
+// observe(observer), canvas(attrs), onRuntime(listener) (runtime.subscribe).
 //
 // Data attributes on w.root, for tests and styles: data-live (pending, same, updated,
-// failed), data-busy while a computation runs, data-error (the field pysim refused),
-// data-compute-ms.
+// failed), data-busy (computing), data-error (the field pysim refused), data-compute-ms.
 (function () {
   "use strict";
   const { h, runtime, register, buildControls, labelOf } = window.PySim;
@@ -63,8 +61,7 @@
 
   // ------------------------------------------------------------- the link
 
-  // The hash as [key, value] pairs. Only a hash with "=" holds state; "#heading" is an
-  // ordinary anchor. Pairs that do not decode are skipped.
+  // The hash as [key, value] pairs ("#heading", without "=", is an ordinary anchor).
   function hashPairs() {
     const hash = location.hash.replace(/^#/, "");
     if (!hash.includes("=")) return [];
@@ -74,9 +71,7 @@
       if (eq < 0) continue;
       try {
         out.push([decodeURIComponent(part.slice(0, eq)), decodeURIComponent(part.slice(eq + 1))]);
-      } catch (err) {
-        continue;
-      }
+      } catch (err) {} // a pair that does not decode is skipped
     }
     return out;
   }
@@ -138,8 +133,7 @@
     return out;
   }
 
-  // Copy own keys one by one: a key "__proto__" from a link stays a plain key (pysim
-  // refuses it by name) instead of replacing the object's prototype.
+  // Own keys one by one: a link's "__proto__" stays a key (pysim refuses it by name).
   function merged(...objects) {
     const out = {};
     for (const o of objects) {
@@ -157,9 +151,7 @@
 
   function tracker() {
     const undo = [];
-    const timers = new Set();
-    const intervals = new Set();
-    const frames = new Set();
+    const [timers, intervals, frames] = [new Set(), new Set(), new Set()];
     return {
       listen(target, type, fn, opts) {
         target.addEventListener(type, fn, opts);
@@ -208,15 +200,15 @@
     register(name, (body, { prerendered, root }) => mountLive(name, spec, body, prerendered, root));
   }
 
-  // What a pre-rendered model was computed from: its fields' defaults under the page's
-  // own config (data-config), no actions. The widget starts there, and checks it.
+  // What a pre-rendered model was computed from (the widget starts there, and checks
+  // it): its fields' defaults under the page's own config (data-config), no actions.
   function baseOf(prerendered) {
     const defaults = Object.fromEntries((prerendered.fields || []).map((f) => [f.name, f.default]));
     return { config: merged(defaults, prerendered.config || {}), actions: [] };
   }
 
-  // The check goLive makes, asked ahead (navigation.js, when a link to the page is about
-  // to be followed): the same payload, so the runtime answers both with one call.
+  // The check goLive makes, asked ahead by navigation.js: the same payload, so the
+  // runtime answers both with one call.
   function verifyModel(name, prerendered) {
     const base = baseOf(prerendered);
     return window.PySim.runtime.verify(name, { config: base.config, actions: base.actions },
@@ -389,9 +381,8 @@
     const handle = spec.mount(w);
     if (controls && !controls.root.isConnected) body.prepend(controls.root);
     if (!messages.isConnected) (controls ? controls.root : body).after(messages);
-    // A copy opened from disk (file://) has no Python: what would ask it for a new
-    // picture is disabled, so no typed value sits over a picture made for another;
-    // again after every drawing, which may switch a widget's own buttons back on.
+    // A copy opened from disk (file://) has no Python: what would ask it for a picture is
+    // disabled (no typed value over a picture made for another), after every drawing too.
     function holdOffline() {
       if (!w.offline) return;
       root.dataset.offline = "true";
@@ -401,8 +392,7 @@
     draw(view, shown, "mount");
 
     const linkWanted = !same(link.state, base);
-    // When Python is up: recompute the default and compare it with the pre-rendered
-    // model, then compute the link's state, if it holds one.
+    // When Python is up: check the pre-rendered model, and compute the link's state.
     async function goLive() {
       root.dataset.live = "pending";
       const asked = seq;
