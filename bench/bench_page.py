@@ -21,9 +21,12 @@ Then instant navigation (issue 18; the hosted build, mkdocs.yml): in one browser
 per run, the first widget page opened and live, then each next widget page entered by a
 click on the sidebar's link, as a reader does. Columns, in ms from the click: `drawn`
 (every widget mounted from its model, then a frame) and `interactive` (every widget
-recomputed its default on the Python already running: data-live set). Twice: clicked
-at once (the pointer lands and presses, as Playwright's click does) and after resting
-on the link HOVER_MS first (Material's prefetch has fetched the page by then). And the
+recomputed its default on the Python already running: data-live set). Three ways
+(CLICKS), each page left LOOK_MS after it went live: clicked at once (the pointer lands
+and presses, as Playwright's click does, or a finger taps), and after resting on the link
+HOVER_MS first (Material's prefetch has fetched the page by then); and clicked at once
+READ_MS after, as by a reader who read the page first (navigation.js has looked ahead
+at the widget pages next to it meanwhile, once Python was idle 1 s). And the
 worker's memory (WebAssembly memory; Python's allocated blocks after gc.collect()) after
 the first page, after the first visit of every widget page, and after NAVIGATIONS clicks
 through them all.
@@ -65,6 +68,10 @@ GOAL_TTI_RATIO = 1.10
 GOAL_NEXT_PAGE_MS = 300
 GOAL_MEMORY_GROWTH = 0.10
 HOVER_MS = 150
+LOOK_MS = 300  # a glance at the page entered before the next click
+READ_MS = 2000  # a reader who reads it first (navigation.js looks ahead meanwhile)
+# How the next click comes: (ms on the link before it, ms on the page entered before it)
+CLICKS = [(0, LOOK_MS), (HOVER_MS, LOOK_MS), (0, READ_MS)]
 FIRST_WIDGET = {}  # page file -> the anchor of its first widget
 NAVIGATIONS = 20
 GOAL_PRERENDER_MS = 1000
@@ -153,8 +160,9 @@ def click_to(page, page_file: str, hover_ms: int) -> dict:
     return {"drawn": n["drawn"] - n["click"], "interactive": n["interactive"] - n["click"]}
 
 
-def navigate(browser, base: str, pages: list[str], hover_ms: int) -> dict[str, dict]:
-    """One context: the first page opened and live, then a click to each next one."""
+def navigate(browser, base: str, pages: list[str], hover_ms: int, read_ms: int) -> dict[str, dict]:
+    """One context: the first page opened and live, then a click to each next one, each
+    read_ms after the page before it went live (the first: after SETTLE_MS)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.add_init_script(NAV_PROBE)
@@ -164,7 +172,7 @@ def navigate(browser, base: str, pages: list[str], hover_ms: int) -> dict[str, d
     out = {}
     for name in [*pages[1:], pages[0]]:
         out[name] = click_to(page, name, hover_ms)
-        page.wait_for_timeout(300)  # a reader looks at the page before the next click
+        page.wait_for_timeout(read_ms)  # a reader looks at the page before the next click
     context.close()
     return out
 
@@ -285,6 +293,11 @@ def pct(values, q):
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
+def click_label(hover_ms: int, read_ms: int) -> str:
+    on_link = "clicked at once" if not hover_ms else f"after {hover_ms} ms on the link"
+    return on_link + (f", {read_ms} ms after the page before went live" if read_ms != LOOK_MS else "")
+
+
 def navigation_tables(pages, nav_order, clicks, held, verdicts):
     ms = lambda v: "-" if v is None else f"{v:.0f}"
     print()
@@ -293,15 +306,14 @@ def navigation_tables(pages, nav_order, clicks, held, verdicts):
     nav_rows = []
     for name in nav_order:
         row = [f"{name} ({', '.join(pages[name])})"]
-        for hover in (0, HOVER_MS):
-            runs = [r[name] for r in clicks[hover]]
+        for how in CLICKS:
+            runs = [r[name] for r in clicks[how]]
             row += [ms(med(runs, "drawn")), ms(med(runs, "interactive")),
                     f"{min(r['interactive'] for r in runs):.0f}-{max(r['interactive'] for r in runs):.0f}"]
-            verdicts.append((f"{name}, clicked {'at once' if not hover else f'after {hover} ms on the link'}",
-                             "next", med(runs, "interactive")))
+            verdicts.append((f"{name}, {click_label(*how)}", "next", med(runs, "interactive")))
         nav_rows.append(row)
-    print(table(["page entered (widgets)", "clicked at once: drawn", "interactive", "range",
-                 f"after {HOVER_MS} ms on the link: drawn", "interactive", "range"], nav_rows))
+    print(table(["page entered (widgets)", *(f"{click_label(*how)}: {col}" if col == "drawn" else col
+                                             for how in CLICKS for col in ("drawn", "interactive", "range"))], nav_rows))
     print()
     print("The worker's memory")
     first_round = next(stats for label, stats in held if label.startswith("every"))
@@ -337,7 +349,7 @@ def main():
         nav_order = [p for p in chapter_order() if p in pages]
         FIRST_WIDGET.update({name: f"widget-{widgets[0]}" for name, widgets in pages.items()})
         if NAVIGATION:
-            clicks = {hover: [navigate(browser, base, nav_order, hover) for _ in range(RUNS)] for hover in (0, HOVER_MS)}
+            clicks = {how: [navigate(browser, base, nav_order, *how) for _ in range(RUNS)] for how in CLICKS}
             held = memory(browser, base, nav_order)
         browser.close()
     server.shutdown()
