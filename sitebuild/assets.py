@@ -153,6 +153,9 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
         # visit, and with instant navigation that visit spans pages. (Nothing here is
         # loaded until a widget asks.) So every widget page carries the same settings.
         "later": {n: [up + assets[rel].path for rel in files] for n, files in VENDOR_LATER.items()},
+        # The pages that hold widgets, in the nav's order (hooks.on_nav): with Python
+        # idle, navigation.js has the ones next to the reader's page checked ahead.
+        "widget_pages": [up + url for url in runtime.get("widget_pages", [])],
     }
     return PageAssets(
         styles=[up + assets[f].path for f in styles],

@@ -11,6 +11,7 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
                        Python's memory with pysim imported (hosted build), the hashed
                        assets (the lab's traces too, fetched by the worker on first use),
                        the facts table docs/facts.toml
+    on_nav             prerender: the pages that hold widgets, in the nav's order
     on_page_markdown   facts, then figures: {{ fact.KEY }} statements about real systems,
                        {{ group.key }} numbers and {{ plot.NAME }} pictures
     on_page_content    katex, tables, prerender, narrow: math rendered, tables made
@@ -138,6 +139,14 @@ def on_pre_build(config, **kwargs):
         build.runtime["snapshot"] = pyodide_dir + build.snapshot.name
         build.runtime["sizes"][build.snapshot.name] = build.snapshot.stat().st_size
         log.info("python snapshot %s (%.1f MB)", build.snapshot.name, build.snapshot.stat().st_size / 1e6)
+
+
+@reported
+def on_nav(nav, config, files, **kwargs):
+    # Every widget page carries the list of them (navigation.js reads it), so it is
+    # made from the Markdown sources before the first page is rendered.
+    build.runtime["widget_pages"] = prerender.widget_pages(
+        (page.file.url, Path(page.file.abs_src_path).read_text(encoding="utf-8")) for page in nav.pages)
 
 
 @reported

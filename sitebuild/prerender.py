@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import Callable, Iterable
 
 from . import ROOT, BuildError
 
@@ -86,6 +86,13 @@ def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, wid
                 f"{NOSCRIPT}</div>")
 
     return WIDGET_DIV.sub(fill, page_html), found
+
+
+def widget_pages(pages: Iterable[tuple[str, str]]) -> list[str]:
+    """Of (url, Markdown source) pairs in the nav's order, the urls of the pages that
+    hold a widget, in that order. Known before any page is rendered, so every page can
+    carry the list (navigation.js looks ahead at the widget pages next to the reader's)."""
+    return [url for url, markdown in pages if WIDGET_DIV.search(markdown)]
 
 
 def models(page_html: str) -> list[dict]:

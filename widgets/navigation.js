@@ -16,31 +16,43 @@
 //      Python's start by the same rules as a page load (PySim.pageChanged).
 // A page loaded the ordinary way does all of this itself; step 4 then finds nothing to do.
 //
-// And ahead of a click: Material fetches a page as soon as the pointer or the keyboard
-// focus rests on a link to it (navigation.instant.prefetch). With Python running and
-// idle, this script then has the check of that page's widgets computed too (their
-// pre-rendered models against Pyodide: PySim.verifyModel), so they can be live the
-// moment the page is in. One page at a time, and never ahead of a reader's own call.
+// And ahead of a click, so the page entered is live the moment it is drawn. A look
+// ahead at a page fetches it (from the HTTP cache, once Material has prefetched it),
+// runs its widget scripts, warms its stylesheets, and, with Python running and idle,
+// has its widgets' checks computed (their pre-rendered models against Pyodide:
+// PySim.verifyModel), which the page entered then finds done. It happens
+//   - when the pointer or the keyboard focus rests on a link to a page (Material
+//     prefetches the page then too: navigation.instant.prefetch);
+//   - while the reader reads: once Python has been idle IDLE_MS, for the widget pages
+//     just before and after this one in the chapter (the build lists the widget pages
+//     in the nav's order: settings.widget_pages), the next one first.
+// One page at a time, and never ahead of a reader's own call.
 //
 // A classic script, like every widget script (module scripts do not run from file://).
 (function () {
   "use strict";
   const documents = window.document$; // Material's, set by its bundle, which runs first
   if (!documents || typeof documents.subscribe !== "function") return;
+  const IDLE_MS = 1000; // how long Python must have had nothing to do before a look ahead
 
-  // Every script this page has run or asked for, by absolute URL.
-  const started = new Set([...document.scripts].filter((s) => s.src).map((s) => s.src));
+  // Every script this page has run or asked for, by absolute URL: src -> its loading.
+  const started = new Map([...document.scripts].filter((s) => s.src).map((s) => [s.src, Promise.resolve()]));
 
   function run(src) {
-    started.add(src);
-    return new Promise((resolve, reject) => {
-      const script = document.createElement("script");
-      script.src = src;
-      script.async = false; // run in the order added, each once the ones before it have
-      script.onload = resolve;
-      script.onerror = () => reject(new Error("could not load " + src));
-      document.body.append(script);
-    });
+    if (!started.has(src)) {
+      started.set(src, new Promise((resolve, reject) => {
+        const script = document.createElement("script");
+        script.src = src;
+        script.async = false; // run in the order added, each once the ones before it have
+        script.onload = resolve;
+        script.onerror = () => {
+          started.delete(src); // the page that needs it asks again
+          reject(new Error("could not load " + src));
+        };
+        document.body.append(script);
+      }));
+    }
+    return started.get(src);
   }
 
   function loaded(link) {
@@ -51,39 +63,111 @@
     });
   }
 
-  let ahead = ""; // the page last looked ahead at
-  function lookAhead(event) {
-    const link = event.target.closest && event.target.closest("a[href]");
-    const runtime = window.PySim && PySim.runtime;
-    if (!link || link.target || link.origin !== location.origin || link.pathname === location.pathname) return;
-    if (!runtime || runtime.state !== "ready" || runtime.pending.size || !PySim.verifyModel || link.pathname === ahead) return;
-    ahead = link.pathname;
-    fetch(link.pathname)
+  const runtime = () => window.PySim && PySim.runtime;
+  const idle = () => {
+    const r = runtime();
+    return r && r.state === "ready" && !r.pending.size && PySim.verifyModel;
+  };
+
+  // Look ahead at the page at `url` (absolute); resolves when its checks are in.
+  const seen = new Set(); // pages looked ahead at: each once per visit (the checks stay)
+  function lookAheadAt(url) {
+    const { pathname } = new URL(url);
+    if (seen.has(pathname) || pathname === location.pathname) return Promise.resolve();
+    seen.add(pathname); // (a page that could not be fetched is not asked for again)
+    return fetch(pathname)
       .then((response) => (response.ok ? response.text() : ""))
       .then((text) => {
         const page = new DOMParser().parseFromString(text, "text/html");
-        for (const root of page.querySelectorAll(".pysim-widget[data-widget]")) {
-          const data = root.querySelector("template.pysim-prerender");
-          if (data) PySim.verifyModel(root.dataset.widget, JSON.parse(data.content.textContent)).catch(() => {});
+        const roots = page.querySelectorAll(".pysim-widget[data-widget]");
+        if (!roots.length) return null;
+        // Its scripts run now (a widget script only registers its widget), and its
+        // stylesheets come into the HTTP cache, so the swap waits for neither.
+        const base = new URL(pathname, location.origin);
+        for (const link of page.head.querySelectorAll('link[rel="preload"][as="script"]')) {
+          run(new URL(link.getAttribute("href"), base).href).catch(() => {});
         }
+        for (const link of page.head.querySelectorAll('link[rel="stylesheet"]')) {
+          fetch(new URL(link.getAttribute("href"), base).href).then((r) => r.blob()).catch(() => {});
+        }
+        if (!idle()) {
+          seen.delete(pathname); // the checks are still to do: look again later
+          return null;
+        }
+        return Promise.all([...roots].map((root) => {
+          const data = root.querySelector("template.pysim-prerender");
+          return data && PySim.verifyModel(root.dataset.widget, JSON.parse(data.content.textContent));
+        }));
       })
       .catch(() => {}); // only a head start: the page checks its widgets itself anyway
+  }
+
+  let swapping = false; // from Material's swap until the widgets entered are mounted
+  function lookAhead(event) {
+    // (During a swap the page moves under a pointer at rest: that is not the reader's.)
+    if (swapping) return;
+    const link = event.target.closest && event.target.closest("a[href]");
+    if (!link || link.target || link.origin !== location.origin || link.pathname === location.pathname) return;
+    if (!idle()) return;
+    lookAheadAt(link.href);
   }
   document.body.addEventListener("mouseover", lookAhead, { passive: true });
   document.body.addEventListener("focusin", lookAhead);
 
+  // The widget pages next to this one in the chapter: the nearest before and after it
+  // in the sidebar's order (this page may hold no widget itself), the next one first.
+  function neighbours() {
+    const pages = new Set(((window.PySim && PySim.settings && PySim.settings.widget_pages) || [])
+      .map((url) => new URL(url, location.href).pathname));
+    const order = [...new Set([...document.querySelectorAll("nav.md-nav--primary a.md-nav__link[href]")]
+      .map((a) => a.pathname))];
+    const here = order.indexOf(location.pathname);
+    if (here < 0) return [];
+    const next = order.slice(here + 1).find((p) => pages.has(p));
+    const before = order.slice(0, here).reverse().find((p) => pages.has(p));
+    return [next, before].filter(Boolean).map((p) => new URL(p, location.origin).href);
+  }
+
+  // While the reader reads: wait until Python has been idle IDLE_MS, then look ahead
+  // at the neighbours one at a time. A page change starts this over for the new page.
+  let reading = 0;
+  function readAhead() {
+    const mine = ++reading;
+    const tries = new Map(); // page -> look-aheads begun from this page (a reader's call may cut one short)
+    let quietSince = null;
+    const tick = () => {
+      if (mine !== reading) return;
+      const r = runtime();
+      if (!r || r.state === "unavailable") return; // no Python on this visit (yet, or at all)
+      if (!idle()) quietSince = null;
+      else if (quietSince === null) quietSince = performance.now();
+      else if (performance.now() - quietSince >= IDLE_MS) {
+        const url = neighbours().find((u) => !seen.has(new URL(u).pathname) && (tries.get(u) || 0) < 3);
+        if (!url) return; // both done
+        tries.set(url, (tries.get(url) || 0) + 1);
+        quietSince = null;
+        lookAheadAt(url).then(() => setTimeout(tick, IDLE_MS / 4));
+        return;
+      }
+      setTimeout(tick, IDLE_MS / 4);
+    };
+    tick();
+  }
+
   let turn = 0; // the latest swap; an earlier one's work gives way to it
   documents.subscribe(() => {
     const mine = ++turn;
+    swapping = true;
     if (window.PySim && PySim.unmountGone) PySim.unmountGone();
-    const wanted = [...document.head.querySelectorAll('link[rel="preload"][as="script"]')]
-      .map((link) => link.href)
-      .filter((src) => !started.has(src));
+    const scripts = [...document.head.querySelectorAll('link[rel="preload"][as="script"]')].map((link) => run(link.href));
     const styles = [...document.head.querySelectorAll('link[rel="stylesheet"]')].map(loaded);
-    Promise.all([...wanted.map(run), ...styles])
+    Promise.all([...scripts, ...styles])
       .then(() => {
-        if (mine === turn && window.PySim && PySim.pageChanged) PySim.pageChanged();
+        if (mine !== turn) return;
+        if (window.PySim && PySim.pageChanged) PySim.pageChanged();
+        readAhead();
       })
-      .catch((err) => console.error("pysim: the page's widgets could not start:", err.message));
+      .catch((err) => console.error("pysim: the page's widgets could not start:", err.message))
+      .finally(() => { if (mine === turn) swapping = false; });
   });
 })();

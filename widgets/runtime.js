@@ -11,6 +11,9 @@
 
   const settingsEl = document.getElementById("pysim-runtime");
   const settings = settingsEl ? JSON.parse(settingsEl.textContent) : null;
+  // Its paths lead from the page they came with, which instant navigation leaves: the
+  // widget pages' are made absolute now (navigation.js compares them with later pages).
+  if (settings) settings.widget_pages = (settings.widget_pages || []).map(absolute);
   const BOOT_TIMEOUT_MS = 90000;
   const NEAR_PX = 600; // Python starts when a widget comes this close to the screen
   const FIRST_PAINT_WAIT_MS = 2000; // the longest Python waits for the first paint report
@@ -209,7 +212,7 @@
   // may return {unmount()}; live.js's widgets always do.
   function register(name, mount) {
     mounts[name] = mount;
-    mountAll();
+    mountAll(name); // its own widgets only (navigation.js may run a script of a page ahead)
     if (document.querySelector(".pysim-widget[data-widget]:not([data-mounted])") === null) armStart();
   }
 
@@ -250,9 +253,9 @@
     }
   }
 
-  function mountAll() {
+  function mountAll(only = null) {
     for (const root of document.querySelectorAll(".pysim-widget[data-widget]")) {
-      if (root.dataset.mounted) continue;
+      if (root.dataset.mounted || (only && root.dataset.widget !== only)) continue;
       const name = root.dataset.widget;
       const data = root.querySelector("template.pysim-prerender");
       const mount = mounts[name];

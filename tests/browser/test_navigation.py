@@ -177,7 +177,9 @@ def test_a_link_rested_on_gets_its_pages_widgets_checked_before_the_click(make_p
     asks for no check of its own, and neither does a page visited before. (The pointer
     crosses other links on its way: their pages may be looked ahead at too.)"""
     page = make_page()
-    first, second = CHAPTER[:2]
+    # Not next to each other in the chapter: the page read has its neighbours checked
+    # anyway, once Python is idle (the test below).
+    first, second = "batch-size", "exercises"
     page.goto(page_url(site_url, first, f"#widget-{WIDGET_PAGES[first][0]}"))
     go_live(page, first)
     [mine] = WIDGET_PAGES[first][:1]
@@ -193,3 +195,29 @@ def test_a_link_rested_on_gets_its_pages_widgets_checked_before_the_click(make_p
     click_to(page, first)
     go_live(page, first)
     assert checks(page, mine) == 1
+
+
+def test_the_widget_pages_next_to_the_one_read_are_checked_while_the_reader_reads(make_page, site_url):
+    """With Python idle a second, the widget pages just before and after the reader's in
+    the chapter (paged-kv-cache: naive-batching before it, past a page without widgets,
+    and toy-scheduler after it) get their scripts run and their widgets checked, with
+    no pointer or focus on any link; no other page does. The next page entered is then
+    live without asking Python anything."""
+    page = make_page()
+    page.goto(page_url(site_url, "paged-kv-cache", "#widget-paged_kv_cache"))
+    go_live(page, "paged-kv-cache")
+    until(page, "document.querySelector('script[src*=\"/toy_scheduler.\"]') !== null", timeout=30)
+    until(page, "[...PySim.runtime.checked.keys()].some(k => k.startsWith('toy_scheduler '))"
+                " && [...PySim.runtime.checked.keys()].some(k => k.startsWith('naive_batching '))", timeout=30)
+    page.wait_for_timeout(1500)  # longer than a look ahead waits: nothing further is looked at
+    others = [w for name, widgets in WIDGET_PAGES.items() if name not in ("naive-batching", "paged-kv-cache", "toy-scheduler")
+              for w in widgets]
+    assert [w for w in others if checks(page, w)] == []
+    calls = page.evaluate("PySim.runtime.nextId")
+    # The keyboard, not the pointer: a link under the pointer would be looked ahead at.
+    link = page.locator('nav.md-nav--primary a.md-nav__link[href$="/toy-scheduler.html"]').first
+    swapped(page, lambda: (link.focus(), page.keyboard.press("Enter")))
+    page.wait_for_url("**/toy-scheduler.html*")
+    until(page, ALL_LIVE, timeout=30)
+    assert page.evaluate("PySim.runtime.nextId") == calls, "the page entered asked Python for its check again"
+    assert page.evaluate("document.querySelector('.pysim-widget').dataset.live") == "same"

@@ -62,7 +62,13 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
     assert settings == {"pyodide": "../assets/pyodide/1.2.3/", "lock": "../assets/pyodide/1.2.3/lock.json",
                         "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
                         "snapshot": None,  # the download build's: Python starts the usual way
-                        "later": {EDITOR: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR_LATER[EDITOR]]}}
+                        "later": {EDITOR: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR_LATER[EDITOR]]},
+                        "widget_pages": []}
+
+
+def test_every_page_lists_the_widget_pages_from_where_it_is():
+    page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "widget_pages": ["a.html", "b/index.html"]}, "../")
+    assert json.loads(page.runtime)["widget_pages"] == ["../a.html", "../b/index.html"]
 
 
 def test_the_hosted_build_names_its_snapshot_from_the_page():

@@ -59,6 +59,14 @@ def test_a_page_without_widgets_is_unchanged():
     assert prerender.prerender("<p>text</p>", call, FIELDS, {"race"}) == ("<p>text</p>", [])
 
 
+def test_widget_pages_are_the_pages_whose_markdown_holds_a_widget_in_the_order_given():
+    pages = [("b.html", '<div class="pysim-widget" data-widget="toy"></div>'),
+             ("a.html", "No widget here, only the word pysim-widget."),
+             ("c/index.html", 'Text.\n\n<div class="pysim-widget" data-widget="race" data-config=\'{}\'></div>\n')]
+    assert prerender.widget_pages(pages) == ["b.html", "c/index.html"]
+    assert prerender.widget_pages([]) == []
+
+
 def test_describe_lists_the_fields_of_every_simulation_the_bridge_knows():
     from pysim import bridge  # not fresh_import: that would drop the pysim other tests hold
 
