@@ -153,7 +153,8 @@ class ToyScheduler:
         for r in list(self.running):  # a copy: a preemption removes requests from it
             if r.state != RUNNING:
                 continue  # preempted a moment ago, to make room for an older request
-            batch = self.grow(r, batch, preempted)
+            if r.tokens > r.blocks * cfg.block_size:  # its last block is full: it needs one more
+                batch = self.grow(r, batch, preempted)
             batch.append((r, "decode", 1))
         budget -= len(batch)  # one token per decode
         assert budget >= 0, "max_num_batched_tokens >= LONGEST > max_num_seqs: every decode fits"
