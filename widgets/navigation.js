@@ -66,13 +66,12 @@
   const runtime = () => window.PySim && PySim.runtime;
   const idle = () => {
     const r = runtime();
-    return r && r.state === "ready" && !r.pending.size && PySim.verifyModel;
+    return Boolean(r && r.state === "ready" && !r.pending.size && PySim.verifyModel);
   };
 
-  // Look ahead at the page at `url` (absolute); resolves when its checks are in.
+  // Look ahead at the page at `pathname` (this site's); resolves when its checks are in.
   const seen = new Set(); // pages looked ahead at: each once per visit (the checks stay)
-  function lookAheadAt(url) {
-    const { pathname } = new URL(url);
+  function lookAheadAt(pathname) {
     if (seen.has(pathname) || pathname === location.pathname) return Promise.resolve();
     seen.add(pathname); // (a page that could not be fetched is not asked for again)
     return fetch(pathname)
@@ -109,23 +108,23 @@
     const link = event.target.closest && event.target.closest("a[href]");
     if (!link || link.target || link.origin !== location.origin || link.pathname === location.pathname) return;
     if (!idle()) return;
-    lookAheadAt(link.href);
+    lookAheadAt(link.pathname);
   }
   document.body.addEventListener("mouseover", lookAhead, { passive: true });
   document.body.addEventListener("focusin", lookAhead);
 
-  // The widget pages next to this one in the chapter: the nearest before and after it
-  // in the sidebar's order (this page may hold no widget itself), the next one first.
+  // The widget pages next to this one in the chapter, as pathnames: the nearest before
+  // and after it in the sidebar's order (this page may hold no widget itself), next first.
   function neighbours() {
     const pages = new Set(((window.PySim && PySim.settings && PySim.settings.widget_pages) || [])
-      .map((url) => new URL(url, location.href).pathname));
+      .map((url) => new URL(url).pathname)); // absolute: runtime.js made them so
     const order = [...new Set([...document.querySelectorAll("nav.md-nav--primary a.md-nav__link[href]")]
       .map((a) => a.pathname))];
     const here = order.indexOf(location.pathname);
     if (here < 0) return [];
     const next = order.slice(here + 1).find((p) => pages.has(p));
     const before = order.slice(0, here).reverse().find((p) => pages.has(p));
-    return [next, before].filter(Boolean).map((p) => new URL(p, location.origin).href);
+    return [next, before].filter(Boolean);
   }
 
   // While the reader reads: wait until Python has been idle IDLE_MS, then look ahead
@@ -142,11 +141,11 @@
       if (!idle()) quietSince = null;
       else if (quietSince === null) quietSince = performance.now();
       else if (performance.now() - quietSince >= IDLE_MS) {
-        const url = neighbours().find((u) => !seen.has(new URL(u).pathname) && (tries.get(u) || 0) < 3);
-        if (!url) return; // both done
-        tries.set(url, (tries.get(url) || 0) + 1);
+        const page = neighbours().find((p) => !seen.has(p) && (tries.get(p) || 0) < 3);
+        if (!page) return; // both done
+        tries.set(page, (tries.get(page) || 0) + 1);
         quietSince = null;
-        lookAheadAt(url).then(() => setTimeout(tick, IDLE_MS / 4));
+        lookAheadAt(page).then(() => setTimeout(tick, IDLE_MS / 4));
         return;
       }
       setTimeout(tick, IDLE_MS / 4);
