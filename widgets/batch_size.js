@@ -9,20 +9,18 @@
 // shipped on this page by the hook). The chart is a picture of the table below it.
 (function () {
   "use strict";
-  const { h, tableBox, stripePattern, strokeLine, labelBox } = window.PySim;
+  const { h, tableBox, fmtUpTo, compact: short, stripePattern, strokeLine, labelBox } = window.PySim;
   const NAME = "batch_size";
 
   // ---------------------------------------------------------------- formatting
 
-  const intFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
-  const compactFormat = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
-  const int = (x) => intFormat.format(x);
+  const int = (x) => fmtUpTo(x, 0);
   const speed = (x) => (x >= 100 ? int(x) : x.toFixed(x >= 10 ? 1 : 2));
   // Batch sizes on the log axis are powers of two: 1,024 and up read as 1K, 2K, ... 64K.
   const batchTick = (s) => (s == null ? "" : s >= 1024 && s % 1024 === 0 ? s / 1024 + "K" : int(s));
   const gb = (bytes) => (bytes / 1e9).toFixed(2).replace(/\.?0+$/, "") + " GB";
   const kib = (bytes) => (Number.isInteger(bytes / 1024) ? int(bytes / 1024) : (bytes / 1024).toFixed(1)) + " KiB";
-  const compact = (u, splits) => splits.map((s) => (s == null ? "" : compactFormat.format(s)));
+  const compact = (u, splits) => splits.map((s) => (s == null ? "" : short(s)));
 
   // ---------------------------------------------------------------- colours
 

@@ -5,12 +5,11 @@
 // element's data-key).
 (function () {
   "use strict";
-  const { h, fmt } = window.PySim;
+  const { h, fmt, fmtUpTo } = window.PySim;
   const MANY_PROMPTS = 6; // more new prompts than this: their rows fold behind a button
 
   const ms = (x) => fmt(x) + " ms";
-  const coefFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 6 });
-  const coef = (x) => coefFormat.format(x); // 0.035 must not print as 0.04
+  const coef = (x) => fmtUpTo(x, 6); // 0.035 must not print as 0.04
   const tokens = (n) => fmt(n) + (n === 1 ? " token" : " tokens");
   const uid = () => Math.random().toString(36).slice(2, 8);
 

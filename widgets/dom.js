@@ -35,9 +35,50 @@
       class: "pysim-table-wrap" + (extra ? " " + extra : "") }, child);
   }
 
-  const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
-  function fmt(x) {
-    return typeof x === "number" ? numberFormat.format(x) : String(x);
+  // fmtUpTo(x, digits): x as en-US prints it ("12,345.68"), at most `digits` decimals,
+  // rounded half away from zero - what Intl.NumberFormat("en-US") prints, digit for
+  // digit (tests/browser/test_numbers.py compares the two). Not Intl itself: a page's
+  // first Intl formatter loads ICU's data, 15-60 ms of the main thread in headless
+  // Chromium here, before any widget could draw. Rare numbers (not finite, or a
+  // billion and up) still go to Intl, made when first needed.
+  const formats = {};
+  function intl(digits, options = {}) {
+    const key = digits + JSON.stringify(options);
+    formats[key] = formats[key] || new Intl.NumberFormat("en-US", { maximumFractionDigits: digits, ...options });
+    return formats[key];
+  }
+  function fmtUpTo(x, digits) {
+    if (typeof x !== "number") return String(x);
+    const abs = Math.abs(x);
+    if (!(abs < 1e9)) return intl(digits).format(x);
+    // Round the number's shortest decimal spelling, digit by digit, not the double:
+    // 1.005 is the double 1.00499999..., yet it is spelled "1.005", and Intl rounds the
+    // spelling (to 1.01). BigInt, as a spelling can hold 17 digits.
+    const [mantissa, exponent] = abs.toExponential().split("e");
+    const spelled = mantissa.replace(".", "");
+    const keep = Number(exponent) + 1 + digits; // how many of those digits stay
+    let kept = keep > 0 ? BigInt(spelled.slice(0, keep).padEnd(keep, "0")) : 0n;
+    if (keep >= 0 && spelled[keep] >= "5") kept += 1n;
+    const digitsOf = kept.toString().padStart(digits + 1, "0");
+    const whole = digitsOf.slice(0, digitsOf.length - digits).replace(/\B(?=(\d{3})+$)/g, ",");
+    const fraction = digitsOf.slice(digitsOf.length - digits).replace(/0+$/, "");
+    return (x < 0 || Object.is(x, -0) ? "-" : "") + whole + (fraction ? "." + fraction : "");
+  }
+  // Two decimals at most, one argument: safe to hand to map() or as a callback.
+  const fmt = (x) => fmtUpTo(x, 2);
+
+  // A short en-US count for an axis ("950", "1.5K", "12.3M"; one decimal at most), as
+  // Intl's compact notation prints it; from a trillion up, Intl itself.
+  const UNITS = [[1, ""], [1e3, "K"], [1e6, "M"], [1e9, "B"]];
+  function compact(x) {
+    const abs = Math.abs(x);
+    let i = UNITS.length - 1;
+    while (i > 0 && abs < UNITS[i][0]) i--;
+    // Rounding can carry a count into the next unit: 999,960 is "1M", not "1,000K".
+    const reaches1000 = (k) => fmtUpTo(abs / UNITS[k][0], 1).replace(/,/g, "") >= 1000;
+    if (i < UNITS.length - 1 && reaches1000(i)) i++;
+    if (!(abs < 1e12) || reaches1000(i)) return intl(1, { notation: "compact" }).format(x);
+    return fmtUpTo(x / UNITS[i][0], 1) + UNITS[i][1];
   }
 
   function reducedMotion() {
@@ -114,5 +155,5 @@
     ctx.fillText(text, x0, y + 2 * ratio);
   }
 
-  window.PySim = Object.assign(window.PySim || {}, { h, tableBox, fmt, reducedMotion, sizeCanvas, stripePattern, strokeLine, labelBox });
+  window.PySim = Object.assign(window.PySim || {}, { h, tableBox, fmt, fmtUpTo, compact, reducedMotion, sizeCanvas, stripePattern, strokeLine, labelBox });
 })();
