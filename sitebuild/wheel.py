@@ -1,4 +1,4 @@
-"""The pysim wheel the browser runs, and the lock file that lets Pyodide load it by name.
+"""The pysim wheel the browser runs, and the lock file that names it for Pyodide.
 
 The wheel is pure Python, built by hatchling from the working tree (the same code gives
 the same bytes). Its file name carries its own sha256 as a wheel build tag
@@ -6,8 +6,9 @@ the same bytes). Its file name carries its own sha256 as a wheel build tag
 digit), so a browser that cached an older build never runs it against a newer page.
 
 The lock file is Pyodide's own `pyodide-lock.json` with one entry added by pyodide-build's
-`pyodide lockfile add-wheels`, which records the wheel's sha256 in the entry's `sha256` field; Pyodide checks a package
-against it when it loads the package by name (`pyodide.loadPackage`, Pyodide 314).
+`pyodide lockfile add-wheels`, which records the wheel's sha256 in the entry's `sha256` field. The
+worker reads the wheel's name and sha256 there and fetches it with that hash as the
+request's `integrity`, so the browser refuses any other bytes (widgets/worker.js).
 """
 
 from __future__ import annotations
