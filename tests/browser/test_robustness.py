@@ -329,6 +329,35 @@ def test_failed_download_shows_the_reason_and_retry_works(make_page, site_url, w
     race_answers(page)
 
 
+def test_a_wheel_other_than_the_lock_names_is_refused(make_page, site_url, watch):
+    """The worker fetches the wheel with the lock file's sha256 as the request's
+    integrity: other bytes under the same name (a stale cache, a broken proxy) never run;
+    the boot fails, saying which file, and Retry works once the right bytes come."""
+    watch.allow_error("Failed to load resource")
+    watch.allow_error("integrity")  # the browser's own console line for the refused bytes
+    page = make_page()
+    tampered = {"on": True}
+
+    def wheel(route, request):
+        if tampered["on"]:
+            body = route.fetch().body()
+            route.fulfill(status=200, body=body[:-1] + bytes([body[-1] ^ 1]), content_type="application/octet-stream")
+        else:
+            route.fallback()
+
+    page.context.route("**/pysim-*.whl", wheel)
+    page.goto(page_url(site_url, "naive-batching"))
+    root = page.locator(root_of("naive_batching"))
+    root.scroll_into_view_if_needed()
+    until(page, f"document.querySelector('{root_of('naive_batching')}').dataset.runtime === 'failed'", timeout=120)
+    status = root.locator(".pysim-status-text").inner_text()
+    assert "could not download pysim-" in status and ".whl" in status, status
+    tampered["on"] = False
+    root.get_by_role("button", name="Retry").click()
+    wait_for_python(page, timeout=120000)
+    race_answers(page)
+
+
 @pytest.mark.parametrize("build", ["hosted, snapshot refused", "download, served"])
 def test_without_the_snapshot_python_starts_the_usual_way(make_page, site_url, offline_site_url, watch, build):
     """The snapshot only speeds the start up: refused by the server (hosted build), or
