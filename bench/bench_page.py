@@ -15,7 +15,9 @@ start:
   vs floor       interactive over the floor's, load by load against the floor load just
                  before it, median (and range) over the runs
 and bytes: the page without Python (HTML, CSS, fonts, our scripts: what a reader who
-never reaches a widget downloads) and the total at interactive.
+never reaches a widget downloads) and the total at interactive. A second table splits
+each page's time: before Python starts, Python's boot against the floor's, and after it;
+and the bound a page cannot beat while its text and pictures come first.
 
 Then instant navigation (issue 18; the hosted build, mkdocs.yml): in one browser context
 per run, the first widget page opened and live, then each next widget page entered by a
@@ -330,6 +332,16 @@ def navigation_tables(pages, nav_order, clicks, held, verdicts):
     verdicts.append((f"worker memory after {NAVIGATIONS} clicks", "memory", growth))
 
 
+def time_split(name, loads, floors):
+    """One row: where `name`'s cold loads spent their time, each against its floor load."""
+    boot = [p["ready"] - p["python"] for p in loads]
+    floor_boot = [f["ready"] - f["python"] for f in floors]
+    return [name, f"{statistics.median(p['python'] for p in loads):.0f}", f"{statistics.median(boot):.0f}",
+            f"{statistics.median(floor_boot):.0f}", f"{statistics.median(b / fb for b, fb in zip(boot, floor_boot)):.2f}x",
+            f"{statistics.median(p['interactive'] - p['ready'] for p in loads):.0f}",
+            f"{statistics.median((p['python'] + fb) / f['interactive'] for p, fb, f in zip(loads, floor_boot, floors)):.2f}x"]
+
+
 def main():
     pages = widget_pages()
     if not pages:
@@ -377,6 +389,14 @@ def main():
     print(table(["page (widgets)", "first paint", "pre-rendered", "Python start", "Python ready", "interactive", "vs floor",
                  "range", "KB without Python", "MB total"], rows))
     print("vs floor: median over loads of (this load's interactive / the floor load just before it); range: lowest-highest")
+    print()
+    print("Where a page's time goes (ms, medians; each load against the floor load just before it)")
+    print(table(["page", "before Python", "boot", "the floor's boot", "boot vs the floor's", "boot to interactive",
+                 "bound vs floor"], [time_split(name, results[name], results["floor"][i::len(pages)])
+                                     for i, name in enumerate(pages)]))
+    print("before Python: text and pictures first (issue 7); boot: Python start to ready; bound: this page's\n"
+          "Python start plus the floor's boot, over the floor's interactive - what it would reach with a boot as\n"
+          "fast as the floor's and nothing to do after it")
 
     if NAVIGATION:
         navigation_tables(pages, nav_order, clicks, held, verdicts)
