@@ -300,6 +300,16 @@ def test_broken_interpreter_is_replaced(page, site_url, watch):
 
 # ===================================================================== a failed download
 
+def open_and_fail(page, site_url):
+    """Open the race's page (its widget near the screen, so Python starts) and wait until
+    Python could not start: the widget's root and its status line."""
+    page.goto(page_url(site_url, "naive-batching"))
+    root = page.locator(root_of("naive_batching"))
+    root.scroll_into_view_if_needed()
+    until(page, f"document.querySelector('{root_of('naive_batching')}').dataset.runtime === 'failed'", timeout=120)
+    return root, root.locator(".pysim-status-text").inner_text()
+
+
 def test_failed_download_shows_the_reason_and_retry_works(make_page, site_url, watch):
     watch.allow_error("Failed to load resource")  # the aborted .wasm request
     page = make_page()
@@ -312,11 +322,7 @@ def test_failed_download_shows_the_reason_and_retry_works(make_page, site_url, w
             route.fallback()
 
     page.context.route("**/*.wasm", wasm)
-    page.goto(page_url(site_url, "naive-batching"))
-    root = page.locator(root_of("naive_batching"))
-    root.scroll_into_view_if_needed()
-    until(page, f"document.querySelector('{root_of('naive_batching')}').dataset.runtime === 'failed'", timeout=120)
-    status = root.locator(".pysim-status-text").inner_text()
+    root, status = open_and_fail(page, site_url)
     assert "could not start" in status and len(status) > len("Python could not start: ")
     retry = root.get_by_role("button", name="Retry")
     assert retry.is_visible()
@@ -346,11 +352,7 @@ def test_a_wheel_other_than_the_lock_names_is_refused(make_page, site_url, watch
             route.fallback()
 
     page.context.route("**/pysim-*.whl", wheel)
-    page.goto(page_url(site_url, "naive-batching"))
-    root = page.locator(root_of("naive_batching"))
-    root.scroll_into_view_if_needed()
-    until(page, f"document.querySelector('{root_of('naive_batching')}').dataset.runtime === 'failed'", timeout=120)
-    status = root.locator(".pysim-status-text").inner_text()
+    root, status = open_and_fail(page, site_url)
     assert "could not download pysim-" in status and ".whl" in status, status
     tampered["on"] = False
     root.get_by_role("button", name="Retry").click()
