@@ -9,7 +9,7 @@
 // shipped on this page by the hook). The chart is a picture of the table below it.
 (function () {
   "use strict";
-  const { h, tableBox, fmtUpTo, compact: short, stripePattern, strokeLine, labelBox } = window.PySim;
+  const { h, tableBox, fmtUpTo, compact, stripePattern, strokeLine, labelBox } = window.PySim;
   const NAME = "batch_size";
 
   // ---------------------------------------------------------------- formatting
@@ -20,7 +20,7 @@
   const batchTick = (s) => (s == null ? "" : s >= 1024 && s % 1024 === 0 ? s / 1024 + "K" : int(s));
   const gb = (bytes) => (bytes / 1e9).toFixed(2).replace(/\.?0+$/, "") + " GB";
   const kib = (bytes) => (Number.isInteger(bytes / 1024) ? int(bytes / 1024) : (bytes / 1024).toFixed(1)) + " KiB";
-  const compact = (u, splits) => splits.map((s) => (s == null ? "" : short(s)));
+  const compactTicks = (u, splits) => splits.map((s) => (s == null ? "" : compact(s)));
 
   // ---------------------------------------------------------------- colours
 
@@ -367,12 +367,12 @@
           axis({
             scale: "speed", side: 3, label: narrow ? "Per-user tok/s" : "Per-user speed (tokens/s)",
             stroke: pal.speed, size: narrow ? 34 : 50, labelSize: narrow ? 20 : 26,
-            values: compact,
+            values: compactTicks,
           }),
           axis({
             scale: "total", side: 1, label: narrow ? "Total tok/s" : "Total throughput (tokens/s)",
             stroke: pal.total, size: narrow ? 34 : 52, labelSize: narrow ? 20 : 26, grid: { show: false },
-            values: compact,
+            values: compactTicks,
           }),
         ],
         hooks: {

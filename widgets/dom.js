@@ -38,7 +38,7 @@
   // fmtUpTo(x, digits): x as en-US prints it ("12,345.68"), at most `digits` decimals,
   // rounded half away from zero - what Intl.NumberFormat("en-US") prints, digit for
   // digit (tests/browser/test_numbers.py compares the two). Not Intl itself: a page's
-  // first Intl formatter loads ICU's data, 15-60 ms of the main thread in headless
+  // first Intl formatter loads ICU's data, 13-64 ms of the main thread in headless
   // Chromium here, before any widget could draw. Rare numbers (not finite, or a
   // billion and up) still go to Intl, made when first needed.
   const formats = {};

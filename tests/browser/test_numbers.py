@@ -1,7 +1,7 @@
 """How the widgets print numbers (widgets/dom.js: fmt, fmtUpTo, compact).
 
 They print what Intl.NumberFormat("en-US") prints, digit for digit, without calling it:
-a page's first Intl formatter loads ICU's data (15-60 ms of the main thread here), and
+a page's first Intl formatter loads ICU's data (13-64 ms of the main thread here), and
 that came before any widget could draw its pre-rendered picture. So the two are compared
 here, in the browser the reader has, on many numbers: ties (1.005, 2.675), negatives that
 round to zero, spellings of 17 digits, and seeded random ones of every size.
@@ -14,8 +14,8 @@ from conftest import SITE, page_url
 
 # The pages whose pre-rendered pictures need no Intl at all (uPlot, on the lab and the
 # batch-size pages, makes its own formatter as it loads).
-PLAIN_PAGES = [p.stem for p in sorted(SITE.glob("*.html"))
-               if 'class="pysim-widget"' in p.read_text() and "uPlot" not in p.read_text()]
+PAGES = {p.stem: p.read_text() for p in sorted(SITE.glob("*.html"))}
+PLAIN_PAGES = [name for name, html in PAGES.items() if 'class="pysim-widget"' in html and "uPlot" not in html]
 
 COMPARE = """() => {
   const { fmt, fmtUpTo, compact } = window.PySim;
