@@ -9,9 +9,10 @@ here were derived from the CSVs.
 
 Where the files are: the wheel does not carry them (a reader who never opens the lab
 should not download them). In CPython they are read from the repository's
-`data/traces/`. In the browser the page's worker downloads the one the lab needs into
-Pyodide's file system, under `BROWSER_DIR`, before its first lab call
-(`widgets/worker.js`, message `files`). `load` looks in both places.
+`data/traces/`. In the browser the page's worker downloads them into Pyodide's file
+system, under `BROWSER_DIR`: while Python starts, when the lab is on the page that boots
+it, or else before the lab's first call (`widgets/worker.js`, the `files` of the boot and
+of the call). `load` looks in both places.
 
 What a reader can change, and how:
 - a window: `minutes` of the hour, starting `start_min` minutes after the first request;
@@ -68,8 +69,9 @@ def site_files() -> dict[str, Path]:
     """What the site ships for the lab: Pyodide path -> the repository's file.
 
     The build copies each under a content-hashed name and gives the lab widget the
-    map from these paths to those names; the widget sends it with its calls, and the
-    worker downloads what is missing before it runs the call (widgets/worker.js).
+    map from these paths to those names; the page sends it with Python's boot and the
+    widget with its calls, and the worker writes what is missing before it runs the call
+    (widgets/worker.js).
     """
     return {f"{BROWSER_DIR}/{file_name(n)}": REPO_DIR / file_name(n) for n in TRACES}
 

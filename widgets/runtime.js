@@ -38,6 +38,7 @@
       this.progress = null; // {loaded, total} bytes while Python downloads
       this.checked = new Map(); // verify(): simulation and payload -> the answer's promise
       this.bootSoon = false; // Python will start right after the first paint (search.js asks)
+      this.files = new Map(); // data files the mounted widgets read: path in Pyodide -> URL
     }
 
     get servedOverHttp() {
@@ -120,6 +121,7 @@
           package: settings.package,
           sizes: settings.sizes,
           snapshot: settings.snapshot ? absolute(settings.snapshot) : null,
+          files: [...this.files].map(([path, url]) => [path, absolute(url)]), // download while it starts
         });
       });
       return this.booting;
@@ -262,6 +264,7 @@
       if (!mount || !data) continue;
       root.dataset.mounted = "true";
       const prerendered = JSON.parse(data.content.textContent); // sitebuild/prerender.py
+      for (const [path, url] of Object.entries(prerendered.files || {})) runtime.files.set(path, url);
       for (const el of root.querySelectorAll(".pysim-noscript")) el.remove();
       const body = h("div", { class: "pysim-body" });
       const status = statusLine(root);
@@ -377,21 +380,17 @@
       w.addEventListener("pointerdown", touched, { once: true });
       w.addEventListener("focusin", touched, { once: true });
     }
-    // Where the widgets are is read in the next frame, where the browser lays the page
-    // out to draw them anyway. Read here, right after the widgets drew into the page, it
-    // would make the browser lay the whole page out once more first (11-22 ms on the
-    // chunked-prefill page, measured in a trace), and the pictures would come that late.
-    let frame = requestAnimationFrame(() => {
-      frame = 0;
-      whereTheyAre(widgets, touched);
-    });
+    // Where the widgets are is read in the next frame, where the browser lays the page out
+    // to draw them anyway; read now, it would lay it out once more first (11-22 ms on the
+    // chunked-prefill page, in a trace), and the pictures would come that much later.
+    const frame = requestAnimationFrame(() => whereTheyAre(widgets, touched));
     releaseArming = () => cancelAnimationFrame(frame);
   }
 
-  // A widget already near the screen: spawn the worker now, and boot Python in the task
-  // after this frame (the one that draws the widgets), once the browser has reported its
-  // first paint, so the text and pictures are on screen before any Pyodide byte is asked
-  // for. Otherwise Python starts when a widget comes near.
+  // A widget near the screen: spawn the worker, and boot Python in the task after this
+  // frame (which draws the widgets) once the first paint is reported: text and pictures
+  // come before any Pyodide byte. Otherwise Python starts when a widget comes near (every
+  // browser that runs Pyodide 314's module worker has IntersectionObserver).
   function whereTheyAre(widgets, touched) {
     const top = screenTop();
     const near = [...widgets].some((w) => {
@@ -399,13 +398,9 @@
       return r.bottom - top > -NEAR_PX && r.top - top < window.innerHeight + NEAR_PX;
     });
     if (near) {
-      runtime.bootSoon = true; // a widget is near the screen: Python starts after the first paint
+      runtime.bootSoon = true;
       runtime.prepare();
       afterFirstPaint(() => soon(touched));
-      return;
-    }
-    if (!("IntersectionObserver" in window)) {
-      runtime.start().catch(() => {});
       return;
     }
     const observer = new IntersectionObserver((entries) => {
@@ -437,7 +432,6 @@
     }
     return later[name];
   }
-
 
   Object.assign(window.PySim, { settings, runtime, register, mountAll, unmount, unmountAll, unmountGone,
                                 pageChanged, loadLater });

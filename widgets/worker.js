@@ -1,7 +1,7 @@
 // The Python side of the page: one module Web Worker that boots Pyodide from this
 // site's own files and answers simulation calls through pysim.bridge.
 //
-// Messages in:  {type: "boot", pyodide, lock, package, sizes, snapshot}
+// Messages in:  {type: "boot", pyodide, lock, package, sizes, snapshot, files?: [[path, url], ...]}
 //               {type: "call", id, name, payload, files?: [[path, url], ...]}
 //               {type: "stats"}  (bench/bench_page.py: how much memory Python holds)
 // Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python, restored}
@@ -17,6 +17,11 @@ let pyodide = null;
 let fs = null; // Pyodide's file system, for the data files calls read
 // Calls run one at a time, in order, even when one first waits for a download.
 let queue = Promise.resolve();
+// Data files the page's widgets read (the lab's traces), asked for with the boot: they
+// download while Python starts, outside its progress count, and the first call that
+// reads one takes its bytes from here (url -> promise of the bytes).
+const early = new Map();
+const plainFetch = self.fetch.bind(self); // boot() counts its own downloads through self.fetch
 
 function post(message) {
   self.postMessage(message);
@@ -131,7 +136,7 @@ async function fetchSnapshot(url) {
   return new Uint8Array(await new Response(unzipped).arrayBuffer());
 }
 
-async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot }) {
+async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, files }) {
   const t0 = performance.now();
   const watch = watchBoot(snapshot);
   const progress = countDownloads(sizes);
@@ -144,6 +149,11 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot }) {
     });
     const wheel = fetchWheel(lockText, base, pkg);
     wheel.catch(() => {}); // awaited below; a failure there is the boot's to report
+    for (const [, url] of files || []) {
+      const bytes = download(url);
+      bytes.catch(() => {}); // the call that reads the file reports it
+      early.set(url, bytes);
+    }
     const { loadPyodide } = await import(base + "pyodide.mjs");
     progress.module("pyodide.mjs");
     // The same module record Pyodide imports next (one fetch); here only to count it.
@@ -198,12 +208,18 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot }) {
 async function fetchFiles(files) {
   for (const [path, url] of files || []) {
     if (fs.analyzePath(path).exists) continue;
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`could not download ${url.split("/").pop()} (HTTP ${response.status})`);
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const pending = early.get(url) || download(url);
+    early.delete(url); // a failed download is tried again by the next call
+    const bytes = await pending;
     fs.mkdirTree(path.slice(0, path.lastIndexOf("/")));
     fs.writeFile(path, bytes);
   }
+}
+
+async function download(url) {
+  const response = await plainFetch(url);
+  if (!response.ok) throw new Error(`could not download ${url.split("/").pop()} (HTTP ${response.status})`);
+  return new Uint8Array(await response.arrayBuffer());
 }
 
 async function callWithFiles(message) {
