@@ -38,7 +38,6 @@
       this.progress = null; // {loaded, total} bytes while Python downloads
       this.checked = new Map(); // verify(): simulation and payload -> the answer's promise
       this.bootSoon = false; // Python will start right after the first paint (search.js asks)
-      this.files = new Map(); // data files the mounted widgets read: path in Pyodide -> URL
     }
 
     get servedOverHttp() {
@@ -121,7 +120,7 @@
           package: settings.package,
           sizes: settings.sizes,
           snapshot: settings.snapshot ? absolute(settings.snapshot) : null,
-          files: [...this.files].map(([path, url]) => [path, absolute(url)]), // download while it starts
+          files: [...wantedFiles()].map(([path, url]) => [path, absolute(url)]), // download while it starts
         });
       });
       return this.booting;
@@ -206,7 +205,9 @@
   // ------------------------------------------------------------- mounting
 
   const mounts = {};
-  const mounted = new Map(); // root element -> what unmount() must release
+  const mounted = new Map(); // root element -> what unmount() must release, and its data files
+  // The data files the widgets on the page read (path in Pyodide -> URL; the lab's traces).
+  const wantedFiles = () => new Map([...mounted.values()].flatMap((entry) => Object.entries(entry.files)));
 
   // A widget's script runs after the page's text (the scripts sit at the end of the
   // body), so its widgets are already in the document: mount them at once, and once
@@ -264,7 +265,6 @@
       if (!mount || !data) continue;
       root.dataset.mounted = "true";
       const prerendered = JSON.parse(data.content.textContent); // sitebuild/prerender.py
-      for (const [path, url] of Object.entries(prerendered.files || {})) runtime.files.set(path, url);
       for (const el of root.querySelectorAll(".pysim-noscript")) el.remove();
       const body = h("div", { class: "pysim-body" });
       const status = statusLine(root);
@@ -275,7 +275,7 @@
       } catch (err) {
         console.error("pysim widget " + name + " failed to mount", err);
       }
-      mounted.set(root, { handle, status, body });
+      mounted.set(root, { handle, status, body, files: prerendered.files || {} });
     }
   }
 
