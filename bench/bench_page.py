@@ -7,8 +7,8 @@ A page is opened at its first widget (page.html#widget-NAME), as a reader follow
 link to a simulation would, so Python starts at once. Columns, in ms from navigation
 start:
   first paint    first contentful paint (text on screen)
-  pre-rendered   every widget on the page drawn from its build-time model (mounted,
-                 then the next animation frame)
+  pre-rendered   every widget on the page drawn from its build-time model and on
+                 screen: mounted, then the end of the next frame (laid out and painted)
   Python start   the page told its worker to boot (the first Pyodide byte comes after)
   Python ready   Pyodide and pysim loaded in the worker (for the floor: its end)
   interactive    every widget recomputed its default in Pyodide (data-live set)
@@ -22,16 +22,16 @@ and the bound a page cannot beat while its text and pictures come first.
 Then instant navigation (issue 18; the hosted build, mkdocs.yml): in one browser context
 per run, the first widget page opened and live, then each next widget page entered by a
 click on the sidebar's link, as a reader does. Columns, in ms from the click: `drawn`
-(every widget mounted from its model, then a frame) and `interactive` (every widget
-recomputed its default on the Python already running: data-live set). Three ways
-(CLICKS), each page left LOOK_MS after it went live: clicked at once (the pointer lands
-and presses, as Playwright's click does, or a finger taps), and after resting on the link
-HOVER_MS first (Material's prefetch has fetched the page by then); and clicked at once
-READ_MS after, as by a reader who read the page first (navigation.js has looked ahead
-at the widget pages next to it meanwhile, once Python was idle 1 s). And the
-worker's memory (WebAssembly memory; Python's allocated blocks after gc.collect()) after
-the first page, after the first visit of every widget page, and after NAVIGATIONS clicks
-through them all.
+(every widget mounted from its model, and the frame after that painted) and
+`interactive` (every widget recomputed its default on the Python already running:
+data-live set). Three ways (CLICKS), each page left LOOK_MS after it went live: clicked
+at once (the pointer lands and presses, as Playwright's click does, or a finger taps),
+and after resting on the link HOVER_MS first (Material's prefetch has fetched the page
+by then); and clicked at once READ_MS after, as by a reader who read the page first
+(navigation.js has looked ahead at the widget pages next to it meanwhile, once Python
+was idle 1 s). And the worker's memory (WebAssembly memory; Python's allocated blocks
+after gc.collect()) after the first page, after the first visit of every widget page,
+and after NAVIGATIONS clicks through them all.
 
 Then, on the live page, the time of one widget recomputation on its default preset:
 PySim.runtime.call(NAME, {config: {}}) CALLS times per load, twice: right at interactive,
@@ -80,7 +80,17 @@ GOAL_PRERENDER_MS = 1000
 GOAL_RECOMPUTE_P95_MS = 16
 
 # Installed before any page script. Marks are ms from navigation start.
-PROBE = """
+AFTER_NEXT_FRAME = """
+// The frame after a change ends once the browser has laid out and painted it: a message
+// posted from its animation-frame callback arrives in the task after that rendering.
+var afterNextFrame = (then) => requestAnimationFrame(() => {
+  const channel = new MessageChannel();
+  channel.port1.onmessage = then;
+  channel.port2.postMessage(null);
+});
+"""
+
+PROBE = AFTER_NEXT_FRAME + """
 window.__marks = {};
 const RealWorker = window.Worker;
 window.Worker = class extends RealWorker {
@@ -94,7 +104,7 @@ new MutationObserver(() => {
   if (!widgets.length) return;
   if (!__marks.mounted && widgets.every(w => w.dataset.mounted)) {
     __marks.mounted = performance.now();
-    requestAnimationFrame(() => { __marks.prerendered = performance.now(); });
+    afterNextFrame(() => { __marks.prerendered = performance.now(); });
   }
   if (!__marks.ready && widgets[0].dataset.runtime === 'ready') __marks.ready = performance.now();
   if (!__marks.interactive && widgets.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'))
@@ -117,7 +127,7 @@ async ([name, n]) => {
 
 # Installed once per context: with instant navigation no page reloads, so it sees every
 # click and what followed it.
-NAV_PROBE = """
+NAV_PROBE = AFTER_NEXT_FRAME + """
 window.__nav = [];
 const container = () => document.querySelector('[data-md-component=container]');
 document.addEventListener('click', (e) => {
@@ -130,7 +140,7 @@ new MutationObserver(() => {
   if (!n || container() === n.left || !widgets.length) return;
   if (!n.mounted && widgets.every(w => w.dataset.mounted)) {
     n.mounted = performance.now();
-    requestAnimationFrame(() => { n.drawn = performance.now(); });
+    afterNextFrame(() => { n.drawn = performance.now(); });
   }
   if (!n.interactive && widgets.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'))
     n.interactive = performance.now();
