@@ -190,8 +190,10 @@
       return [view.curve.map((p) => p.batch), view.curve.map((p) => p.per_user_tok_s), view.curve.map((p) => p.total_tok_s)];
     }
 
+    let lastWidth = null; // chartEl's width the chart was last sized for
     function chartSize() {
-      const width = Math.max(220, Math.floor(chartEl.clientWidth));
+      lastWidth = chartEl.clientWidth;
+      const width = Math.max(220, Math.floor(lastWidth));
       return { width, height: width < 520 ? 270 : 320 };
     }
 
@@ -411,7 +413,7 @@
     }
 
     // ---------------------------------------------------------------- start
-    let lastWidth = 0;
+    // The first report comes with the first frame, at the width the chart was made for.
     w.observe(new ResizeObserver(() => {
       const width = chartEl.clientWidth;
       if (!plot || width === lastWidth) return;
@@ -423,8 +425,7 @@
       else plot.setSize(size);
     })).observe(chartEl);
     // uPlot draws on a canvas: rebuild it with the new colours on a light/dark switch.
-    w.observe(new MutationObserver(() => makeChart()))
-      .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    w.onScheme(() => makeChart());
 
     return {
       draw(next) {

@@ -406,8 +406,7 @@
       chartWidth = chartWrap.clientWidth;
       draw();
     })).observe(chartWrap);
-    w.observe(new MutationObserver(() => { readTheme(); draw(); }))
-      .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    w.onScheme(() => { readTheme(); draw(); });
     // A link's pinned run: what it gives of the two, the live run's value for the other.
     const pinScenario = linked("pin_scenario"), pinBudget = linked("pin_max_num_batched_tokens");
     if (pinScenario !== null || pinBudget !== null) {

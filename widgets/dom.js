@@ -87,6 +87,22 @@
 
   // Size a canvas for the screen's pixel ratio and return a cleared context in CSS px.
   // The backing store is only reallocated when its size really changes.
+  // `fn(scheme)` when the reader switches light/dark: Material's palette sets
+  // data-md-color-scheme on <body>. Its bundle also sets it, to the value it already had,
+  // as it starts (while Python boots); only a new value calls `fn`, so no widget redraws
+  // for nothing then. Returns what stops watching.
+  function onSchemeChange(fn) {
+    const now = () => document.body.getAttribute("data-md-color-scheme");
+    let last = now();
+    const observer = new MutationObserver(() => {
+      if (now() === last) return;
+      last = now();
+      fn(last);
+    });
+    observer.observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    return () => observer.disconnect();
+  }
+
   function sizeCanvas(canvas, width, height) {
     const ratio = window.devicePixelRatio || 1;
     const w = Math.max(1, Math.round(width * ratio));
@@ -155,5 +171,5 @@
     ctx.fillText(text, x0, y + 2 * ratio);
   }
 
-  window.PySim = Object.assign(window.PySim || {}, { h, tableBox, fmt, fmtUpTo, compact, reducedMotion, sizeCanvas, stripePattern, strokeLine, labelBox });
+  window.PySim = Object.assign(window.PySim || {}, { h, tableBox, fmt, fmtUpTo, compact, reducedMotion, onSchemeChange, sizeCanvas, stripePattern, strokeLine, labelBox });
 })();

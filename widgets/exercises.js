@@ -106,8 +106,7 @@
         if (marker !== null) editor.session.removeMarker(marker);
         marker = null;
       }
-      w.observe(new MutationObserver(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light)))
-        .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+      w.onScheme(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light));
       current = {
         kind: "ace",
         get: () => editor.getValue(),

@@ -44,7 +44,8 @@
 // live check is done), offline (no Python here, a copy opened from disk: what needs it
 // is disabled), saveLink() after its own state changed; and, released by unmount:
 // listen(target, type, fn, opts), timeout(fn, ms), interval(fn, ms), frame(fn),
-// observe(observer), canvas(attrs), onRuntime(listener) (runtime.subscribe).
+// observe(observer), canvas(attrs), onRuntime(listener) (runtime.subscribe),
+// onScheme(fn) (a light/dark switch: a new data-md-color-scheme, not the same one again).
 //
 // Data attributes on w.root, for tests and styles: data-live (pending, same, updated,
 // failed), data-busy (computing), data-error (the field pysim refused), data-compute-ms.
@@ -176,9 +177,8 @@
         undo.push(() => observer.disconnect());
         return observer;
       },
-      subscribe(listener) {
-        undo.push(runtime.subscribe(listener));
-      },
+      subscribe: (listener) => undo.push(runtime.subscribe(listener)),
+      scheme: (fn) => undo.push(PySim.onSchemeChange(fn)), // a light/dark switch (dom.js)
       canvas(attrs) {
         const canvas = h("canvas", attrs || {});
         undo.push(() => { canvas.width = 0; canvas.height = 0; }); // frees its pixels now
@@ -375,7 +375,7 @@
       whenLive: new Promise((resolve) => { wentLive = resolve; }),
       saveLink,
       listen: t.listen, timeout: t.timeout, interval: t.interval, frame: t.frame,
-      observe: t.observe, canvas: t.canvas, onRuntime: t.subscribe,
+      observe: t.observe, canvas: t.canvas, onRuntime: t.subscribe, onScheme: t.scheme,
     };
 
     const handle = spec.mount(w);

@@ -398,8 +398,7 @@
     }
 
     // Redraw when the reader switches light/dark (cheap; the colours come from CSS).
-    w.observe(new MutationObserver(() => draw()))
-      .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    w.onScheme(() => draw());
 
     return {
       draw(next, shown) {
