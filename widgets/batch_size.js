@@ -190,10 +190,10 @@
       return [view.curve.map((p) => p.batch), view.curve.map((p) => p.per_user_tok_s), view.curve.map((p) => p.total_tok_s)];
     }
 
-    let lastWidth = null; // chartEl's width the chart was last sized for
+    let drawnWidth = null; // chartEl's width the chart was last sized for
     function chartSize() {
-      lastWidth = chartEl.clientWidth;
-      const width = Math.max(220, Math.floor(lastWidth));
+      drawnWidth = chartEl.clientWidth;
+      const width = Math.max(220, Math.floor(drawnWidth));
       return { width, height: width < 520 ? 270 : 320 };
     }
 
@@ -416,8 +416,7 @@
     // The first report comes with the first frame, at the width the chart was made for.
     w.observe(new ResizeObserver(() => {
       const width = chartEl.clientWidth;
-      if (!plot || width === lastWidth) return;
-      lastWidth = width;
+      if (!plot || width === drawnWidth) return; // (chartSize() below records the new one)
       const before = plot.width < 520;
       const size = chartSize();
       // Narrow and wide charts use different label texts and fonts: rebuild across the line.

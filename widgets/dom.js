@@ -85,8 +85,6 @@
     return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
   }
 
-  // Size a canvas for the screen's pixel ratio and return a cleared context in CSS px.
-  // The backing store is only reallocated when its size really changes.
   // `fn(scheme)` when the reader switches light/dark: Material's palette sets
   // data-md-color-scheme on <body>. Its bundle also sets it, to the value it already had,
   // as it starts (while Python boots); only a new value calls `fn`, so no widget redraws
@@ -95,14 +93,17 @@
     const now = () => document.body.getAttribute("data-md-color-scheme");
     let last = now();
     const observer = new MutationObserver(() => {
-      if (now() === last) return;
-      last = now();
-      fn(last);
+      const scheme = now();
+      if (scheme === last) return;
+      last = scheme;
+      fn(scheme);
     });
     observer.observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
     return () => observer.disconnect();
   }
 
+  // Size a canvas for the screen's pixel ratio and return a cleared context in CSS px.
+  // The backing store is only reallocated when its size really changes.
   function sizeCanvas(canvas, width, height) {
     const ratio = window.devicePixelRatio || 1;
     const w = Math.max(1, Math.round(width * ratio));

@@ -61,7 +61,7 @@
     const cards = h("dl", { class: "toy-cards", "aria-live": "polite" });
     const chartTitle = h("p", { class: "toy-chart-title" });
     const chart = svg("svg", { class: "toy-chart", role: "img", preserveAspectRatio: "none" });
-    let chartRoom = null; // the width of the chart's box when it was last drawn
+    let drawnWidth = null; // the width of the chart's box when it was last drawn
     const seriesTable = h("table", { class: "toy-series-table" });
     const seriesWrap = tableBox(seriesTable, { class: "toy-series-wrap", id: "toy-series-" + uid(), hidden: true }, "table, scrolls");
     const seriesToggle = h("button", { type: "button", class: "toy-series-toggle", "aria-expanded": "false",
@@ -125,8 +125,8 @@
       const c = view.config;
       const n = s.batch.length;
       const iterations = view.results.iterations;
-      chartRoom = chart.parentElement.clientWidth;
-      const width = Math.max(200, Math.min(720, chartRoom || 600));
+      drawnWidth = chart.parentElement.clientWidth;
+      const width = Math.max(200, Math.min(720, drawnWidth || 600));
       const height = 90;
       const pad = { l: 30, r: 6, t: 8, b: 18 };
       const w = width - pad.l - pad.r;
@@ -183,7 +183,7 @@
     // the width just drawn at: redrawing then delayed that frame, the pre-rendered
     // picture's, by 16 ms (in a trace of a cold load).
     w.observe(new ResizeObserver(() => {
-      if (chart.parentElement.clientWidth !== chartRoom) drawChart();
+      if (chart.parentElement.clientWidth !== drawnWidth) drawChart();
     })).observe(w.body);
     w.onScheme(() => draw());
 
