@@ -11,14 +11,15 @@
 //   2. runs the widget scripts of the page entered that have not run yet, in order:
 //      the page's <head> preloads them all (overrides/main.html), and Material's swap
 //      brings the new page's <head> over, so those preloads are the list;
-//   3. waits for the new page's stylesheets (a widget measures itself as it mounts);
+//   3. waits for the new page's stylesheets (a widget measures itself as it mounts),
+//      which a look ahead (below) has put in place already;
 //   4. lets runtime.js mount the new widgets from their pre-rendered models and arm
 //      Python's start by the same rules as a page load (PySim.pageChanged).
 // A page loaded the ordinary way does all of this itself; step 4 then finds nothing to do.
 //
 // And ahead of a click, so the page entered is live the moment it is drawn. A look
 // ahead at a page fetches it (from the HTTP cache, once Material has prefetched it),
-// runs its widget scripts, warms its stylesheets, and, with Python running and idle,
+// runs its widget scripts, applies its stylesheets here, and, with Python running and idle,
 // has its widgets' checks computed (their pre-rendered models against Pyodide:
 // PySim.verifyModel), which the page entered then finds done. It happens
 //   - when the pointer or the keyboard focus rests on a link to a page (Material
@@ -34,6 +35,16 @@
   const documents = window.document$; // Material's, set by its bundle, which runs first
   if (!documents || typeof documents.subscribe !== "function") return;
   const IDLE_MS = 1000; // how long Python must have had nothing to do before a look ahead
+
+  // Material's swap keeps an element of <head> that the page entered has too, and
+  // replaces the others; it tells them apart by their HTML, with the page entered's
+  // URLs made absolute. So this page's URLs are made absolute as well (the same files:
+  // nothing loads again). Without it, the first swap of a visit would take every
+  // stylesheet out and put it back, and the widgets entered would wait for them all.
+  for (const el of document.head.querySelectorAll("link[href], script[src]")) {
+    const attr = el.tagName === "LINK" ? "href" : "src";
+    el.setAttribute(attr, el[attr]);
+  }
 
   // Every script this page has run or asked for, by absolute URL: src -> its loading.
   const started = new Map([...document.scripts].filter((s) => s.src).map((s) => [s.src, Promise.resolve()]));
@@ -81,13 +92,18 @@
         const roots = page.querySelectorAll(".pysim-widget[data-widget]");
         if (!roots.length) return null;
         // Its scripts run now (a widget script only registers its widget), and its
-        // stylesheets come into the HTTP cache, so the swap waits for neither.
+        // stylesheets join this page's <head>, so the swap waits for neither. A widget's
+        // stylesheet styles its own widget's classes only, so here it changes nothing;
+        // and the swap keeps it, as the same element the page entered has (see above).
         const base = new URL(pathname, location.origin);
         for (const link of page.head.querySelectorAll('link[rel="preload"][as="script"]')) {
           run(new URL(link.getAttribute("href"), base).href).catch(() => {});
         }
+        const here = new Set([...document.head.querySelectorAll('link[rel="stylesheet"]')].map((l) => l.href));
         for (const link of page.head.querySelectorAll('link[rel="stylesheet"]')) {
-          fetch(new URL(link.getAttribute("href"), base).href).then((r) => r.blob()).catch(() => {});
+          const early = document.importNode(link, false);
+          early.setAttribute("href", new URL(link.getAttribute("href"), base).href);
+          if (!here.has(early.href)) document.head.append(early);
         }
         if (!idle()) {
           seen.delete(pathname); // the checks are still to do: look again later

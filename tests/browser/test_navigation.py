@@ -69,11 +69,23 @@ def test_every_widget_page_goes_live_on_the_python_of_the_first(make_page, site_
     assert page.evaluate("PySim.runtime.listeners.size") == listeners
 
 
+def shows_h200(page) -> bool:
+    """Whether the GPU control shows the link's H200. A widget goes live when its
+    pre-rendered model is checked; the link's state, asked for right after the check,
+    reaches the controls a moment later (widgets/live.js, goLive)."""
+    select = page.get_by_label("GPU", exact=True)
+    for _ in range(100):
+        if select.input_value() == "H200":
+            return True
+        page.wait_for_timeout(100)
+    return False
+
+
 def test_back_and_forward_restore_each_widgets_state_from_its_link(make_page, site_url):
     page = make_page()
     page.goto(page_url(site_url, "batch-size", "#batch_size.gpu=H200"))
     go_live(page, "batch-size")
-    assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+    assert shows_h200(page)
     answer = "document.querySelector('.bs-answer').textContent"
     h200 = page.evaluate(answer)
     other = next(n for n in CHAPTER if n != "batch-size")
@@ -82,14 +94,14 @@ def test_back_and_forward_restore_each_widgets_state_from_its_link(make_page, si
     swapped(page, page.go_back)
     page.wait_for_url("**/batch-size.html#batch_size.gpu=H200*")
     go_live(page, "batch-size")
-    assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+    assert shows_h200(page)
     until(page, f"{answer} === {h200!r}")
     swapped(page, page.go_forward)
     page.wait_for_url(f"**/{other}.html*")
     go_live(page, other)
     swapped(page, page.go_back)
     go_live(page, "batch-size")
-    assert page.get_by_label("GPU", exact=True).input_value() == "H200"
+    assert shows_h200(page)
 
 
 def test_search_palette_math_and_the_editor_work_after_navigating(make_page, site_url):
@@ -221,3 +233,46 @@ def test_the_widget_pages_next_to_the_one_read_are_checked_while_the_reader_read
     until(page, ALL_LIVE, timeout=30)
     assert page.evaluate("PySim.runtime.nextId") == calls, "the page entered asked Python for its check again"
     assert page.evaluate("document.querySelector('.pysim-widget').dataset.live") == "same"
+
+
+HEAD_WATCH = """(() => {
+  window.__head = {added: [], removed: []};
+  const name = (n) => n.href.split('/').pop().split('.')[0];
+  new MutationObserver((records) => {
+    for (const r of records) {
+      for (const n of r.addedNodes) if (n.matches && n.matches('link[rel=stylesheet]')) __head.added.push(name(n));
+      for (const n of r.removedNodes) if (n.matches && n.matches('link[rel=stylesheet]')) __head.removed.push(name(n));
+    }
+  }).observe(document.head, {childList: true});
+})()"""
+
+
+def test_a_page_looked_ahead_at_comes_in_with_its_stylesheets_already_applied(make_page, site_url):
+    """A look ahead puts the stylesheets of the page it looks at into this page's <head>
+    (navigation.js), where they change nothing, and Material's swap keeps them: the first
+    swap of a visit, like every other, adds no stylesheet and takes out only the page
+    left's own, so the widgets entered mount without waiting for a stylesheet to load."""
+    page = make_page()
+    page.goto(page_url(site_url, "paged-kv-cache", "#widget-paged_kv_cache"))
+    go_live(page, "paged-kv-cache")
+    box = page.locator(".pysim-widget").first.bounding_box()
+    # The read ahead looks at both neighbours, toy-scheduler first (the test above).
+    until(page, "[...PySim.runtime.checked.keys()].some(k => k.startsWith('toy_scheduler '))"
+                " && [...PySim.runtime.checked.keys()].some(k => k.startsWith('naive_batching '))", timeout=30)
+    styles = "[...document.head.querySelectorAll('link[rel=stylesheet]')].map(l => l.href.split('/').pop().split('.')[0])"
+    assert {"toy_scheduler", "naive_batching"} <= set(page.evaluate(styles))
+    assert page.locator(".pysim-widget").first.bounding_box() == box, "a page looked at restyled this one"
+    page.evaluate(HEAD_WATCH)
+    link = page.locator('nav.md-nav--primary a.md-nav__link[href$="/toy-scheduler.html"]').first
+    swapped(page, lambda: (link.focus(), page.keyboard.press("Enter")))
+    page.wait_for_url("**/toy-scheduler.html*")
+    until(page, ALL_LIVE, timeout=30)
+    head = page.evaluate("__head")
+    assert head["added"] == [], f"the swap loaded stylesheets again: {head['added']}"
+    kept = page.evaluate(styles)
+    # Out went the page left's own (its widget's, KaTeX's for its math), and nothing of
+    # what the page entered links: Material's, the theme, the widgets' shared sheet.
+    assert "paged_kv_cache" in head["removed"] and not set(head["removed"]) & set(kept), (head, kept)
+    assert {"main", "palette", "theme", "widgets", "toy_scheduler"} <= set(kept)
+    # The page entered is styled: its cards sit in the grid toy_scheduler.css lays out.
+    assert page.evaluate("getComputedStyle(document.querySelector('.toy-cards')).display") == "grid"

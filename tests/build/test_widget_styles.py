@@ -1,0 +1,65 @@
+"""A widget's stylesheet styles that widget and nothing else.
+
+On the hosted site a look ahead at a page puts that page's stylesheets into the page
+the reader is on, ahead of the click (widgets/navigation.js), so the widgets entered
+mount without waiting for one. That is only harmless if every rule of widgets/NAME.css
+reaches NAME's own elements: each selector names `[data-widget="NAME"]` or a class that
+NAME's scripts make and no other widget's script does."""
+
+import re
+
+from sitebuild.assets import PAGE_WIDE, SHARED_STYLES, WIDGETS_DIR
+
+COMMENT = re.compile(r"/\*.*?\*/", re.S)
+CLASS = re.compile(r"\.(-?[A-Za-z_][\w-]*)")
+
+
+def selectors(css: str) -> list[str]:
+    """Every selector of the style rules (inside @media and @supports blocks too)."""
+    out = []
+    for head in re.findall(r"([^{};]+)\{", COMMENT.sub("", css)):
+        head = head.strip()
+        if head.startswith("@") or re.fullmatch(r"from|to|[\d.]+%", head):
+            continue  # a block's condition, or a step of @keyframes (named below)
+        out += [s.strip() for s in head.split(",") if s.strip()]
+    return out
+
+
+# Each widget's own classes start with its prefix (widgets/README.md, "Styles").
+PREFIX = {"batch_size": "bs-", "chunked_prefill": "budget-", "exercises": "exercise-", "lab": "lab-",
+          "naive_batching": "race-", "paged_kv_cache": "kv-", "toy_scheduler": "toy-"}
+
+
+def scripts_of(name: str) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(WIDGETS_DIR.glob(f"{name}*.js")))
+
+
+def test_every_rule_of_a_widgets_stylesheet_names_that_widget():
+    sheets = {p.stem: p for p in sorted(WIDGETS_DIR.glob("*.css")) if p.name not in (*SHARED_STYLES, *PAGE_WIDE)}
+    assert set(sheets) == set(PREFIX)
+    stray = {}
+    for name, path in sheets.items():
+        for sel in selectors(path.read_text(encoding="utf-8")):
+            if f'[data-widget="{name}"]' not in sel and not any(c.startswith(PREFIX[name]) for c in CLASS.findall(sel)):
+                stray.setdefault(path.name, []).append(sel)
+    assert stray == {}
+    # Animation names are global too.
+    names = {p.name: re.findall(r"@keyframes\s+([\w-]+)", p.read_text(encoding="utf-8")) for p in sheets.values()}
+    assert {f: n for f, n in names.items() if any(not k.startswith(PREFIX[f[:-4]]) for k in n)} == {}
+
+
+def test_a_widgets_class_prefix_is_its_own():
+    """No other script makes a class with a widget's prefix, so its rules reach nothing
+    else (the shared scripts and the other widgets' scripts)."""
+    for name, prefix in PREFIX.items():
+        others = [p for p in sorted(WIDGETS_DIR.glob("*.js")) if not p.name.startswith(name)]
+        assert len(others) > 10
+        used = [p.name for p in others if re.search(rf"""["' ]{re.escape(prefix)}[a-z]""", p.read_text(encoding="utf-8"))]
+        assert used == [], f"{prefix} classes made outside {name}: {used}"
+        assert re.search(rf"""["' ]{re.escape(prefix)}[a-z]""", scripts_of(name)), name
+
+
+def test_the_check_reads_selectors_as_a_browser_does():
+    css = ("/* a, b { } */ .x, .y:hover > .z { a: b } @media (max-width: 10px) { .w { c: d } }"
+           " @keyframes k { from { e: f } 50% { e: g } to { e: h } }")
+    assert selectors(css) == [".x", ".y:hover > .z", ".w"]
