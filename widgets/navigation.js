@@ -92,9 +92,10 @@
         const roots = page.querySelectorAll(".pysim-widget[data-widget]");
         if (!roots.length) return null;
         // Its scripts run now (a widget script only registers its widget), and its
-        // stylesheets join this page's <head>, so the swap waits for neither. A widget's
-        // stylesheet styles its own widget's classes only, so here it changes nothing;
-        // and the swap keeps it, as the same element the page entered has (see above).
+        // stylesheets join this page's <head>, so the swap waits for neither. Each styles
+        // its own classes only (a widget's, its prefix's; KaTeX's and uPlot's, theirs), so
+        // here it changes nothing; and the swap keeps it, as the same element the page
+        // entered has (see above).
         const base = new URL(pathname, location.origin);
         for (const link of page.head.querySelectorAll('link[rel="preload"][as="script"]')) {
           run(new URL(link.getAttribute("href"), base).href).catch(() => {});
