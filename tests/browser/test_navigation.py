@@ -69,23 +69,16 @@ def test_every_widget_page_goes_live_on_the_python_of_the_first(make_page, site_
     assert page.evaluate("PySim.runtime.listeners.size") == listeners
 
 
-def shows_h200(page) -> bool:
-    """Whether the GPU control shows the link's H200. A widget goes live when its
-    pre-rendered model is checked; the link's state, asked for right after the check,
-    reaches the controls a moment later (widgets/live.js, goLive)."""
-    select = page.get_by_label("GPU", exact=True)
-    for _ in range(100):
-        if select.input_value() == "H200":
-            return True
-        page.wait_for_timeout(100)
-    return False
+# A widget goes live when its pre-rendered model is checked; the link's state, asked for
+# right after the check, reaches the controls a moment later (widgets/live.js, goLive).
+SHOWS_H200 = "document.querySelector('.pysim-control[data-field=\"gpu\"] :is(select, input)').value === 'H200'"
 
 
 def test_back_and_forward_restore_each_widgets_state_from_its_link(make_page, site_url):
     page = make_page()
     page.goto(page_url(site_url, "batch-size", "#batch_size.gpu=H200"))
     go_live(page, "batch-size")
-    assert shows_h200(page)
+    until(page, SHOWS_H200, timeout=10)
     answer = "document.querySelector('.bs-answer').textContent"
     h200 = page.evaluate(answer)
     other = next(n for n in CHAPTER if n != "batch-size")
@@ -94,14 +87,14 @@ def test_back_and_forward_restore_each_widgets_state_from_its_link(make_page, si
     swapped(page, page.go_back)
     page.wait_for_url("**/batch-size.html#batch_size.gpu=H200*")
     go_live(page, "batch-size")
-    assert shows_h200(page)
+    until(page, SHOWS_H200, timeout=10)
     until(page, f"{answer} === {h200!r}")
     swapped(page, page.go_forward)
     page.wait_for_url(f"**/{other}.html*")
     go_live(page, other)
     swapped(page, page.go_back)
     go_live(page, "batch-size")
-    assert shows_h200(page)
+    until(page, SHOWS_H200, timeout=10)
 
 
 def test_search_palette_math_and_the_editor_work_after_navigating(make_page, site_url):
