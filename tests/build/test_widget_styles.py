@@ -37,26 +37,30 @@ def scripts_of(name: str) -> str:
 def test_every_rule_of_a_widgets_stylesheet_names_that_widget():
     sheets = {p.stem: p for p in sorted(WIDGETS_DIR.glob("*.css")) if p.name not in (*SHARED_STYLES, *PAGE_WIDE)}
     assert set(sheets) == set(PREFIX)
-    stray = {}
+    stray, animations = {}, {}
     for name, path in sheets.items():
-        for sel in selectors(path.read_text(encoding="utf-8")):
+        css = path.read_text(encoding="utf-8")
+        for sel in selectors(css):
             if f'[data-widget="{name}"]' not in sel and not any(c.startswith(PREFIX[name]) for c in CLASS.findall(sel)):
                 stray.setdefault(path.name, []).append(sel)
+        # Animation names are global too.
+        for key in re.findall(r"@keyframes\s+([\w-]+)", css):
+            if not key.startswith(PREFIX[name]):
+                animations.setdefault(path.name, []).append(key)
     assert stray == {}
-    # Animation names are global too.
-    names = {p.name: re.findall(r"@keyframes\s+([\w-]+)", p.read_text(encoding="utf-8")) for p in sheets.values()}
-    assert {f: n for f, n in names.items() if any(not k.startswith(PREFIX[f[:-4]]) for k in n)} == {}
+    assert animations == {}
 
 
 def test_a_widgets_class_prefix_is_its_own():
     """No other script makes a class with a widget's prefix, so its rules reach nothing
     else (the shared scripts and the other widgets' scripts)."""
     for name, prefix in PREFIX.items():
+        made = re.compile(rf"""["' ]{re.escape(prefix)}[a-z]""")  # a class name starting in a string
         others = [p for p in sorted(WIDGETS_DIR.glob("*.js")) if not p.name.startswith(name)]
         assert len(others) > 10
-        used = [p.name for p in others if re.search(rf"""["' ]{re.escape(prefix)}[a-z]""", p.read_text(encoding="utf-8"))]
+        used = [p.name for p in others if made.search(p.read_text(encoding="utf-8"))]
         assert used == [], f"{prefix} classes made outside {name}: {used}"
-        assert re.search(rf"""["' ]{re.escape(prefix)}[a-z]""", scripts_of(name)), name
+        assert made.search(scripts_of(name)), name
 
 
 def test_the_check_reads_selectors_as_a_browser_does():
