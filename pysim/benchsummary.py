@@ -1,22 +1,28 @@
-"""Read what `vllm bench serve` reports: its printed summary or its `--save-result` JSON.
+"""Read what a reader pastes from `vllm bench serve`: the settings and the results.
 
-The printed format (vllm-project/vllm, `vllm/benchmarks/serve.py`, function
-`benchmark`, read at commit 009e6d4a, the newest copy we could open): a header line
-`"{:=^50}".format(" Serving Benchmark Result ")`, then one line per figure written as
-`"{:<40} {:<10}"` (the label padded to 40 characters, then the value; `.2f` for
-rates and milliseconds), section rules such as `---------------Time to First
-Token----------------`, and a closing line of 50 `=`. Lines it prints only sometimes:
-`Maximum request concurrency:` (with `--max-concurrency`), `Request rate configured
-(RPS):` (when the rate is not inf), `Request goodput (req/s):` (with `--goodput`),
-`Total generated tokens:` (with a tokenizer).
+The results: the block the client prints (vllm-project/vllm, `vllm/benchmarks/serve.py`,
+function `benchmark`, read at commit 009e6d4a): a header line
+`"{:=^50}".format(" Serving Benchmark Result ")`, one line per figure written as
+`"{:<40} {:<10}"` (rates and milliseconds with `.2f`), section rules such as
+`---------------Time to First Token----------------`, and a closing line of 50 `=`.
+Lines it prints only sometimes: `Maximum request concurrency:` (with
+`--max-concurrency`), `Request rate configured (RPS):` (for a finite rate),
+`Total generated tokens:` (with a tokenizer). Or the `--save-result` JSON: one object
+(`completed`, `duration`, `total_input_tokens`, `total_output_tokens`, `request_rate`,
+`burstiness`, `max_concurrency`, `num_prompts`, `mean_ttft_ms`, ...), one per line with
+`--append-result`.
 
-`--save-result` writes one JSON object (`main_async`): `completed`, `duration`,
-`total_input_tokens`, `total_output_tokens`, `request_rate` (a number or "inf"),
-`max_concurrency` (null or a number), `mean_ttft_ms`, `median_ttft_ms`,
-`mean_tpot_ms`, ...; `--append-result` appends further objects, one per line.
+The settings, from whatever the paste holds before each summary: the command line
+(`--random-input-len 1024`), the `Namespace(...)` that older clients print
+(`random_input_len=1024`), the client's log lines (`Traffic request rate: inf`,
+`Burstiness factor: 1.0`), or the JSON's own keys. What none of them says is taken from
+the summary where it can be (the prompt and answer lengths from its token totals, the
+number of prompts from its successful requests, the rate from `Request rate
+configured`, whose absence means inf) and the view says so (`notes`); what cannot be
+known (lengths without totals or flags) is asked for, naming the line to paste.
 
-`parse` accepts several runs in one text (summaries one after another, or JSON objects),
-and raises ConfigError(`field`, "line N: expected ..., got ...") for anything else.
+`parse` raises ConfigError(`field`, "line N: expected ..., got ...") for text that is
+not vLLM's.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ import math
 import re
 from dataclasses import dataclass
 
+from .bench_serve import Benchmark
 from .config import ConfigError
 
 HEADER = "Serving Benchmark Result"
-MAX_RUNS = 4  # each run is simulated a few times by the fit: keep a paste cheap
+MAX_RUNS = 4  # each run is replayed by the fit: keep a paste cheap
 
 # Printed label -> our key. Labels not listed are read (they must still look like
 # "Label: number") and ignored, so a newer vLLM's extra lines do not break the paste.
@@ -45,80 +52,75 @@ LABELS = {
     "Output token throughput (tok/s):": "output_throughput",
     "Mean TTFT (ms):": "mean_ttft_ms",
     "Median TTFT (ms):": "median_ttft_ms",
+    "P99 TTFT (ms):": "p99_ttft_ms",
     "Mean TPOT (ms):": "mean_tpot_ms",
     "Median TPOT (ms):": "median_tpot_ms",
+    "P99 TPOT (ms):": "p99_tpot_ms",
+    "Mean ITL (ms):": "mean_itl_ms",
+    "Median ITL (ms):": "median_itl_ms",
+    "P99 ITL (ms):": "p99_itl_ms",
 }
-REQUIRED = ("completed", "duration", "total_input_tokens", "total_output_tokens",
-            "mean_ttft_ms", "mean_tpot_ms")
+REQUIRED = ("completed", "duration", "mean_ttft_ms", "mean_tpot_ms")
+# The client's flags we read, under their Namespace names (the flag is --NAME-WITH-HYPHENS).
+SETTINGS = ("dataset_name", "random_input_len", "random_output_len", "random_range_ratio",
+            "random_prefix_len", "num_prompts", "request_rate", "burstiness",
+            "max_concurrency", "seed")
+LOG_LINES = {"Traffic request rate:": "request_rate", "Burstiness factor:": "burstiness",
+             "Maximum request concurrency:": "max_concurrency"}
 _FIGURE = re.compile(r"^(?P<label>[^:]+:)\s+(?P<value>-?\d+(?:\.\d+)?|inf|nan)\s*$")
 _RULE = re.compile(r"^[=\-]{3,}.*[=\-]{3,}$|^[=\-]{10,}$")
+_FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?:[ =]+([^\s\-][^\s]*))?")
+_KWARG = re.compile(r"\b([a-z_][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^,)\s]+)")
 
 
 @dataclass(frozen=True)
-class BenchRun:
-    """One benchmark run: what was sent and what was measured."""
+class Pasted:
+    """One pasted run: the traffic it sent, what it measured, and how we know."""
 
-    completed: int
-    duration: float
-    total_input_tokens: int
-    total_output_tokens: int
-    request_rate: float  # math.inf: all requests sent at once
-    max_concurrency: int | None
-    mean_ttft_ms: float
-    mean_tpot_ms: float
-    source: str  # "summary" or "json", and where: for messages
-
-    @property
-    def mean_prompt_tokens(self) -> int:
-        return max(1, round(self.total_input_tokens / self.completed))
-
-    @property
-    def mean_output_tokens(self) -> int:
-        return max(1, round(self.total_output_tokens / self.completed))
-
-    @property
-    def output_throughput(self) -> float:
-        return self.total_output_tokens / self.duration
+    bench: Benchmark
+    measured: dict  # mean_ttft_ms, mean_tpot_ms, output_throughput, and more where printed
+    source: str  # "summary at line 12" or "JSON object 2": for messages
+    notes: tuple  # what was assumed or derived, in words
 
     def record(self) -> dict:
-        return {"completed": self.completed, "duration_s": self.duration,
-                "request_rate": None if math.isinf(self.request_rate) else self.request_rate,
-                "max_concurrency": self.max_concurrency,
-                "num_prompt_tokens": self.mean_prompt_tokens,
-                "max_tokens": self.mean_output_tokens,
-                "mean_ttft_ms": self.mean_ttft_ms, "mean_tpot_ms": self.mean_tpot_ms,
-                "output_throughput": self.output_throughput, "source": self.source}
+        return {"source": self.source, "benchmark": self.bench.record(),
+                "notes": list(self.notes)}
 
 
-def parse(text: str, field: str = "bench_text") -> list[BenchRun]:
+def parse(text: str, field: str = "bench_text") -> list[Pasted]:
     """Every run in `text` (printed summaries or result JSON), or ConfigError."""
     if not text.strip():
         return []
     if text.lstrip().startswith("{"):
         runs = _parse_json(text, field)
     else:
-        runs = _parse_summaries(text, field)
+        runs = _parse_text(text, field)
     if len(runs) > MAX_RUNS:
         raise ConfigError(field, f"{len(runs)} runs pasted; at most {MAX_RUNS}")
     return runs
 
 
-def _parse_summaries(text: str, field: str) -> list[BenchRun]:
+def _parse_text(text: str, field: str) -> list[Pasted]:
     runs, current, start = [], None, 0
+    settings: dict = {}  # flags seen since the last summary: they belong to the next one
     lines = text.splitlines()
     for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if HEADER in line:
             if current is not None:
-                runs.append(_run(current, f"summary at line {start}", field))
+                runs.append(_run(current, settings, f"summary at line {start}", field))
+                settings = {}
             current, start = {}, number
             continue
-        if current is None or not line:
-            continue  # text before the first summary: vLLM's progress lines, the command
+        if current is None:
+            _read_settings(line, settings)  # the command, a Namespace, log lines
+            continue
+        if not line:
+            continue
         if _RULE.match(line):
             if set(line) == {"="}:  # the closing rule ends this run
-                runs.append(_run(current, f"summary at line {start}", field))
-                current = None
+                runs.append(_run(current, settings, f"summary at line {start}", field))
+                current, settings = None, {}
             continue
         m = _FIGURE.match(line)
         if not m:
@@ -128,7 +130,7 @@ def _parse_summaries(text: str, field: str) -> list[BenchRun]:
         if key is not None:
             current[key] = float(m["value"])
     if current is not None:
-        runs.append(_run(current, f"summary at line {start}", field))
+        runs.append(_run(current, settings, f"summary at line {start}", field))
     if not runs:
         raise ConfigError(field, f"line 1: expected a '{'{:=^50}'.format(' ' + HEADER + ' ')}' line "
                                  f"(the summary vllm bench serve prints) or a --save-result JSON "
@@ -136,7 +138,23 @@ def _parse_summaries(text: str, field: str) -> list[BenchRun]:
     return runs
 
 
-def _parse_json(text: str, field: str) -> list[BenchRun]:
+def _read_settings(line: str, settings: dict) -> None:
+    for label, key in LOG_LINES.items():
+        if line.startswith(label):
+            settings[key] = line[len(label):].strip().split()[0] if line[len(label):].strip() else ""
+            return
+    if "Namespace(" in line:
+        for name, value in _KWARG.findall(line):
+            if name in SETTINGS:
+                settings[name] = value.strip("'\"")
+        return
+    for flag, value in _FLAG.findall(line):
+        name = flag.replace("-", "_")
+        if name in SETTINGS and value:
+            settings[name] = value
+
+
+def _parse_json(text: str, field: str) -> list[Pasted]:
     decoder = json.JSONDecoder()
     runs, pos = [], 0
     while True:
@@ -152,49 +170,108 @@ def _parse_json(text: str, field: str) -> list[BenchRun]:
         line = text.count("\n", 0, pos) + 1
         if not isinstance(obj, dict):
             raise ConfigError(field, f"line {line}: expected a JSON object, got {type(obj).__name__}")
-        values = {}
+        where = f"JSON object {len(runs) + 1}"
+        values, settings = {}, {}
         for key in set(LABELS.values()):
-            if key in obj:
+            if key in obj and obj[key] is not None and key not in ("request_rate", "max_concurrency"):
                 value = obj[key]
-                if key == "request_rate" and value == "inf":
-                    value = math.inf
-                if key == "max_concurrency" and value is None:
-                    continue
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise ConfigError(field, f"run {len(runs) + 1} (JSON): '{key}' should be a number, "
-                                             f"got {_quote(json.dumps(value))}")
+                    raise ConfigError(field, f"{where}: '{key}' should be a number, got "
+                                             f"{_quote(json.dumps(value))}")
                 values[key] = float(value)
-        runs.append(_run(values, f"JSON object {len(runs) + 1}", field))
+        for key in SETTINGS:
+            if obj.get(key) is not None:
+                settings[key] = str(obj[key])
+        runs.append(_run(values, settings, where, field))
     return runs
 
 
-def _run(values: dict, where: str, field: str) -> BenchRun:
+# --- one run ----------------------------------------------------------------------------
+def _setting(settings: dict, key: str, where: str, field: str, lo: float, hi: float,
+             integer: bool = True):
+    """A flag's value as a number in [lo, hi] ("inf" for the rate), or None if absent."""
+    if key not in settings:
+        return None
+    text = str(settings[key]).strip().lower()
+    if key == "request_rate" and text in ("inf", "infinity", "float('inf')"):
+        return math.inf
+    if key == "max_concurrency" and text in ("none", "null", ""):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not lo <= value <= hi or (integer and value != int(value)):
+        kind = "a whole number" if integer else "a number"
+        raise ConfigError("bench_text", f"{where}: --{key.replace('_', '-')} is {_quote(text)}; "
+                                        f"expected {kind} from {lo:g} to {hi:g}")
+    return int(value) if integer else value
+
+
+def _run(values: dict, settings: dict, where: str, field: str) -> Pasted:
     missing = [k for k in REQUIRED if k not in values]
     if missing:
         wanted = {v: k for k, v in LABELS.items()}
         names = ", ".join(f"'{wanted[k]}'" if "summary" in where else f"'{k}'" for k in missing)
-        raise ConfigError(field, f"{where}: missing {names}; vllm bench serve prints it with a "
-                                 f"tokenizer and the default --percentile-metrics")
+        raise ConfigError(field, f"{where}: missing {names}; vllm bench serve prints it with the "
+                                 f"default --percentile-metrics")
     completed = values["completed"]
     if completed < 1 or completed != int(completed) or not 0 < values["duration"] < math.inf:
         raise ConfigError(field, f"{where}: expected at least 1 successful request and a "
                                  f"positive duration")
-    rate = values.get("request_rate", math.inf)
-    conc = values.get("max_concurrency")
-    for key in ("mean_ttft_ms", "mean_tpot_ms", "total_input_tokens", "total_output_tokens"):
-        if not 0 <= values[key] < math.inf:
-            raise ConfigError(field, f"{where}: '{key}' should be a finite number >= 0")
-    if values["mean_tpot_ms"] <= 0:
-        raise ConfigError(field, f"{where}: the mean TPOT is 0; calibration needs answers longer "
-                                 f"than one token")
-    if not rate > 0:
-        raise ConfigError(field, f"{where}: the request rate should be above 0")
-    if conc is not None and (conc < 1 or conc != int(conc)):
-        raise ConfigError(field, f"{where}: the maximum concurrency should be a whole number >= 1")
-    return BenchRun(int(completed), values["duration"], int(values["total_input_tokens"]),
-                    int(values["total_output_tokens"]), rate,
-                    None if conc is None else int(conc), values["mean_ttft_ms"],
-                    values["mean_tpot_ms"], where)
+    completed = int(completed)
+    for key in ("mean_ttft_ms", "mean_tpot_ms"):
+        if not 0 < values[key] < math.inf:
+            raise ConfigError(field, f"{where}: '{key}' should be a number above 0 (a TPOT of 0 "
+                                     f"means answers of one token: nothing to fit a decode to)")
+    notes = []
+    dataset = str(settings.get("dataset_name", "random")).strip("'\"").lower()
+    kind = dataset if dataset in ("random", "sharegpt") else "other"
+    n = _setting(settings, "num_prompts", where, field, 1, 1e9)
+    if n is None:
+        n = completed
+        notes.append(f"--num-prompts not pasted: {n:,}, the successful requests")
+    lengths = {}
+    for key, total in (("random_input_len", "total_input_tokens"),
+                       ("random_output_len", "total_output_tokens")):
+        value = _setting(settings, key, where, field, 1, 1e7) if kind == "random" else None
+        if value is None:
+            if total not in values or values[total] <= 0:
+                flag = "--" + key.replace("_", "-")
+                line = "Total input tokens:" if total == "total_input_tokens" else "Total generated tokens:"
+                raise ConfigError(field, f"{where}: the {'prompt' if 'input' in key else 'answer'} "
+                                         f"length is unknown: paste the command line with {flag}, "
+                                         f"or the summary with its '{line}' line")
+            value = max(1, round(values[total] / completed))
+            notes.append(f"{'prompts' if 'input' in key else 'answers'} of {value:,} tokens on "
+                         f"average, from the summary's total")
+        lengths[key] = value
+    ratio = _setting(settings, "random_range_ratio", where, field, 0, 0.99, integer=False) or 0.0
+    prefix = _setting(settings, "random_prefix_len", where, field, 0, 1e7) or 0
+    rate = _setting(settings, "request_rate", where, field, 1e-6, 1e9, integer=False)
+    if rate is None:
+        rate = values.get("request_rate", math.inf)
+        if math.isinf(rate):
+            notes.append("no request rate pasted and no 'Request rate configured' line: inf, "
+                         "every request sent at once")
+    burst = _setting(settings, "burstiness", where, field, 0.01, 100, integer=False) or 1.0
+    conc = _setting(settings, "max_concurrency", where, field, 1, 1e9)
+    if conc is None and "max_concurrency" in values:
+        conc = int(values["max_concurrency"])
+    if kind != "random":
+        notes.append(f"dataset {dataset}: every prompt at the mean length, answers spread "
+                     f"around theirs")
+    seed = _setting(settings, "seed", where, field, 0, 2**63) or 0
+    bench = Benchmark(num_prompts=n, random_input_len=lengths["random_input_len"],
+                      random_output_len=lengths["random_output_len"],
+                      random_range_ratio=ratio if kind == "random" else 0.0,
+                      random_prefix_len=prefix if kind == "random" else 0,
+                      request_rate=rate, burstiness=burst, max_concurrency=conc,
+                      dataset_name=kind, seed=seed)
+    measured = {k: values[k] for k in values if k.endswith("_ms")}
+    measured["output_throughput"] = values.get(
+        "output_throughput", values.get("total_output_tokens", 0) / values["duration"]) or None
+    return Pasted(bench, measured, where, tuple(notes))
 
 
 def _quote(text: str) -> str:

@@ -37,6 +37,14 @@ class GPU:
     bandwidth_bytes_per_s: int
     peak_flops: int  # dense 16-bit tensor FLOP/s, never the sparsity figure
     source: str
+    # What the driver reports as the card's memory (nvidia-smi's total, in MiB): the
+    # figure vLLM multiplies by --gpu-memory-utilization. The "80 GB" of a datasheet is
+    # closer to 80 GiB; the serving lab's pool uses this, page 6's rule the datasheet's.
+    reported_mib: int = 0
+
+    @property
+    def reported_bytes(self) -> int:
+        return self.reported_mib * 1024 * 1024
 
     @property
     def label(self) -> str:
@@ -57,6 +65,7 @@ class Model:
     layers: int  # num_hidden_layers
     kv_heads: int  # num_key_value_heads (grouped-query attention)
     head_dim: int
+    heads: int  # num_attention_heads: query heads, whose dot products with the KV are attention's FLOPs
     max_context_tokens: int  # max_position_embeddings: the longest context vLLM accepts by default
     source: str
 
@@ -65,12 +74,19 @@ class Model:
         per_number = BYTES_FP8 if kv_fp8 else BYTES_16BIT
         return 2 * self.layers * self.kv_heads * self.head_dim * per_number
 
+    @property
+    def attention_flops_per_pair(self) -> int:
+        """FLOPs for one query token to attend to one cached token, over all layers:
+        a dot product with the key and a weighted add of the value, 2 x head_dim
+        multiply-adds (4 x head_dim FLOPs) per query head per layer."""
+        return 4 * self.layers * self.heads * self.head_dim
+
     def weight_bytes(self, weights_fp8: bool) -> int:
         return self.params * (BYTES_FP8 if weights_fp8 else BYTES_16BIT)
 
     def record(self) -> dict:
         return {"id": self.id, "label": self.name, "name": self.name, "params": self.params,
-                "layers": self.layers, "kv_heads": self.kv_heads, "head_dim": self.head_dim,
+                "layers": self.layers, "kv_heads": self.kv_heads, "head_dim": self.head_dim, "heads": self.heads,
                 "max_context_tokens": self.max_context_tokens, "source": self.source}
 
 
@@ -79,27 +95,27 @@ _GPU_LIST = (
     # BF16/FP16 tensor 1,979 TFLOPS *with sparsity*, so 989 dense.
     GPU("H100", "H100 SXM", 80 * GB, 3_350 * GB, 989 * TFLOPS,
         "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, BF16 989 TFLOPS dense "
-        "(1,979 with sparsity)"),
+        "(1,979 with sparsity); nvidia-smi shows 81,559 MiB", 81_559),
     # NVIDIA H200 Tensor Core GPU datasheet (SXM): 141 GB HBM3e, 4.8 TB/s; the same
     # Hopper compute as H100 SXM, 1,979 TFLOPS BF16 with sparsity, 989 dense.
     GPU("H200", "H200", 141 * GB, 4_800 * GB, 989 * TFLOPS,
         "NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 4.8 TB/s, BF16 989 TFLOPS dense "
-        "(1,979 with sparsity)"),
+        "(1,979 with sparsity); nvidia-smi shows 143,771 MiB", 143_771),
     # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16/FP16 tensor 362.05 TFLOPS dense
     # (733 with sparsity); the chapter rounds it to 362, which we keep.
     GPU("L40S", "L40S", 48 * GB, 864 * GB, 362 * TFLOPS,
         "NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16 362 TFLOPS dense "
-        "(733 with sparsity)"),
+        "(733 with sparsity); nvidia-smi shows 46,068 MiB", 46_068),
     # NVIDIA A100 Tensor Core GPU datasheet, "A100 80GB SXM" column: 80 GB HBM2e,
     # 2,039 GB/s, BF16 tensor 312 TFLOPS dense (624 with sparsity).
     GPU("A100", "A100 SXM", 80 * GB, 2_039 * GB, 312 * TFLOPS,
         "NVIDIA A100 datasheet (80GB SXM): 80 GB HBM2e, 2,039 GB/s, BF16 312 TFLOPS dense "
-        "(624 with sparsity)"),
+        "(624 with sparsity); nvidia-smi shows 81,920 MiB", 81_920),
     # AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s peak bandwidth,
     # FP16/BF16 matrix 1,307.4 TFLOPS dense (2,614.9 with sparsity).
     GPU("MI300X", "MI300X", 192 * GB, 5_300 * GB, 1_307_400_000_000_000,
         "AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s, FP16/BF16 1,307.4 TFLOPS "
-        "dense (2,614.9 with sparsity)"),
+        "dense (2,614.9 with sparsity); rocminfo shows a 201,310,208 KB pool", 196_592),
 )
 
 _MODEL_LIST = (
@@ -107,32 +123,45 @@ _MODEL_LIST = (
     # num_key_value_heads 8, hidden_size 4096 (so head dim 4096 / 32 = 128),
     # max_position_embeddings 131072. Parameter count 8.03B (model page).
     # KV per token in 16-bit: 2 x 32 x 8 x 128 x 2 = 131,072 bytes (128 KiB).
-    Model("llama-3.1-8b", "Llama 3.1 8B", 8_030_000_000, 32, 8, 128, 131_072,
+    Model("llama-3.1-8b", "Llama 3.1 8B", 8_030_000_000, 32, 8, 128, 32, 131_072,
           "meta-llama/Llama-3.1-8B config.json: 32 layers, 8 KV heads, head dim 4096/32 = 128, "
           "max_position_embeddings 131072; 8.03B parameters (model page)"),
     # meta-llama/Llama-3.1-70B config.json: num_hidden_layers 80, num_attention_heads 64,
     # num_key_value_heads 8, hidden_size 8192 (head dim 8192 / 64 = 128),
     # max_position_embeddings 131072. Parameter count 70.6B (model page).
-    Model("llama-3.1-70b", "Llama 3.1 70B", 70_600_000_000, 80, 8, 128, 131_072,
+    Model("llama-3.1-70b", "Llama 3.1 70B", 70_600_000_000, 80, 8, 128, 64, 131_072,
           "meta-llama/Llama-3.1-70B config.json: 80 layers, 8 KV heads, head dim 8192/64 = 128, "
           "max_position_embeddings 131072; 70.6B parameters (model page)"),
     # Qwen/Qwen3-8B config.json: num_hidden_layers 36, num_attention_heads 32,
     # num_key_value_heads 8, head_dim 128 (given explicitly), max_position_embeddings 40960.
     # The model card: 8.2B parameters (8.19B in its safetensors), 32,768 tokens natively,
     # 131,072 with YaRN rope scaling; we keep the config's 40,960, vLLM's default limit.
-    Model("qwen3-8b", "Qwen3 8B", 8_190_000_000, 36, 8, 128, 40_960,
+    Model("qwen3-8b", "Qwen3 8B", 8_190_000_000, 36, 8, 128, 32, 40_960,
           "Qwen/Qwen3-8B config.json: 36 layers, 8 KV heads, head_dim 128, "
           "max_position_embeddings 40960; 8.19B parameters (model card: 8.2B)"),
+    # Qwen/Qwen3-14B config.json: num_hidden_layers 40, num_attention_heads 40,
+    # num_key_value_heads 8, head_dim 128, max_position_embeddings 40960 (the Qwen3
+    # Technical Report's model table agrees: 40 layers, 40 / 8 heads). Model card: 14.8B
+    # parameters. In the catalog for the real benchmark records (data/realbench/).
+    Model("qwen3-14b", "Qwen3 14B", 14_800_000_000, 40, 8, 128, 40, 40_960,
+          "Qwen/Qwen3-14B config.json: 40 layers, 8 KV heads, head_dim 128, "
+          "max_position_embeddings 40960; 14.8B parameters (model card)"),
     # Qwen/Qwen3-32B config.json: num_hidden_layers 64, num_attention_heads 64,
     # num_key_value_heads 8, head_dim 128, max_position_embeddings 40960.
     # Model card: 32.8B parameters; 32,768 tokens natively, 131,072 with YaRN.
-    Model("qwen3-32b", "Qwen3 32B", 32_800_000_000, 64, 8, 128, 40_960,
+    Model("qwen3-32b", "Qwen3 32B", 32_800_000_000, 64, 8, 128, 64, 40_960,
           "Qwen/Qwen3-32B config.json: 64 layers, 8 KV heads, head_dim 128, "
           "max_position_embeddings 40960; 32.8B parameters (model card)"),
+    # Qwen/Qwen2.5-3B-Instruct config.json: num_hidden_layers 36, num_attention_heads 16,
+    # num_key_value_heads 2, hidden_size 2048 (head dim 2048 / 16 = 128),
+    # max_position_embeddings 32768, tied embeddings. Model card: 3.09B parameters.
+    Model("qwen2.5-3b", "Qwen2.5 3B", 3_090_000_000, 36, 2, 128, 16, 32_768,
+          "Qwen/Qwen2.5-3B-Instruct config.json: 36 layers, 2 KV heads, head dim 2048/16 = 128, "
+          "max_position_embeddings 32768; 3.09B parameters (model card)"),
     # mistralai/Mistral-7B-v0.3 config.json: num_hidden_layers 32, num_attention_heads 32,
     # num_key_value_heads 8, hidden_size 4096 (head dim 128), max_position_embeddings
     # 32768, no sliding window (so every token's KV is kept). 7.25B parameters (model page).
-    Model("mistral-7b-v0.3", "Mistral 7B v0.3", 7_250_000_000, 32, 8, 128, 32_768,
+    Model("mistral-7b-v0.3", "Mistral 7B v0.3", 7_250_000_000, 32, 8, 128, 32, 32_768,
           "mistralai/Mistral-7B-v0.3 config.json: 32 layers, 8 KV heads, head dim 4096/32 = 128, "
           "max_position_embeddings 32768; 7.25B parameters (model page)"),
 )
@@ -144,3 +173,4 @@ MODELS: dict[str, Model] = {m.id: m for m in _MODEL_LIST}
 assert len(GPUS) == len(_GPU_LIST) and len(MODELS) == len(_MODEL_LIST), "duplicate catalog id"
 # memory x 0.9 is computed as memory x 9 // 10, exact only for multiples of 10 bytes.
 assert all(g.memory_bytes % 10 == 0 for g in _GPU_LIST)
+assert all(g.reported_mib for g in _GPU_LIST)

@@ -148,7 +148,7 @@ class StepResult:
     __slots__ = (
         "index", "parts", "decode_tokens", "prefill_tokens", "sampled", "finished",
         "preempted", "admitted", "arrived", "num_requests_running", "num_requests_waiting", "num_free_blocks",
-        "context_tokens",
+        "context_tokens", "attention_pairs",
     )
 
     def __init__(self, index):
@@ -159,6 +159,10 @@ class StepResult:
         # KV entries the step's attention read: each scheduled request's whole context,
         # its tokens cached before the step plus the step's own (num_computed after it).
         self.context_tokens = 0
+        # Query-key pairs the step's attention computed: a decode's one query meets its
+        # whole context; a chunk of n prompt tokens ending at context c meets
+        # n x c - n (n - 1) / 2 (each token sees the ones before it, causal masking).
+        self.attention_pairs = 0
         self.sampled: list = []  # ids that got a new token this step, in batch order
         self.finished: list = []  # ids that finished (and freed their blocks)
         self.preempted: list = []  # ids preempted, in the order it happened
@@ -493,6 +497,7 @@ class Engine:
             self._prefilled(r, n, result)
         result.decode_tokens = num_tokens - result.prefill_tokens  # one token per decode
         result.context_tokens = context
+        result.attention_pairs += context  # each request's last token sees its whole context
         self._drop_finished(finished)
 
     def _prefilled(self, r: Request, n: int, result: StepResult) -> None:
@@ -502,6 +507,8 @@ class Engine:
         request's first, or its next after a recompute."""
         result.parts.append((r.id, PREFILL, n))
         result.prefill_tokens += n
+        # The chunk's earlier tokens see fewer keys than its last (counted in `_apply`).
+        result.attention_pairs += (n - 1) * r.num_computed - n * (n - 1) // 2
         if r.num_computed == r.num_tokens:
             result.sampled.append(r.id)
             if self._sample(r, result.index):

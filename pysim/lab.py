@@ -7,17 +7,22 @@ latency targets, and how many replicas does the traffic need?
 The parts, each in its own module:
 - traffic (pysim.traces): a window of the Azure LLM inference trace 2023, at a rate
   scale, or Poisson arrivals of the same requests;
-- the step time and the KV pool (pysim.steptime): a roofline model from the
-  batch-size catalog, divided by an efficiency the reader sets, or fits;
+- or, instead of the trace, a benchmark as `vllm bench serve --dataset-name random`
+  sends it (pysim.bench_serve), with the figures it prints;
+- the step time and the KV pool (pysim.steptime): the roofline of the batch-size
+  catalog with four coefficients fitted to real benchmark runs, the GPU's defaults or
+  the reader's own fit;
 - the scheduler (pysim.engine via pysim.replay): vLLM 0.33's V1 rules, chunked
   prefill on, preemption by recompute, FCFS;
 - the metrics (pysim.slo): TTFT, TPOT and goodput as `vllm bench serve --goodput`
   computes them;
-- calibration (pysim.benchsummary, pysim.calibrate): a pasted benchmark summary.
+- calibration (pysim.benchsummary, pysim.fit): pasted benchmark output, each run
+  replayed as it was sent, and the coefficients fitted to them.
 
 What is left out, and why:
-- prefix caching is off: the trace has token counts but no prompt text, so there is
-  nothing to find shared prefixes in;
+- prefix caching is off for the trace: it has token counts but no prompt text, so
+  there is nothing to find shared prefixes in (a benchmark's --random-prefix-len is
+  shared, and cached, as on a real server);
 - the waiting-queue policy is FCFS: the trace carries no request priorities, so
   `--scheduling-policy priority` would have nothing to sort by;
 - `block_size` is vLLM's default, 16.
@@ -39,12 +44,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import benchsummary, calibrate, slo, traces
+from . import bench_serve, benchsummary, fit, slo, traces
 from .catalog import GPUS, MODELS
 from .config import ConfigError, bounded, choice, data
 from .replay import engine_config, replay
 from .registry import Simulation
-from .steptime import kv_pool_bytes, num_gpu_blocks, step_time_model
+from .steptime import DEFAULTS, Coefficients, kv_pool_bytes, num_gpu_blocks, step_time_model
 
 BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
 SWEEP_RATES = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
@@ -57,8 +62,9 @@ METRICS = {  # view-model key -> vLLM's Prometheus name (vllm/v1/metrics/loggers
     "kv_cache_usage_perc": "vllm:kv_cache_usage_perc",
     "num_preemptions": "vllm:num_preemptions",
 }
-NOTE = ("A model: step times come from a roofline (weights and KV read, FLOPs) divided by "
-        "an efficiency, not from a GPU; the scheduler is vLLM 0.33's V1 rules.")
+NOTE = ("A model: step times come from a roofline (weights and KV read, FLOPs) with four "
+        "coefficients fitted to published vllm bench serve runs, not from a GPU; the "
+        "scheduler is vLLM 0.33's V1 rules.")
 
 
 def _check_bench_text(value):
@@ -96,6 +102,10 @@ class LabConfig:
                        option_labels={"replay": "Replay", "sweep": "Capacity sweep",
                                       "sweep_point": "One sweep point",
                                       "capacity": "Capacity from points"})
+    traffic: str = choice("trace", ("trace", "benchmark"),
+                          "the traffic: a window of the Azure trace, or a benchmark as "
+                          "vllm bench serve --dataset-name random sends it", label="Traffic",
+                          option_labels={"trace": "Azure trace", "benchmark": "vllm bench serve"})
     trace: str = choice("conv", tuple(traces.TRACES),
                         "the traffic: Azure's conversation (conv) or coding (code) service",
                         label="Trace", option_labels={"conv": "Conversation", "code": "Coding"})
@@ -108,14 +118,34 @@ class LabConfig:
                                   label="Window", unit="min")
     rate_scale: float = bounded(1.0, 0.25, 8.0, "arrival rate multiplier (gaps divided by it)",
                                 integer=False, label="Rate scale", unit="x", scale="log")
-    seed: int = bounded(0, 0, 1_000_000, "seed of the Poisson arrivals", label="Seed",
-                        slider_max=100)
+    seed: int = bounded(0, 0, 1_000_000, "seed of the random arrivals (and of a benchmark's "
+                        "lengths)", label="Seed", slider_max=100)
+    # The benchmark's flags, under vllm bench serve's own names (defaults: its defaults).
+    num_prompts: int = bounded(1000, 1, fit.MAX_PROMPTS, "requests the benchmark sends (--num-prompts)",
+                               label="num_prompts", unit="requests", scale="log")
+    random_input_len: int = bounded(1024, 1, 32_768, "prompt length (--random-input-len)",
+                                    label="random_input_len", unit="tokens", scale="log")
+    random_output_len: int = bounded(128, 1, 8_192, "answer length (--random-output-len)",
+                                     label="random_output_len", unit="tokens", scale="log")
+    random_range_ratio: float = bounded(0.0, 0.0, 0.99, "lengths drawn from L x (1 - r) to "
+                                        "L x (1 + r) (--random-range-ratio)", integer=False,
+                                        label="random_range_ratio", step=0.01)
+    random_prefix_len: int = bounded(0, 0, 16_384, "tokens every prompt shares in front "
+                                     "(--random-prefix-len; cached)", label="random_prefix_len",
+                                     unit="tokens")
+    request_rate: float = bounded(0.0, 0.0, 1000.0, "requests per second (--request-rate); 0 "
+                                  "sends them all at once, as --request-rate inf",
+                                  integer=False, label="request_rate", unit="req/s")
+    burstiness: float = bounded(1.0, 0.1, 10.0, "gamma shape of the gaps (--burstiness; 1 is "
+                                "Poisson, lower is burstier)", integer=False, label="burstiness",
+                                scale="log")
+    max_concurrency: int = bounded(0, 0, fit.MAX_PROMPTS, "requests in flight at most "
+                                   "(--max-concurrency); 0 sets no cap",
+                                   label="max_concurrency", unit="requests")
     gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, 16-bit weights and KV)",
                       label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
     model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
                         option_labels={k: m.name for k, m in MODELS.items()})
-    efficiency: float = bounded(0.6, 0.05, 1.0, "fraction of the roofline the engine reaches",
-                                integer=False, label="Efficiency")
     max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once (--max-num-seqs)",
                                 label="max_num_seqs", unit="requests", scale="log")
     max_num_batched_tokens: int = bounded(8192, 512, 16384,
@@ -131,20 +161,14 @@ class LabConfig:
     sweep_points: list = data(list, "sweep points already computed (mode capacity)", _check_points,
                               label="Sweep points")
     bench_text: str = data(str, "a pasted vllm bench serve summary or --save-result JSON "
-                                "(fits the efficiency)", _check_bench_text,
+                                "(fits the step-time coefficients)", _check_bench_text,
                            label="vllm bench serve output")
 
     def check(self) -> None:
-        try:
-            span = int(traces.load(self.trace).span_minutes)
-        except FileNotFoundError:
-            raise ConfigError("trace", f"the {self.trace} trace is not loaded; in the page, the lab "
-                                       f"downloads it with its first call") from None
-        if self.window_start_min + self.window_minutes > span:
-            raise ConfigError("window_start_min",
-                              f"got {self.window_start_min}, but the {self.trace} trace has {span} "
-                              f"whole minutes; expected a whole number from 0 to "
-                              f"{span - self.window_minutes} for a {self.window_minutes}-minute window")
+        if self.traffic == "benchmark":
+            self._check_benchmark()
+        else:
+            self._check_trace()
         if self.max_num_batched_tokens < self.max_num_seqs:
             # vLLM's SchedulerConfig refuses a budget below max_num_seqs.
             raise ConfigError("max_num_batched_tokens",
@@ -155,47 +179,127 @@ class LabConfig:
                                        f"one {GPUS[self.gpu].name} with room for a KV cache; "
                                        f"pick a smaller model or a larger GPU")
 
+    def _check_benchmark(self) -> None:
+        run = fit.Run(benchmark(self, 1.0), server(self), {}, "the benchmark")
+        try:
+            fit.check(run, "random_input_len")
+        except ConfigError as err:
+            raise ConfigError("random_input_len", err.message.replace("the benchmark: ", "")) from None
+        if self.mode in ("sweep", "sweep_point") and not self.request_rate:
+            raise ConfigError("request_rate", "got 0 (all at once); the capacity sweep scales the "
+                                              "request rate: expected a number from 0.01 to 1,000")
+
+    def _check_trace(self) -> None:
+        try:
+            span = int(traces.load(self.trace).span_minutes)
+        except FileNotFoundError:
+            raise ConfigError("trace", f"the {self.trace} trace is not loaded; in the page, the lab "
+                                       f"downloads it with its first call") from None
+        if self.window_start_min + self.window_minutes > span:
+            raise ConfigError("window_start_min",
+                              f"got {self.window_start_min}, but the {self.trace} trace has {span} "
+                              f"whole minutes; expected a whole number from 0 to "
+                              f"{span - self.window_minutes} for a {self.window_minutes}-minute window")
+
 
 # --- the parts of a run ---------------------------------------------------------------
-def hardware(config: LabConfig, efficiency: float | None = None):
-    gpu, model = GPUS[config.gpu], MODELS[config.model]
-    stm = step_time_model(gpu, model, config.efficiency if efficiency is None else efficiency)
-    blocks = num_gpu_blocks(gpu, model, BLOCK_SIZE)
-    return gpu, model, stm, blocks
+def server(config: LabConfig) -> fit.Server:
+    return fit.Server(config.gpu, config.model, config.max_num_seqs, config.max_num_batched_tokens)
 
 
-def workload(config: LabConfig, rate_scale: float):
+def benchmark(config: LabConfig, rate_scale: float) -> bench_serve.Benchmark:
+    """The benchmark the settings describe, its rate times `rate_scale` (the sweep's)."""
+    rate = config.request_rate * rate_scale if config.request_rate else math.inf
+    return bench_serve.Benchmark(
+        num_prompts=config.num_prompts, random_input_len=config.random_input_len,
+        random_output_len=config.random_output_len, random_range_ratio=config.random_range_ratio,
+        random_prefix_len=config.random_prefix_len, request_rate=rate,
+        burstiness=config.burstiness, max_concurrency=config.max_concurrency or None,
+        seed=config.seed)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What the engine is sent: arrival times (s), lengths, and for a benchmark its
+    settings (prompt ids too, when they share a prefix to cache)."""
+
+    arrivals: list
+    prompt_tokens: list
+    output_tokens: list
+    bench: bench_serve.Benchmark | None = None
+    token_ids: object = None
+    trace: object = None
+    window: range | None = None
+
+
+def workload(config: LabConfig, rate_scale: float) -> Traffic:
+    if config.traffic == "benchmark":
+        bench = benchmark(config, rate_scale)
+        reqs = bench_serve.requests(bench)
+        cached = bench.random_prefix_len >= BLOCK_SIZE
+        return Traffic(reqs.arrivals, reqs.prompt_tokens, reqs.output_tokens, bench,
+                       reqs.token_ids if cached else None)
     trace = traces.load(config.trace)
     reqs = traces.requests(trace, config.window_start_min, config.window_minutes, rate_scale,
                            config.arrivals, config.seed)
-    return trace, reqs
+    return Traffic([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
+                   [r.max_tokens for r in reqs], trace=trace,
+                   window=traces.window(trace, config.window_start_min, config.window_minutes))
 
 
-def run_once(config: LabConfig, rate_scale: float, efficiency: float | None = None):
-    gpu, model, stm, blocks = hardware(config, efficiency)
-    trace, reqs = workload(config, rate_scale)
-    longest = max(r.num_prompt_tokens + r.max_tokens for r in reqs)
+def run_once(config: LabConfig, rate_scale: float, coefficients: Coefficients):
+    gpu, model = GPUS[config.gpu], MODELS[config.model]
+    stm = step_time_model(gpu, model, coefficients)
+    blocks = num_gpu_blocks(gpu, model, BLOCK_SIZE)
+    t = workload(config, rate_scale)
+    longest = max(p + o for p, o in zip(t.prompt_tokens, t.output_tokens))
     if -(-longest // BLOCK_SIZE) > blocks - 1:
-        raise ConfigError("model", f"the window's longest request ({longest:,} tokens) needs more "
+        raise ConfigError("model", f"the longest request ({longest:,} tokens) needs more "
                                    f"KV blocks than {model.name} leaves on one {gpu.name} "
                                    f"({blocks - 1:,} usable); pick a smaller model or a larger GPU")
-    cfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens)
-    result = replay([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
-                    [r.max_tokens for r in reqs], cfg, stm, blocks)
+    cfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens,
+                        enable_prefix_caching=t.token_ids is not None)
+    bench = t.bench
+    result = replay(t.arrivals, t.prompt_tokens, t.output_tokens, cfg, stm, blocks,
+                    max_concurrency=bench.max_concurrency if bench else None,
+                    token_ids=t.token_ids, itl=bench is not None)
+    # A benchmark's duration runs from its start, before the first request's gap.
+    duration = max(result.finished) if bench else result.duration
     metrics = slo.summarize(result.ttfts, result.latencies, result.output_tokens,
-                            result.duration, config.slo_ttft_ms, config.slo_tpot_ms)
-    return trace, reqs, result, metrics, stm, blocks
+                            duration, config.slo_ttft_ms, config.slo_tpot_ms)
+    return t, result, metrics, stm, blocks
 
 
-def _efficiency(config: LabConfig) -> tuple[float, dict | None]:
-    """The efficiency to run with: the reader's, or the one fitted to a pasted benchmark."""
-    runs = benchsummary.parse(config.bench_text)
-    if not runs:
-        return config.efficiency, None
-    _gpu, _model, stm, blocks = hardware(config)
-    cfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens)
-    fitted = calibrate.fit(runs, cfg, stm, blocks)
-    return fitted["efficiency"], fitted
+def calibrate(config: LabConfig) -> tuple[Coefficients, dict | None]:
+    """The coefficients to run with: the GPU's defaults, or those fitted to the pasted
+    runs, each replayed as it was sent on this GPU, model and scheduler."""
+    pasted = benchsummary.parse(config.bench_text)
+    default = DEFAULTS[config.gpu]
+    if not pasted:
+        return default, None
+    runs = [fit.Run(p.bench, server(config), p.measured, p.source, p.notes) for p in pasted]
+    for r in runs:
+        fit.check(r)
+    fitted = fit.fit(runs, default, source=f"fitted to {len(runs)} pasted "
+                                           f"run{'s' * (len(runs) > 1)}")
+    rows = []
+    for p, r in zip(pasted, runs):
+        replayed = fit.predict(r, fitted)
+        shown = [k for k in CALIBRATION_FIGURES if r.measured.get(k)]
+        rows.append({**p.record(),
+                     "measured": {k: r.measured[k] for k in shown},
+                     "replayed": {k: replayed[k] for k in shown},
+                     "error": {k: (replayed[k] - r.measured[k]) / r.measured[k] for k in shown}})
+    fitted_errors = {k: [abs(row["error"][k]) for row in rows if k in row["error"]]
+                     for k in fit.FIGURES}
+    return fitted, {"coefficients_before": default.record(), "coefficients": fitted.record(),
+                    "runs": rows,
+                    "mean_abs_error": {k: math.fsum(v) / len(v) for k, v in fitted_errors.items() if v}}
+
+
+# What the calibration table compares, where the paste has it (vLLM's JSON names).
+CALIBRATION_FIGURES = ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms",
+                       "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "output_throughput")
 
 
 # --- views ----------------------------------------------------------------------------
@@ -203,37 +307,43 @@ def run(config: LabConfig, actions: list) -> dict:
     assert not actions
     if config.mode == "capacity":
         return {"config": _echo(config), "capacity": capacity(config, config.sweep_points)}
-    efficiency, calibration = _efficiency(config)
+    coefficients, calibration = calibrate(config)
     if config.mode == "sweep_point":
         return {"config": _echo(config),
-                "point": sweep_point(config, SWEEP_RATES[config.sweep_index], efficiency),
+                "point": sweep_point(config, SWEEP_RATES[config.sweep_index], coefficients),
                 "num_points": len(SWEEP_RATES)}
     if config.mode == "sweep":
-        points = [sweep_point(config, rate, efficiency) for rate in SWEEP_RATES]
+        points = [sweep_point(config, rate, coefficients) for rate in SWEEP_RATES]
         return {"config": _echo(config), "points": points, "capacity": capacity(config, points),
-                "efficiency": efficiency, "calibration": calibration}
-    return replay_view(config, efficiency, calibration)
+                "coefficients": coefficients.record(), "calibration": calibration}
+    return replay_view(config, coefficients, calibration)
 
 
-def sweep_point(config: LabConfig, rate: float, efficiency: float) -> dict:
-    _trace, _reqs, result, m, _stm, _blocks = run_once(config, rate, efficiency)
+def sweep_point(config: LabConfig, rate: float, coefficients: Coefficients) -> dict:
+    _t, result, m, _stm, _blocks = run_once(config, rate, coefficients)
     return {"rate_scale": rate, "slo_attainment": m["slo_attainment"],
             "request_goodput": m["request_goodput"], "request_throughput": m["request_throughput"],
             "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"],
             "num_preemptions": result.num_preemptions}
 
 
+def real_rate(config: LabConfig) -> float:
+    """Requests per second at rate scale 1: the trace window's, or the benchmark's."""
+    if config.traffic == "benchmark":
+        return config.request_rate
+    return traces.mean_rate(traces.load(config.trace), config.window_start_min,
+                            config.window_minutes)
+
+
 def capacity(config: LabConfig, points: list[dict]) -> dict:
     """Highest rate scale with attainment >= 90%, the req/s it means, replicas needed.
 
     Between the last rate that meets the target and the first that misses it, the
-    crossing is interpolated linearly in attainment. Replicas for the trace's real
-    rate (scale 1): ceil(1 / that scale), splitting the traffic evenly.
+    crossing is interpolated linearly in attainment. Replicas for the real rate
+    (scale 1): ceil(1 / that scale), splitting the traffic evenly.
     """
     points = sorted(points, key=lambda p: p["rate_scale"])
-    real_rate = traces.mean_rate(traces.load(config.trace), config.window_start_min,
-                                 config.window_minutes)
-    out = {"target": ATTAINMENT_TARGET, "real_rate_req_s": real_rate, "rate_scale": None,
+    out = {"target": ATTAINMENT_TARGET, "real_rate_req_s": real_rate(config), "rate_scale": None,
            "sustained_req_s": None, "replicas": None, "bound": None,
            "num_points": len(points), "complete": len(points) == len(SWEEP_RATES)}
     if not points:
@@ -251,33 +361,36 @@ def capacity(config: LabConfig, points: list[dict]) -> dict:
             out["bound"] = None
             break
     out["rate_scale"] = scale
-    out["sustained_req_s"] = scale * real_rate
+    out["sustained_req_s"] = scale * out["real_rate_req_s"]
     out["replicas"] = max(1, math.ceil(1 / scale - 1e-9))
     return out
 
 
-def replay_view(config: LabConfig, efficiency: float, calibration: dict | None) -> dict:
-    trace, reqs, result, m, stm, blocks = run_once(config, config.rate_scale, efficiency)
+def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict | None) -> dict:
+    t, result, m, stm, blocks = run_once(config, config.rate_scale, coefficients)
     gpu, model = GPUS[config.gpu], MODELS[config.model]
-    idx = traces.window(trace, config.window_start_min, config.window_minutes)
-    real_rate = len(idx) / (config.window_minutes * 60)
-    lone_decode_ms = stm.seconds(1, 1000) * 1000
-    return {
+    c = coefficients
+    hardware = {
+        "gpu": gpu.label, "model": model.name, "coefficients": c.record(),
+        "num_gpu_blocks": blocks, "block_size": BLOCK_SIZE,
+        "kv_pool_tokens": (blocks - 1) * BLOCK_SIZE,
+        "kv_bytes_per_token": stm.kv_bytes_per_token, "weight_bytes": stm.weight_bytes,
+        "decode_step_ms_1k_context": stm.seconds(1, 1, 1000, 1000) * 1000,
+    }
+    hardware["sentence"] = (
+        f"{gpu.label}, {model.name}: step overhead {c.step_overhead_ms:.3g} ms, "
+        f"{c.request_overhead_us:.3g} us per request, memory efficiency "
+        f"{c.memory_efficiency:.2f}, compute efficiency {c.compute_efficiency:.2f} ({c.source}); "
+        f"num_gpu_blocks {blocks:,} of {BLOCK_SIZE} tokens ({(blocks - 1) * BLOCK_SIZE:,} tokens "
+        f"of KV; block 0 is the null block). "
+        + ("Prefix caching on: the prompts share their first "
+           f"{config.random_prefix_len:,} tokens." if t.token_ids else
+           "Prefix caching off: nothing is shared to cache."))
+    view = {
         "config": _echo(config),
         "note": NOTE,
-        "hardware": {
-            "gpu": gpu.label, "model": model.name, "efficiency": efficiency,
-            "num_gpu_blocks": blocks, "block_size": BLOCK_SIZE,
-            "kv_pool_tokens": (blocks - 1) * BLOCK_SIZE,
-            "kv_bytes_per_token": stm.kv_bytes_per_token, "weight_bytes": stm.weight_bytes,
-            "decode_step_ms_1k_context": lone_decode_ms,
-        },
-        "traffic": {
-            "trace": config.trace, "label": traces.TRACES[config.trace],
-            "arrivals": config.arrivals, "num_requests": len(reqs),
-            "real_rate_req_s": real_rate, "rate_req_s": real_rate * config.rate_scale,
-            **traces.stats(trace, idx),
-        },
+        "hardware": hardware,
+        "traffic": _traffic(config, t),
         "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
         "summary": {k: m[k] for k in ("completed", "good", "duration_s", "request_throughput",
                                       "request_goodput", "slo_attainment", "output_throughput")}
@@ -287,7 +400,56 @@ def replay_view(config: LabConfig, efficiency: float, calibration: dict | None) 
         "series": series(result),
         "metric_names": METRICS,
         "calibration": calibration,
+        "bench_summary": None,
     }
+    if t.bench is not None:
+        figures_ = bench_serve.metrics(result, t.prompt_tokens)
+        view["bench_summary"] = {"text": bench_serve.summary_text(figures_, t.bench),
+                                 "figures": figures_}
+    return view
+
+
+def _traffic(config: LabConfig, t: Traffic) -> dict:
+    n = len(t.arrivals)
+    prompts, outputs = sorted(t.prompt_tokens), sorted(t.output_tokens)
+    out = {"traffic": config.traffic, "num_requests": n,
+           "num_prompt_tokens_median": slo.percentile(prompts, 50),
+           "max_tokens_median": slo.percentile(outputs, 50), "arrivals": config.arrivals}
+    if t.bench is not None:
+        b = t.bench
+        rate = b.request_rate
+        out |= {"label": "vllm bench serve", "command": b.command(),
+                "real_rate_req_s": None if math.isinf(rate) else config.request_rate,
+                "rate_req_s": None if math.isinf(rate) else rate}
+        sent = ("all at once" if math.isinf(rate) else
+                f"at {rate:.3g} req/s" + (f" (burstiness {b.burstiness:g})" if b.burstiness != 1 else ""))
+        cap = f", at most {b.max_concurrency:,} in flight" if b.max_concurrency else ""
+        out["sentence"] = (f"{n:,} requests as `{b.command()}` sends them: {sent}{cap}; prompts of "
+                           f"{_lengths(b.random_input_len, b.random_range_ratio)} tokens"
+                           + (f" after a shared {b.random_prefix_len:,}" if b.random_prefix_len else "")
+                           + f", answers of {_lengths(b.random_output_len, b.random_range_ratio)}.")
+        return out
+    idx = t.window
+    rate = len(idx) / (config.window_minutes * 60)
+    played = ("" if config.rate_scale == 1 else
+              f", played in {config.window_minutes / config.rate_scale:.3g} min")
+    out |= {"trace": config.trace, "label": traces.TRACES[config.trace],
+            "real_rate_req_s": rate, "rate_req_s": rate * config.rate_scale,
+            **traces.stats(t.trace, idx)}
+    out["sentence"] = (f"{n:,} requests of the {out['label']}: {config.window_minutes} min of the "
+                       f"trace from minute {config.window_start_min}{played}, "
+                       f"{'Poisson' if config.arrivals == 'poisson' else 'real'} arrivals at "
+                       f"x{config.rate_scale:g} = {rate * config.rate_scale:.2f} req/s (median "
+                       f"prompt {out['num_prompt_tokens_median']:,.0f} tokens, median answer "
+                       f"{out['max_tokens_median']:,.0f}).")
+    return out
+
+
+def _lengths(length: int, ratio: float) -> str:
+    if not ratio:
+        return f"{length:,}"
+    lo, hi = bench_serve._range(length, ratio)
+    return f"{lo:,} to {hi:,}"
 
 
 def series(result) -> dict:
@@ -337,10 +499,13 @@ def text(view: dict) -> str:
         return (f"rate x{p['rate_scale']:g}: attainment {p['slo_attainment']:.1%}, goodput "
                 f"{p['request_goodput']:.2f} req/s")
     if "points" in view:
-        lines = [f"Capacity sweep: {cfg['trace']} trace, {cfg['window_minutes']} min from minute "
-                 f"{cfg['window_start_min']}, {cfg['gpu']} + {cfg['model']}, max_num_seqs "
-                 f"{cfg['max_num_seqs']}, max_num_batched_tokens {cfg['max_num_batched_tokens']}, "
-                 f"efficiency {view['efficiency']:.2f}; SLO TTFT <= {cfg['slo_ttft_ms']:g} ms, "
+        c = view["coefficients"]
+        traffic = (f"{cfg['trace']} trace, {cfg['window_minutes']} min from minute "
+                   f"{cfg['window_start_min']}" if cfg["traffic"] == "trace" else
+                   f"benchmark at {cfg['request_rate']:g} req/s")
+        lines = [f"Capacity sweep: {traffic}, {cfg['gpu']} + {cfg['model']}, max_num_seqs "
+                 f"{cfg['max_num_seqs']}, max_num_batched_tokens {cfg['max_num_batched_tokens']} "
+                 f"(coefficients {c['source']}); SLO TTFT <= {cfg['slo_ttft_ms']:g} ms, "
                  f"TPOT <= {cfg['slo_tpot_ms']:g} ms",
                  f"{'rate':>6} {'attain':>8} {'goodput':>9} {'thruput':>9} {'TTFT p90':>10} "
                  f"{'TPOT p90':>9} {'preempt':>8}"]
@@ -353,14 +518,10 @@ def text(view: dict) -> str:
     s, h, tr = view["summary"], view["hardware"], view["traffic"]
     lines = [
         f"Serving lab ({view['note']})",
-        f"  traffic: {tr['label']}, {tr['num_requests']:,} requests: {cfg['window_minutes']} min of "
-        f"the trace from minute {cfg['window_start_min']}"
-        + ("" if cfg["rate_scale"] == 1 else f", played in {cfg['window_minutes'] / cfg['rate_scale']:.3g} min")
-        + f", {cfg['arrivals']} arrivals at x{cfg['rate_scale']:g} = {tr['rate_req_s']:.2f} req/s",
-        f"  hardware: {h['gpu']}, {h['model']}, efficiency {h['efficiency']:.2f}, num_gpu_blocks "
-        f"{h['num_gpu_blocks']:,} ({h['kv_pool_tokens']:,} tokens)",
+        f"  traffic: {tr['sentence']}",
+        f"  hardware: {h['sentence']}",
         f"  scheduler: max_num_seqs {cfg['max_num_seqs']}, max_num_batched_tokens "
-        f"{cfg['max_num_batched_tokens']}, chunked prefill on, prefix caching off",
+        f"{cfg['max_num_batched_tokens']}, chunked prefill on",
         f"  duration {s['duration_s']:.1f} s, {s['request_throughput']:.2f} req/s, "
         f"{s['output_throughput']:.0f} output tok/s, {s['num_preemptions']} preemptions",
         f"  TTFT ms: mean {view['ttft_ms']['mean']:.1f}  p50 {view['ttft_ms']['p50']:.1f}  "
@@ -371,11 +532,18 @@ def text(view: dict) -> str:
         f"{s['good']:,} of {s['completed']:,} good ({s['slo_attainment']:.1%}), goodput "
         f"{s['request_goodput']:.2f} req/s",
     ]
+    if view.get("bench_summary"):
+        lines.append(view["bench_summary"]["text"])
     cal = view.get("calibration")
     if cal:
-        lines.append(f"  calibrated: efficiency {cal['efficiency_before']:.2f} -> {cal['efficiency']:.3f}, "
-                     f"TPOT error {cal['mean_abs_error_pct']['mean_tpot_ms']:.1f}% (mean over "
-                     f"{len(cal['runs'])} runs)")
+        c = cal["coefficients"]
+        lines.append(f"  calibrated ({c['source']}): step overhead {c['step_overhead_ms']:.3g} ms, "
+                     f"{c['request_overhead_us']:.3g} us/request, memory efficiency "
+                     f"{c['memory_efficiency']:.3f}, compute efficiency {c['compute_efficiency']:.3f}")
+        for run in cal["runs"]:
+            lines.append("    " + run["source"] + ": " + ", ".join(
+                f"{k} {run['measured'][k]:.4g} measured, {run['replayed'][k]:.4g} replayed "
+                f"({run['error'][k]:+.0%})" for k in fit.FIGURES if k in run["measured"]))
     return "\n".join(lines)
 
 
@@ -407,7 +575,6 @@ def figures() -> dict:
         "window_rate": view["traffic"]["real_rate_req_s"],
         "num_gpu_blocks": view["hardware"]["num_gpu_blocks"],
         "kv_pool_tokens": view["hardware"]["kv_pool_tokens"],
-        "efficiency": base.efficiency,
         "decode_step_ms": view["hardware"]["decode_step_ms_1k_context"],
         "slo_ttft_ms": base.slo_ttft_ms, "slo_tpot_ms": base.slo_tpot_ms,
         "max_num_seqs": base.max_num_seqs, "max_num_batched_tokens": base.max_num_batched_tokens,
@@ -436,6 +603,29 @@ def figures() -> dict:
     small = run(LabConfig(mode="sweep", max_num_batched_tokens=2048, max_num_seqs=256), [])
     out["h100_2048_scale"] = small["capacity"]["rate_scale"]
     out["h100_2048_replicas"] = small["capacity"]["replicas"]
+    for gpu, c in DEFAULTS.items():  # the model's coefficients, GPU by GPU
+        key = gpu.lower()
+        out[f"{key}_step_overhead_ms"] = c.step_overhead_ms
+        out[f"{key}_request_overhead_us"] = c.request_overhead_us
+        out[f"{key}_memory_efficiency"] = c.memory_efficiency
+        out[f"{key}_compute_efficiency"] = c.compute_efficiency
+    return out | fidelity_figures()
+
+
+def fidelity_figures() -> dict:
+    """The error table of "How far to trust the lab": the shipped records replayed
+    (pysim.fidelity, as bench/bench_time_fidelity.py does), at build time."""
+    from . import fidelity, realbench  # the records are read at build time only
+
+    records = realbench.load(realbench.REPO_FILE)
+    rows = fidelity.evaluate(records)
+    out = {"records": len(records), "records_replayed": len(rows),
+           "records_gpus": len({r["gpu"] for r in rows}),
+           "records_models": len({r["model"] for r in rows})}
+    for mode, by_figure in fidelity.summary(rows).items():
+        for figure, s in by_figure.items():
+            for stat in ("median", "largest"):
+                out[f"err_{mode}_{figure}_{stat}"] = s[stat] * 100
     return out
 
 

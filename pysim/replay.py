@@ -100,14 +100,24 @@ class ReplayResult:
     """Per-request times (seconds, in the order given) and gauges per segment.
 
     A segment is one step, or a run of plain decode steps applied at once (the gauges
-    do not change in such a run, except the KV usage, given at its end)."""
+    do not change in such a run, except the KV usage, given at its end).
+
+    What a fit needs (pysim.fit) is kept too: each segment's work (`seg_work`: a step's
+    tokens, requests, KV read and attention pairs, or a decode run's batch, starting
+    KV and steps), when it started, and for each request the segment at whose end it
+    was sent (-1: at its own arrival time), got its first token, and finished. With
+    those, every reported time is a sum of segment times, so a fit can ask what they
+    would be under other coefficients without running the engine again.
+    """
 
     sent: list[float]
     first_token: list[float]
     finished: list[float]
     output_tokens: list[int]
+    seg_start: list[float]
     seg_end: list[float]  # when the segment's last step ended
     seg_steps: list[int]  # steps in the segment
+    seg_work: list[tuple]  # ("step", tokens, requests, kv read, pairs) | ("run", batch, kv, steps)
     num_requests_running: list[int]
     num_requests_waiting: list[int]
     kv_usage: list[float]
@@ -115,6 +125,10 @@ class ReplayResult:
     seg_preemptions: list[int]
     num_preemptions: int
     num_steps: int
+    sent_seg: list[int]
+    first_seg: list[int]
+    finish_seg: list[int]
+    itl: list | None  # (seconds, how many) pairs: every gap between two tokens of a request
 
     @property
     def ttfts(self) -> list[float]:
@@ -131,20 +145,25 @@ class ReplayResult:
 
 
 def engine_config(num_gpu_blocks: int, block_size: int, max_num_seqs: int,
-                  max_num_batched_tokens: int, policy: str = "fcfs") -> EngineConfig:
-    """The engine's config for vLLM's `num_gpu_blocks`, chunked prefill on, prefix caching off.
+                  max_num_batched_tokens: int, policy: str = "fcfs",
+                  enable_prefix_caching: bool = False) -> EngineConfig:
+    """The engine's config for vLLM's `num_gpu_blocks`, chunked prefill on.
 
     `num_gpu_blocks` counts vLLM's null block, which the pool reserves: one fewer hold KV.
     """
     return EngineConfig(num_gpu_blocks=num_gpu_blocks, block_size=block_size,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                        policy=policy, enable_chunked_prefill=True, enable_prefix_caching=False)
+                        policy=policy, enable_chunked_prefill=True,
+                        enable_prefix_caching=enable_prefix_caching)
 
 
 def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[int],
            config: EngineConfig, model: StepTimeModel, num_gpu_blocks: int,
            max_concurrency: int | None = None, max_steps: int = 2_000_000,
-           fast: bool = True, count_blocks: bool = True) -> ReplayResult:
+           fast: bool = True, count_blocks: bool = True, token_ids=None,
+           itl: bool = False) -> ReplayResult:
+    """Run the requests to the end. `token_ids(i)` gives request i's prompt ids (prefix
+    caching on); `itl=True` also collects every inter-token gap, for vLLM's ITL."""
     n = len(arrivals)
     assert n == len(prompt_tokens) == len(output_tokens) and n > 0
     assert all(a <= b for a, b in zip(arrivals, arrivals[1:])), "arrivals must be sorted"
@@ -155,29 +174,41 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
     sent = [0.0] * n
     first = [0.0] * n
     done = [0.0] * n
+    sent_seg, first_seg, finish_seg = [-1] * n, [-1] * n, [-1] * n
+    last_token = [0.0] * n  # when each request last produced a token (for ITL)
+    gaps = [] if itl else None
+
+    def add(i: int, at: float) -> None:
+        engine.add_request(i, prompt_tokens[i], output_tokens[i], arrival=at,
+                           token_ids=token_ids(i) if token_ids else None)
+
     # Requests are added as they are sent: all at once, or C at a time.
     cap = n if max_concurrency is None else min(n, max_concurrency)
     for i in range(cap):
-        engine.add_request(i, prompt_tokens[i], output_tokens[i], arrival=arrivals[i])
+        add(i, arrivals[i])
         sent[i] = arrivals[i]
     next_to_send = cap
 
     requests = engine.requests
     usable = engine.pool.num_free_blocks  # every block but a reserved null block
     pool = engine.pool
-    seconds = model.seconds
+    step_seconds = model.step_seconds
     run_seconds = model.decode_run_seconds
+    seg_start, seg_end, seg_steps, work = [], [], [], []
+    running, waiting, usage, outs, preempts = [], [], [], [], []
 
     def finish(rid, end) -> None:
         nonlocal next_to_send
         done[rid] = end
+        finish_seg[rid] = len(seg_end) - 1
         if next_to_send < n:  # the client sends the next request now
             j = next_to_send
             next_to_send += 1
             sent[j] = max(arrivals[j], end)
-            engine.add_request(j, prompt_tokens[j], output_tokens[j], arrival=sent[j])
+            if arrivals[j] <= end:
+                sent_seg[j] = len(seg_end) - 1
+            add(j, sent[j])
 
-    seg_end, seg_steps, running, waiting, usage, outs, preempts = [], [], [], [], [], [], []
     now = arrivals[0]
     while engine.has_unfinished():
         if engine.num_steps >= max_steps:
@@ -199,44 +230,62 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
             j = k
             if nxt is not None and now + run_seconds(b, kv, k - 1) >= nxt:
                 # m: the most steps done while the next one still starts before nxt.
-                # The closed form's inverse gives it; two checks settle float ties.
-                m = min(max(model.decode_steps_within(b, kv, nxt - now), 0), k - 1)
-                while m and now + run_seconds(b, kv, m) >= nxt:
-                    m -= 1
-                while m + 1 < k and now + run_seconds(b, kv, m + 1) < nxt:
-                    m += 1
-                j = m + 1  # now < nxt: the first step starts before it
-            if j:
-                n_wait = len(engine.waiting)
-                finished = engine.advance_decodes(j)
-                now += run_seconds(b, kv, j)
-                seg_end.append(now)
-                seg_steps.append(j)
-                running.append(len(engine.running))
-                waiting.append(n_wait)
-                usage.append(1.0 - pool.num_free_blocks / usable)
-                outs.append(b * j)
-                preempts.append(0)
-                for rid in finished:
-                    finish(rid, now)
-                continue
+                j = model.decode_steps_within(b, kv, nxt - now, k - 1) + 1
+            if gaps is not None:
+                # Each request's first gap runs from its last token; the other j - 1
+                # are the run's steps, the same for every request in it.
+                t1 = now + run_seconds(b, kv, 1)
+                for r in engine.running:
+                    gaps.append((t1 - last_token[r.id], 1))
+                prev = run_seconds(b, kv, 1)
+                for i in range(2, j + 1):
+                    total = run_seconds(b, kv, i)
+                    gaps.append((total - prev, b))
+                    prev = total
+            batch_ids = [r.id for r in engine.running] if gaps is not None else ()
+            n_wait = len(engine.waiting)
+            finished = engine.advance_decodes(j)
+            seg_start.append(now)
+            now += run_seconds(b, kv, j)
+            seg_end.append(now)
+            seg_steps.append(j)
+            work.append(("run", b, kv, j))
+            running.append(len(engine.running))
+            waiting.append(n_wait)
+            usage.append(1.0 - pool.num_free_blocks / usable)
+            outs.append(b * j)
+            preempts.append(0)
+            for rid in batch_ids:
+                last_token[rid] = now
+            for rid in finished:
+                finish(rid, now)
+            continue
         result = engine.step(now)
         assert result.parts, "a step with work to do scheduled nothing"
-        end = now + seconds(result.num_tokens, result.context_tokens)
+        end = now + step_seconds(result)
+        seg_start.append(now)
         now = end
         seg_end.append(end)
         seg_steps.append(1)
+        work.append(("step", result.num_tokens, len(result.parts), result.context_tokens,
+                     result.attention_pairs))
         running.append(result.num_requests_running)
         waiting.append(result.num_requests_waiting)
         usage.append(1.0 - pool.num_free_blocks / usable)
         outs.append(len(result.sampled))
         preempts.append(len(result.preempted))
         index = result.index
+        seg = len(seg_end) - 1
         for rid in result.sampled:
             if requests[rid].first_token_step == index:
                 first[rid] = end
+                first_seg[rid] = seg
+            elif gaps is not None:
+                gaps.append((end - last_token[rid], 1))
+            last_token[rid] = end
         for rid in result.finished:
             finish(rid, end)
     assert next_to_send == n
-    return ReplayResult(sent, first, done, list(output_tokens), seg_end, seg_steps, running,
-                        waiting, usage, outs, preempts, engine.num_preemptions, engine.num_steps)
+    return ReplayResult(sent, first, done, list(output_tokens), seg_start, seg_end, seg_steps,
+                        work, running, waiting, usage, outs, preempts, engine.num_preemptions,
+                        engine.num_steps, sent_seg, first_seg, finish_seg, gaps)

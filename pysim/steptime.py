@@ -1,135 +1,245 @@
-"""How long one engine step takes on a GPU, and how many KV blocks fit: a roofline model.
+"""How long one engine step takes on a GPU: a roofline with the costs it leaves out.
 
 A step of a V1 engine is one forward pass over every token the scheduler handed out
-(decodes and prompt chunks together). On a GPU it is limited by one of two things:
+(decodes and prompt chunks together). The roofline says what the GPU cannot beat:
 
-- memory traffic: every weight is read once, and each scheduled request's attention
-  reads the KV of its whole context (the tokens already cached plus this step's own);
+- memory: every weight is read once, and each scheduled request's attention reads the
+  KV of its whole context (the tokens already cached plus this step's own);
 - arithmetic: about 2 FLOPs per parameter per token in the batch (a prompt chunk of
-  500 tokens costs as much as 500 decodes).
+  500 tokens costs as much as 500 decodes), plus attention's own FLOPs, which grow with
+  the context each query token looks at (pysim.catalog.Model.attention_flops_per_pair).
 
-    t_step = max((weight_bytes + kv_tokens_read x kv_bytes_per_token) / bandwidth,
-                 2 x params x tokens_in_step / peak_flops) / efficiency
+A real engine reaches neither ceiling, and pays for things the roofline does not see.
+Four coefficients, each with one physical meaning, close that gap:
 
-`efficiency` (0 to 1) is the fraction of the roofline a real engine reaches: kernel
-launches, attention's own FLOPs, sampling and the CPU-side scheduler all take their
-cut. Its default, 0.6, is an assumption in the range that serving engines report for
-decode's model bandwidth utilisation (MBU: achieved bytes/s over peak; the term is from
-Databricks' "LLM Inference Performance Engineering: Best Practices", October 2023). It
-is a model, not a measurement: the lab's calibration fits it to a reader's own
-`vllm bench serve` results instead.
+    t_step = step_overhead                                  (fixed per step)
+           + request_overhead x requests in the step        (per scheduled request)
+           + max(memory bytes / (bandwidth x memory_efficiency),
+                 FLOPs / (peak FLOP/s x compute_efficiency))
 
-The KV pool comes from the batch-size calculator's memory rule (pysim.batch_size: 90%
-of the GPU, minus the weights, minus a 4 GB reserve), cut into blocks of `block_size`
-tokens. That count is vLLM's `num_gpu_blocks` (vllm/v1/core/kv_cache_utils.py divides
-the available KV memory by the bytes of one block), and it includes block 0, which
-vLLM's `BlockPool.__init__` reserves as the null block, so `num_gpu_blocks - 1` hold KV.
+- `step_overhead_ms`: what every step costs whatever its size: the scheduler's CPU
+  time, kernel launches, sampling, returning outputs to the API server.
+- `request_overhead_us`: what each scheduled request adds beyond its bytes and FLOPs:
+  its slice of input preparation, sampling and output processing (vLLM V1 moved much
+  of this off the GPU's critical path, not all of it).
+- `memory_efficiency`: the share of peak bandwidth a memory-bound step reaches
+  (decoding; the "MBU" of Databricks' "LLM Inference Performance Engineering: Best
+  Practices", October 2023).
+- `compute_efficiency`: the share of peak dense FLOP/s a compute-bound step reaches
+  (long prompt chunks; "MFU").
+
+This keeps the roofline's shape (the larger of the two times) and adds what Vidur
+(Agrawal et al., MLSys 2024) measures per operator and inference-lab writes as
+alpha x roofline + beta: here alpha is split into a memory and a compute side, and
+beta into a per-step and a per-request part. The coefficients are fitted by least
+squares to real `vllm bench serve` runs (pysim.fit); `DEFAULTS` holds one set per GPU,
+fitted on the records in `data/realbench/` (see each entry's `source`), and
+`bench/bench_time_fidelity.py` measures how far the model is from those runs.
+
+What it leaves out: tensor-parallel communication (every record fitted runs on one
+GPU), CUDA-graph padding of batch sizes, quantized weights or KV (16-bit only),
+speculative decoding, and any overlap of the CPU's work with the GPU's.
+
+The KV pool is sized as vLLM sizes it: the memory the driver reports (the catalog's
+`reported_mib`: an "80 GB" H100 shows 81,559 MiB) times `--gpu-memory-utilization`
+(0.9, vLLM 0.11's default), minus the weights, minus what the runtime holds besides
+(activations of vLLM's profiling run, the CUDA context, CUDA graphs): RUNTIME_BYTES, an
+assumption of 2 GB. Page 6's calculator uses a rounder rule of thumb (the datasheet's
+decimal GB and a 4 GB reserve). The pool is cut into blocks of `block_size` tokens: vLLM's
+`num_gpu_blocks` (vllm/v1/core/kv_cache_utils.py divides the available KV memory by the
+bytes of one block), which includes block 0, reserved by `BlockPool.__init__` as the
+null block, so `num_gpu_blocks - 1` hold KV.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .batch_size import RESERVE_BYTES, usable_bytes
-from .catalog import GPU, Model
+from .catalog import GB, GPU, GPUS, Model
+
+RUNTIME_BYTES = 2 * GB
+
+# Where each coefficient may go in a fit: an efficiency above 1 would beat the datasheet.
+BOUNDS = {"step_overhead_ms": (0.0, 100.0), "request_overhead_us": (0.0, 1000.0),
+          "memory_efficiency": (0.05, 1.0), "compute_efficiency": (0.05, 1.0)}
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """The four numbers the roofline is missing (see the module docstring)."""
+
+    step_overhead_ms: float
+    request_overhead_us: float
+    memory_efficiency: float
+    compute_efficiency: float
+    source: str = ""  # where they came from: the records fitted, or "calibrated"
+
+    def __post_init__(self):
+        for name, (lo, hi) in BOUNDS.items():
+            value = getattr(self, name)
+            assert lo <= value <= hi, f"{name} = {value} outside [{lo}, {hi}]"
+
+    def record(self) -> dict:
+        return {"step_overhead_ms": self.step_overhead_ms,
+                "request_overhead_us": self.request_overhead_us,
+                "memory_efficiency": self.memory_efficiency,
+                "compute_efficiency": self.compute_efficiency, "source": self.source}
+
+
+# Fitted by `python -m pysim.fit` (pysim.fit.fit_defaults) on data/realbench/records.jsonl,
+# every GPU on the records of its own (all models), pulled weakly towards
+# pysim.fit.GENERIC; H200 has no record yet and takes the fit of all records. L40S rests
+# on 4 runs of a small model on a shared card, MI300X on 1: treat those as rough.
+# tests/unit/test_fit.py fits them again and checks they are what is written here.
+DEFAULTS: dict[str, Coefficients] = {
+    "H100": Coefficients(1.809, 6.844, 0.7959, 0.3313, "fitted: 21 runs on H100"),
+    "H200": Coefficients(1.979, 64.09, 0.8603, 0.5053, "pooled: 41 runs of every GPU"),
+    "L40S": Coefficients(1.8, 0, 0.9656, 0.2617, "fitted: 4 runs on L40S"),
+    "A100": Coefficients(4.181, 92.26, 0.9435, 0.6137, "fitted: 15 runs on A100"),
+    "MI300X": Coefficients(2.165, 5.447, 0.7133, 0.2553, "fitted: 1 run on MI300X"),
+}
+assert set(DEFAULTS) == set(GPUS)
 
 
 @dataclass(frozen=True)
 class StepTimeModel:
-    """The roofline above, with every input an integer except `efficiency`."""
+    """The model for one GPU and model: the roofline's integers and the coefficients."""
 
     weight_bytes: int
     kv_bytes_per_token: int
     bandwidth: int  # bytes/s
     flops_per_token: int  # 2 x params
+    attention_flops_per_pair: int  # one query token meeting one cached token
     peak_flops: int
-    efficiency: float
+    coefficients: Coefficients
 
-    def seconds(self, num_tokens: int, kv_tokens_read: int) -> float:
-        """One step: `num_tokens` in the batch, `kv_tokens_read` KV entries read by attention."""
+    # --- one step ----------------------------------------------------------------
+    def roofline(self, num_tokens: int, kv_tokens_read: int, attention_pairs: int):
+        """(memory seconds, compute seconds) at 100% of the datasheet: the raw ceilings."""
         memory = (self.weight_bytes + kv_tokens_read * self.kv_bytes_per_token) / self.bandwidth
-        compute = self.flops_per_token * num_tokens / self.peak_flops
-        return max(memory, compute) / self.efficiency
+        compute = (self.flops_per_token * num_tokens
+                   + self.attention_flops_per_pair * attention_pairs) / self.peak_flops
+        return memory, compute
 
-    def _decode_terms(self, batch: int, kv_tokens: int) -> tuple[float, float, float]:
-        """A decode run's roofline terms, before efficiency: the memory time of a step
-        reading `kv_tokens` (m0), what each further step adds to it (m1), and the
-        compute time of a step, the same every step."""
-        bw = self.bandwidth
-        return ((self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / bw,
-                batch * self.kv_bytes_per_token / bw,
-                self.flops_per_token * batch / self.peak_flops)
+    def seconds(self, num_tokens: int, num_requests: int, kv_tokens_read: int,
+                attention_pairs: int) -> float:
+        """One step: its tokens, the requests they belong to, the KV entries attention
+        reads (every request's context) and the query-key pairs it computes."""
+        c = self.coefficients
+        memory, compute = self.roofline(num_tokens, kv_tokens_read, attention_pairs)
+        return (c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6 * num_requests
+                + max(memory / c.memory_efficiency, compute / c.compute_efficiency))
+
+    def step_seconds(self, result) -> float:
+        """A step of pysim.engine, from its StepResult."""
+        return self.seconds(result.num_tokens, len(result.parts), result.context_tokens,
+                            result.attention_pairs)
+
+    # --- a run of plain decode steps ---------------------------------------------
+    # In such a run (pysim.engine.Engine.plan_decode_run) the same `batch` requests each
+    # decode one token per step; step i (1-based) reads kv_tokens + i x batch KV entries,
+    # and each decode's query meets as many keys. Both ceilings grow by a fixed amount a
+    # step, so the larger of them changes side at most once, and the run's time has a
+    # closed form: two arithmetic series and the per-step costs.
+    def _decode_lines(self, batch: int, kv_tokens: int):
+        """Memory and compute time of step i as a + b i, efficiencies applied."""
+        c = self.coefficients
+        em = self.bandwidth * c.memory_efficiency
+        ec = self.peak_flops * c.compute_efficiency
+        grow_kv = batch * self.kv_bytes_per_token
+        grow_attn = batch * self.attention_flops_per_pair
+        mem = ((self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / em, grow_kv / em)
+        comp = ((self.flops_per_token * batch + self.attention_flops_per_pair * kv_tokens) / ec,
+                grow_attn / ec)
+        return mem, comp
+
+    def _memory_bound_steps(self, mem, comp, steps: int) -> tuple[int, int]:
+        """The steps 1..steps at which memory binds (its time >= compute's), as a range
+        (first, last), empty when first > last. mem - comp is linear in i, so they form
+        one block at the start or at the end."""
+        d0, d1 = mem[0] - comp[0], mem[1] - comp[1]
+        binds = lambda i: d0 + d1 * i >= 0  # noqa: E731
+        if binds(1) and binds(steps):
+            return 1, steps
+        if not binds(1) and not binds(steps):
+            return 1, 0
+        lo, hi = 1, steps  # exactly one of the ends binds: find the change by bisection
+        first_binds = binds(1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if binds(mid) == first_binds:
+                lo = mid
+            else:
+                hi = mid
+        return (1, lo) if first_binds else (hi, steps)
+
+    def decode_run_terms(self, batch: int, kv_tokens: int, steps: int):
+        """(memory seconds, compute seconds) summed over the steps each binds, at 100% of
+        the datasheet, for a run of `steps` decodes: what a fit needs."""
+        mem, comp = self._decode_lines(batch, kv_tokens)
+        first, last = self._memory_bound_steps(mem, comp, steps)
+        c = self.coefficients
+        in_mem = _series(mem, first, last) * c.memory_efficiency
+        comp_total = _series(comp, 1, steps) - _series(comp, first, last)
+        return in_mem, comp_total * c.compute_efficiency
 
     def decode_run_seconds(self, batch: int, kv_tokens: int, steps: int) -> float:
-        """Total time of `steps` plain decode steps of `batch` requests whose contexts
-        hold `kv_tokens` before the first: step i (1-based) reads kv_tokens + i x batch.
-
-        The sum of seconds(batch, kv_tokens + i x batch) for i = 1..steps, in closed
-        form: the compute term is the same every step, the memory term grows by the same
-        amount each step, so the steps while compute binds cost the same, and the rest
-        form an arithmetic series.
-        """
+        """The total time of `steps` plain decode steps of `batch` requests whose
+        contexts hold `kv_tokens` before the first."""
         if steps <= 0:
             return 0.0
-        m0, m1, compute = self._decode_terms(batch, kv_tokens)
-        # Steps 1..k are compute-bound (m0 + i m1 < compute), the rest memory-bound.
-        k = 0 if m0 + m1 >= compute else min(steps, int((compute - m0) / m1) if m1 else steps)
-        while k < steps and m0 + (k + 1) * m1 < compute:
-            k += 1
-        while k > 0 and m0 + k * m1 >= compute:
-            k -= 1
-        rest = steps - k
-        memory = rest * m0 + m1 * (k + 1 + steps) * rest / 2
-        return (k * compute + memory) / self.efficiency
+        c = self.coefficients
+        mem, comp = self._decode_lines(batch, kv_tokens)
+        first, last = self._memory_bound_steps(mem, comp, steps)
+        ceilings = (_series(mem, first, last) + _series(comp, 1, steps)
+                    - _series(comp, first, last))
+        per_step = c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6 * batch
+        return steps * per_step + ceilings
 
-    def decode_steps_within(self, batch: int, kv_tokens: int, seconds: float) -> int:
-        """The most plain decode steps that take less than `seconds` in all: the
-        largest m with decode_run_seconds(batch, kv_tokens, m) < seconds, by inverting
-        that closed form (compute-bound steps cost the same; the memory-bound rest is
-        a quadratic in m). Float rounding can put the answer one off at an exact tie;
-        a caller that needs the exact count checks it with decode_run_seconds.
-        """
-        if seconds <= 0:
-            return 0
-        m0, m1, compute = self._decode_terms(batch, kv_tokens)
-        target = seconds * self.efficiency
-        # kc: the leading steps that are compute-bound (m0 + i m1 < compute).
-        if m0 + m1 >= compute:
-            kc = 0
-        elif not m1:
-            return max(0, math.ceil(target / compute) - 1)
-        else:
-            kc = max(0, math.ceil((compute - m0) / m1) - 1)
-        if kc * compute >= target:
-            return max(0, math.ceil(target / compute) - 1)
-        # x more memory-bound steps: x m0 + m1 (x kc + x (x + 1) / 2) < target - kc compute.
-        rest = target - kc * compute
-        a, b = m1 / 2, m0 + m1 * kc + m1 / 2
-        x = rest / b if not a else (math.sqrt(b * b + 4 * a * rest) - b) / (2 * a)
-        return kc + max(0, math.ceil(x) - 1)
+    def decode_steps_within(self, batch: int, kv_tokens: int, seconds: float, most: int) -> int:
+        """The most plain decode steps, up to `most`, that take less than `seconds` in
+        all (the run's time grows with each step, so bisection finds it)."""
+        lo, hi = 0, most
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.decode_run_seconds(batch, kv_tokens, mid) < seconds:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
-    def with_efficiency(self, efficiency: float) -> "StepTimeModel":
-        return StepTimeModel(self.weight_bytes, self.kv_bytes_per_token, self.bandwidth,
-                             self.flops_per_token, self.peak_flops, efficiency)
+    def with_coefficients(self, coefficients: Coefficients) -> "StepTimeModel":
+        return replace(self, coefficients=coefficients)
 
 
-def step_time_model(gpu: GPU, model: Model, efficiency: float) -> StepTimeModel:
-    """16-bit weights and KV cache, one GPU (no tensor parallelism)."""
+def _series(line, first: int, last: int) -> float:
+    """sum of a + b i for i = first..last (0 when the range is empty)."""
+    if last < first:
+        return 0.0
+    n = last - first + 1
+    return n * line[0] + line[1] * (first + last) * n / 2
+
+
+def step_time_model(gpu: GPU, model: Model, coefficients: Coefficients | None = None) -> StepTimeModel:
+    """16-bit weights and KV cache, one GPU (no tensor parallelism); the GPU's fitted
+    coefficients unless others are given."""
     return StepTimeModel(weight_bytes=model.weight_bytes(False),
                          kv_bytes_per_token=model.kv_bytes_per_token(False),
                          bandwidth=gpu.bandwidth_bytes_per_s,
                          flops_per_token=2 * model.params,
+                         attention_flops_per_pair=model.attention_flops_per_pair,
                          peak_flops=gpu.peak_flops,
-                         efficiency=efficiency)
+                         coefficients=coefficients or DEFAULTS[gpu.id])
 
 
-def kv_pool_bytes(gpu: GPU, model: Model) -> int:
+def kv_pool_bytes(gpu: GPU, model: Model, gpu_memory_utilization: float = 0.9) -> int:
     """Bytes left for the KV cache (negative: the weights do not fit)."""
-    return usable_bytes(gpu) - model.weight_bytes(False) - RESERVE_BYTES
+    usable = gpu.reported_bytes * round(gpu_memory_utilization * 1000) // 1000
+    return usable - model.weight_bytes(False) - RUNTIME_BYTES
 
 
-def num_gpu_blocks(gpu: GPU, model: Model, block_size: int) -> int:
+def num_gpu_blocks(gpu: GPU, model: Model, block_size: int,
+                   gpu_memory_utilization: float = 0.9) -> int:
     """vLLM's `num_gpu_blocks` for this GPU and model: the null block included."""
-    pool = kv_pool_bytes(gpu, model)
+    pool = kv_pool_bytes(gpu, model, gpu_memory_utilization)
     return max(pool, 0) // (block_size * model.kv_bytes_per_token(False))

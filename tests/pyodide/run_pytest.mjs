@@ -27,6 +27,10 @@ pyodide.FS.mkdirTree("/work");
 pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: join(root, "tests") }, "/work");
 // The serving lab's traces, where the page's worker puts them (pysim/traces.py).
 copyTraces(pyodide, join(root, "data", "traces"));
+// The published benchmark records the step-time model is fitted to (tests/unit/test_fit.py).
+pyodide.FS.mkdirTree("/pysim-data/realbench");
+pyodide.FS.writeFile("/pysim-data/realbench/records.jsonl",
+  new Uint8Array(readFileSync(join(root, "data", "realbench", "records.jsonl"))));
 console.log(`pyodide ${pyodide.version} booted and wheels unpacked in ${Date.now() - t0} ms`);
 pyodide.globals.set("pytest_args", pyodide.toPy(pytestArgs));
 const code = await pyodide.runPythonAsync(`

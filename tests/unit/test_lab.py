@@ -18,7 +18,7 @@ from pysim.__main__ import main
 from pysim.catalog import GPUS, MODELS
 from pysim.config import ConfigError, from_mapping
 from pysim.replay import engine_config, replay
-from pysim.steptime import StepTimeModel, num_gpu_blocks, step_time_model
+from pysim.steptime import DEFAULTS, Coefficients, StepTimeModel, num_gpu_blocks, step_time_model
 
 
 def cfg(**kw) -> lab.LabConfig:
@@ -116,26 +116,50 @@ def test_poisson_arrivals_keep_the_requests_and_the_mean_rate():
 
 # ===================================================================== step time, pool
 
+COEF = Coefficients(2.0, 10.0, 0.8, 0.5)  # 2 ms a step, 10 us a request, 80% and 50%
+
+
 def test_step_time_by_hand_for_two_settings():
-    m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], 0.6)
-    # Llama 3.1 8B in 16 bits: 8.03e9 x 2 = 16.06e9 bytes of weights, KV 131,072 B/token.
+    m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], COEF)
+    # Llama 3.1 8B in 16 bits: 8.03e9 x 2 = 16.06e9 bytes of weights, KV 131,072 B/token,
+    # attention 4 x 32 layers x 32 heads x 128 = 524,288 FLOPs per query-key pair.
     # H100 SXM: 3.35e12 B/s, 989e12 FLOP/s.
-    # (1) one decode reading 1,000 tokens of KV, efficiency 0.6:
-    #     memory = (16.06e9 + 1,000 x 131,072) / 3.35e12 = 16.191072e9 / 3.35e12 = 4.8331558e-3 s
-    #     compute = 2 x 8.03e9 x 1 / 989e12 = 1.6239e-5 s  -> memory binds
-    #     step = 4.8331558e-3 / 0.6 = 8.0552597e-3 s
-    assert m.seconds(1, 1_000) == pytest.approx(8.0552597e-3, rel=1e-7)
-    # (2) an 8,192-token prompt chunk reading its own 8,192 tokens, efficiency 1:
-    #     memory = (16.06e9 + 8,192 x 131,072) / 3.35e12 = 17.133741824e9 / 3.35e12 = 5.1145e-3 s
-    #     compute = 16.06e9 x 8,192 / 989e12 = 1.3156352e14 / 9.89e14 = 0.13302681 s -> compute binds
-    assert m.with_efficiency(1.0).seconds(8_192, 8_192) == pytest.approx(0.13302681, rel=1e-7)
+    # (1) one decode reading 1,000 tokens of KV (1,000 pairs):
+    #     memory = (16.06e9 + 1,000 x 131,072) / 3.35e12 = 4.8331558e-3 s, / 0.8 = 6.0414448e-3
+    #     compute = (16.06e9 + 524,288 x 1,000) / 989e12 = 1.6769e-5 s, / 0.5 = 3.354e-5 -> memory
+    #     step = 2e-3 + 1 x 10e-6 + 6.0414448e-3 = 8.0514448e-3 s
+    assert m.seconds(1, 1, 1_000, 1_000) == pytest.approx(8.0514448e-3, rel=1e-7)
+    # (2) one 8,192-token prompt chunk from an empty cache: it reads 8,192 tokens of KV and
+    #     computes 8,192 x 8,192 - 8,192 x 8,191 / 2 = 33,558,528 query-key pairs:
+    #     memory = (16.06e9 + 8,192 x 131,072) / 3.35e12 = 5.1145498e-3 s, / 0.8 = 6.393e-3
+    #     compute = (16.06e9 x 8,192 + 524,288 x 33,558,528) / 989e12 = 0.15081684 s,
+    #     / 0.5 = 0.30163368 -> compute binds; step = 2e-3 + 10e-6 + 0.30163368 = 0.30364368 s
+    assert m.seconds(8_192, 1, 8_192, 33_558_528) == pytest.approx(0.30364368, rel=1e-7)
+
+
+def test_a_chunk_counts_its_attention_pairs():
+    # A request of 10 prompt tokens in chunks of 4, 4 and 2 (budget 4): the chunks end at
+    # contexts 4, 8, 10 and compute 4 x 4 - 6 = 10, 4 x 8 - 6 = 26 and 2 x 10 - 1 = 19
+    # pairs (1 + 2 + ... + 10 = 55 in all); its first decode then meets 11 keys.
+    from pysim.engine import Engine, EngineConfig
+    e = Engine(EngineConfig(max_num_batched_tokens=4, max_num_seqs=4, num_gpu_blocks=64))
+    e.add_request("a", 10, 3)
+    assert [e.step().attention_pairs for _ in range(4)] == [10, 26, 19, 11]
 
 
 def test_decode_run_closed_form_equals_the_sum_of_its_steps():
-    m = step_time_model(GPUS["L40S"], MODELS["qwen3-8b"], 0.7)
-    for batch, kv, steps in ((1, 10, 40), (64, 5_000, 300), (900, 0, 25), (300, 10**6, 1)):
-        one_by_one = sum(m.seconds(batch, kv + i * batch) for i in range(1, steps + 1))
-        assert m.decode_run_seconds(batch, kv, steps) == pytest.approx(one_by_one, rel=1e-12)
+    for gpu, model in (("L40S", "qwen3-8b"), ("H100", "llama-3.1-70b")):
+        m = step_time_model(GPUS[gpu], MODELS[model], COEF)
+        for batch, kv, steps in ((1, 10, 40), (64, 5_000, 300), (900, 0, 25), (300, 10**6, 1),
+                                 (2_000, 0, 3_000)):
+            one_by_one = sum(m.seconds(batch, batch, kv + i * batch, kv + i * batch)
+                             for i in range(1, steps + 1))
+            assert m.decode_run_seconds(batch, kv, steps) == pytest.approx(one_by_one, rel=1e-12)
+            mem, comp = m.decode_run_terms(batch, kv, steps)
+            c = m.coefficients
+            rebuilt = (steps * (c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6 * batch)
+                       + mem / c.memory_efficiency + comp / c.compute_efficiency)
+            assert rebuilt == pytest.approx(one_by_one, rel=1e-12)
 
 
 def test_decode_steps_within_inverts_the_closed_form():
@@ -144,22 +168,22 @@ def test_decode_steps_within_inverts_the_closed_form():
     from pysim.prng import SplitMix64
     rng = SplitMix64(3)
     for gpu, model in (("L40S", "qwen3-8b"), ("H100", "llama-3.1-8b"), ("A100", "llama-3.1-70b")):
-        m = step_time_model(GPUS[gpu], MODELS[model], 0.6)
+        m = step_time_model(GPUS[gpu], MODELS[model], COEF)
         for _ in range(60):
             batch, kv = rng.randint(1, 2000), rng.randint(0, 400_000)
             seconds = rng.random() * 2
             steps = 0
             while m.decode_run_seconds(batch, kv, steps + 1) < seconds:
                 steps += 1
-            assert m.decode_steps_within(batch, kv, seconds) == steps, (gpu, batch, kv, seconds)
-    assert m.decode_steps_within(10, 10, 0.0) == 0
+            assert m.decode_steps_within(batch, kv, seconds, steps + 5) == steps, (gpu, batch, kv)
+    assert m.decode_steps_within(10, 10, 0.0, 100) == 0
 
 
 def test_num_gpu_blocks_by_hand():
-    # H100: 80e9 x 0.9 = 72e9 usable; minus 16.06e9 of weights and the 4e9 reserve
-    # = 51.94e9 bytes; a block is 16 x 131,072 = 2,097,152 bytes; 51.94e9 / 2,097,152
-    # = 24,766.7 -> 24,766 blocks, block 0 (the null block) among them.
-    assert num_gpu_blocks(GPUS["H100"], MODELS["llama-3.1-8b"], 16) == 24_766
+    # H100: nvidia-smi's 81,559 MiB = 85,520,809,984 bytes, x 0.9 = 76,968,728,985 (rounded
+    # down); minus 16.06e9 of weights and the 2e9 runtime reserve = 58,908,728,985 bytes; a
+    # block is 16 x 131,072 = 2,097,152 bytes: 28,089 blocks, block 0 (the null block) among them.
+    assert num_gpu_blocks(GPUS["H100"], MODELS["llama-3.1-8b"], 16) == 28_089
 
 
 # ===================================================================== vLLM's metrics
@@ -207,7 +231,8 @@ def test_goodput_and_tpot_by_hand():
 # ===================================================================== the replay
 
 TOY = StepTimeModel(weight_bytes=1_000, kv_bytes_per_token=1, bandwidth=1_000,
-                    flops_per_token=1, peak_flops=10**9, efficiency=1.0)
+                    flops_per_token=1, attention_flops_per_pair=0, peak_flops=10**9,
+                    coefficients=Coefficients(0.0, 0.0, 1.0, 1.0))
 # A step lasts (1,000 + KV tokens read) / 1,000 s: 1 s plus 1 ms per token of context.
 HUGE = engine_config(num_gpu_blocks=100_001, block_size=16, max_num_seqs=10_000,
                      max_num_batched_tokens=1_000_000)
@@ -238,13 +263,14 @@ def hand_replay(arrivals, prompts, outputs, model):
         while nxt < n and arrivals[nxt] <= now:
             running.append(nxt)
             nxt += 1
-        tokens = kv = 0
+        tokens = kv = pairs = 0
         for i in running:
             step = prompts[i] if computed[i] == 0 else 1
             computed[i] += step
             tokens += step
             kv += computed[i]
-        now += model.seconds(tokens, kv)
+            pairs += step * computed[i] - step * (step - 1) // 2
+        now += model.seconds(tokens, len(running), kv, pairs)
         for i in list(running):
             produced[i] += 1
             if first[i] is None:
@@ -259,7 +285,7 @@ def hand_replay(arrivals, prompts, outputs, model):
 def test_no_limits_replay_equals_a_hand_written_loop_on_real_traffic(fast):
     t = traces.load("conv")
     reqs = traces.requests(t, 20, 1, 1.0)[:150]
-    m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], 0.6)
+    m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], COEF)
     args = ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
             [r.max_tokens for r in reqs])
     r = replay(*args, HUGE, m, 100_001, fast=fast, count_blocks=fast)
@@ -271,18 +297,18 @@ def test_no_limits_replay_equals_a_hand_written_loop_on_real_traffic(fast):
 
 @pytest.mark.parametrize("policy", ["fcfs", "priority"])
 def test_the_shortcuts_change_nothing_even_with_preemptions(policy):
-    # A small pool (A100 with Qwen3 8B's larger KV) at 8x with an 8192-token budget: the
-    # engine preempts (4 times). Stepping one by one with vLLM's linked-list pool and with
+    # A small pool (Qwen3 8B's larger KV in an L40S's 48 GB) at 8x with an 8192-token
+    # budget: the engine preempts (13 times). Stepping one by one with vLLM's linked-list pool and with
     # both shortcuts must agree on every step count, preemption and time. Under either
     # waiting queue (pysim/request_queue.py): the fast path peeks at the head through it;
     # with equal priorities the priority queue sorts by arrival.
-    c = cfg(gpu="A100", model="qwen3-8b", window_minutes=1, window_start_min=30,
+    c = cfg(gpu="L40S", model="qwen3-8b", window_minutes=1, window_start_min=30,
             rate_scale=8, max_num_seqs=512, max_num_batched_tokens=8192)
-    _g, _m, stm, blocks = lab.hardware(c)
-    _t, reqs = lab.workload(c, c.rate_scale)
+    stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
+    blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], 16)
+    t = lab.workload(c, c.rate_scale)
     ec = engine_config(blocks, 16, c.max_num_seqs, c.max_num_batched_tokens, policy=policy)
-    args = ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
-            [r.max_tokens for r in reqs], ec, stm, blocks)
+    args = (t.arrivals, t.prompt_tokens, t.output_tokens, ec, stm, blocks)
     slow = replay(*args, fast=False, count_blocks=False)
     quick = replay(*args)
     assert slow.num_preemptions > 0  # so the preemption path is compared too
@@ -310,7 +336,9 @@ def test_default_replay_view():
     s, tr = view["summary"], view["traffic"]
     assert s["completed"] == tr["num_requests"] > 500
     assert 0 <= s["slo_attainment"] <= 1 and s["good"] <= s["completed"]
-    assert view["hardware"]["num_gpu_blocks"] == 24_766
+    assert view["hardware"]["num_gpu_blocks"] == 28_089
+    assert view["hardware"]["coefficients"] == DEFAULTS["H100"].record()
+    assert view["bench_summary"] is None and view["traffic"]["sentence"].startswith(f"{s['completed']:,} requests")
     for key in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
                 "output_tokens_per_s", "num_preemptions", "t_s"):
         assert len(view["series"][key]) == lab.NUM_BINS

@@ -697,12 +697,12 @@ DIGESTS = [
                '"policy": "priority", "num_gpu_blocks": 1200}}',
      "03a488c3aafd6a45977c95580506a1902785472d53b667fddcac9628a7c056fe"),
     ("batch_size", '{"config": {}}',
-     "67a6e79fca60a4365e0de93bf235a12b3b9a7842055836db4a671da58825f762"),
+     "ead1da14cc7344b937f48275c51074ce3a662e6b76fc2d33dccacf347ee1256d"),
     ("toy_scheduler", '{"config": {"requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
      "fc287ed62d408e597b1272df3957735de8aca69c0330dae70ea27bed8936baba"),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
-     "f7eb351560e50aef2be4156b7ba396148acc20c8e3c4889eaaa0fae43287221d"),
+     "c329717c94dccabd5fa7e2c2d287dbb1ec7f4a3ea28b2fd66e6da9f28b0a2858"),
 ]
 
 

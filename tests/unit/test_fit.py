@@ -1,0 +1,176 @@
+"""The benchmark replay, the published records, and the fit of the step-time model.
+
+Hand-worked expectations are in the comments beside them; the records are the ones in
+data/realbench/records.jsonl (in Pyodide, where tests/pyodide/run_pytest.mjs copies them).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from pysim import bench_serve, fidelity, fit, realbench
+from pysim.replay import engine_config, replay
+from pysim.slo import percentile
+from pysim.steptime import DEFAULTS, Coefficients, StepTimeModel
+
+RECORDS = next(p for p in (realbench.REPO_FILE, Path("/pysim-data/realbench/records.jsonl"))
+               if p.is_file())
+
+
+# ------------------------------------------------------------------ the benchmark's figures
+TOY = StepTimeModel(weight_bytes=1_000, kv_bytes_per_token=1, bandwidth=1_000,
+                    flops_per_token=1, attention_flops_per_pair=0, peak_flops=10**9,
+                    coefficients=Coefficients(0.0, 0.0, 1.0, 1.0))
+# A step lasts (1,000 + KV tokens read) / 1,000 s: 1 s plus 1 ms per token of context.
+HUGE = engine_config(num_gpu_blocks=100_001, block_size=16, max_num_seqs=10_000,
+                     max_num_batched_tokens=1_000_000)
+
+
+def test_summary_figures_follow_serve_py_on_a_hand_worked_case():
+    # A (prompt 100, 3 tokens) and B (prompt 200, 2 tokens), both sent at 0:
+    #   step 1 @0:     both prefill: reads 100 + 200 -> 1.3 s; ends 1.3, first tokens of A, B
+    #   step 2 @1.3:   decodes A (101) B (201): reads 302 -> 1.302; ends 2.602: B done
+    #   step 3 @2.602: decode A (102): 1.102; ends 3.704: A done
+    # TTFT 1.3, 1.3; E2EL A 3.704, B 2.602; TPOT A (3.704 - 1.3) / 2 = 1.202, B 1.302;
+    # ITL: A's gaps 1.302, 1.102; B's 1.302 -> [1.102, 1.302, 1.302].
+    r = replay([0.0, 0.0], [100, 200], [3, 2], HUGE, TOY, 100_001, itl=True)
+    m = bench_serve.metrics(r, [100, 200])
+    assert m["duration"] == pytest.approx(3.704)
+    assert m["request_throughput"] == pytest.approx(2 / 3.704)
+    assert m["output_throughput"] == pytest.approx(5 / 3.704)
+    assert m["total_token_throughput"] == pytest.approx(305 / 3.704)
+    assert m["mean_ttft_ms"] == pytest.approx(1300) and m["median_ttft_ms"] == pytest.approx(1300)
+    assert m["mean_tpot_ms"] == pytest.approx((1202 + 1302) / 2)
+    # P99 of [1.202, 1.302]: rank 0.99 -> 1.202 + 0.99 x 0.1 = 1.301 s
+    assert m["p99_tpot_ms"] == pytest.approx(1301)
+    assert m["mean_itl_ms"] == pytest.approx((1102 + 1302 + 1302) / 3)
+    assert m["median_itl_ms"] == pytest.approx(1302)
+    assert m["p99_itl_ms"] == pytest.approx(1302)
+    assert m["mean_e2el_ms"] == pytest.approx((3704 + 2602) / 2)
+    text = bench_serve.summary_text(m, bench_serve.Benchmark(num_prompts=2))
+    assert text.splitlines()[0] == "{:=^50}".format(" Serving Benchmark Result ")
+    assert "Mean TTFT (ms):                          1300.00" in text
+    assert "Total input tokens:                      305" not in text  # prompts only: 300
+    assert "Total input tokens:                      300" in text
+
+
+def test_itl_of_a_decode_run_equals_stepping_one_by_one():
+    reqs = bench_serve.requests(bench_serve.Benchmark(num_prompts=30, random_input_len=300,
+                                                      random_output_len=50, random_range_ratio=0.5,
+                                                      request_rate=4.0))
+    args = (reqs.arrivals, reqs.prompt_tokens, reqs.output_tokens, HUGE, TOY, 100_001)
+    fast, slow = replay(*args, itl=True), replay(*args, itl=True, fast=False)
+    a, b = bench_serve.metrics(fast, reqs.prompt_tokens), bench_serve.metrics(slow, reqs.prompt_tokens)
+    for key in ("mean_itl_ms", "median_itl_ms", "p99_itl_ms", "mean_tpot_ms", "p99_e2el_ms"):
+        assert a[key] == pytest.approx(b[key], rel=1e-9)
+
+
+def test_weighted_percentile_is_numpys_rule_on_the_repeated_values():
+    pairs = [(0.5, 3), (1.0, 1), (2.0, 4), (7.0, 2)]
+    flat = [v for v, w in pairs for _ in range(w)]
+    for p in (0, 1, 25, 50, 90, 99, 100):
+        assert bench_serve.weighted_percentile(pairs, p) == pytest.approx(percentile(flat, p))
+
+
+def test_the_benchmarks_traffic():
+    b = bench_serve.Benchmark(num_prompts=500, random_input_len=1000, random_output_len=100,
+                              random_range_ratio=0.25, random_prefix_len=32, request_rate=5.0,
+                              burstiness=0.5)
+    r = bench_serve.requests(b)
+    # Lengths uniform in [750, 1250] (+ the shared 32) and [75, 125], both ends drawn.
+    assert min(r.prompt_tokens) >= 782 and max(r.prompt_tokens) <= 1282
+    assert min(r.output_tokens) >= 75 and max(r.output_tokens) <= 125
+    # Sent at a finite rate: rescaled so the last leaves at N / rate = 100 s.
+    assert r.arrivals[-1] == pytest.approx(100.0) and r.arrivals[0] > 0
+    assert all(x <= y for x, y in zip(r.arrivals, r.arrivals[1:]))
+    # Burstiness 0.5: gamma gaps with a coefficient of variation of 1 / sqrt(0.5) = 1.41.
+    gaps = [y - x for x, y in zip(r.arrivals, r.arrivals[1:])]
+    mean = sum(gaps) / len(gaps)
+    cv = math.sqrt(sum((g - mean) ** 2 for g in gaps) / len(gaps)) / mean
+    assert 1.2 < cv < 1.65
+    # The prefix is every prompt's first 32 ids, and nothing else is shared.
+    assert r.token_ids(0)[:32] == r.token_ids(7)[:32] and r.token_ids(0)[32] != r.token_ids(7)[32]
+    assert bench_serve.requests(bench_serve.Benchmark(num_prompts=3)).arrivals == [0.0] * 3
+    shared = bench_serve.requests(bench_serve.Benchmark(num_prompts=50, random_output_len=200,
+                                                        dataset_name="sharegpt"))
+    assert sum(shared.output_tokens) == 50 * 200 and len(set(shared.output_tokens)) > 20
+
+
+# ------------------------------------------------------------------ the records
+def test_every_record_parses_and_the_skipped_say_why():
+    records = realbench.load(RECORDS)
+    assert len(records) == 43
+    skipped = {r.id: r.skipped for r in records if r.run is None}
+    assert skipped == {
+        "gpustack-quantref-qwen3-8b-bf16-a100-sharegpt-inf": "sharegpt dataset without token totals: its lengths are unknown",
+        "gpustack-quantref-qwen3-8b-bf16-h100-sharegpt-inf": "sharegpt dataset without token totals: its lengths are unknown"}
+    by_id = {r.id: r.run for r in records}
+    # A note beside a value: "not set (v0.11.0 default 0.0 = fixed lengths)" is 0.0.
+    r = by_id["gpustack-qwen3-32b-h100-random-4000x200-inf"]
+    assert (r.bench.random_input_len, r.bench.random_output_len, r.bench.random_range_ratio) == (4000, 200, 0.0)
+    assert (r.server.max_num_seqs, r.server.max_num_batched_tokens) == (1024, 8192)  # V1's H100 defaults
+    a100 = by_id["gpustack-qwen3-32b-a100-random-128x4-inf"]
+    assert (a100.server.max_num_seqs, a100.server.max_num_batched_tokens) == (256, 2048)
+    c64 = by_id["vllm-issue24684-llama31-8b-h100-c64"]
+    assert c64.bench.max_concurrency == 64 and math.isinf(c64.bench.request_rate)
+    assert c64.measured == {"mean_ttft_ms": 579.39, "mean_tpot_ms": 18.41, "output_throughput": 2802.42}
+
+
+@pytest.mark.parametrize("line, words", [
+    ("not json", "line 1: expected one JSON object per line"),
+    ("[1]", "line 1: expected a JSON object"),
+    ('{"id": "x", "workload": {}}', "line 1: expected a record with 'metrics'"),
+])
+def test_a_line_that_is_not_a_record_is_named(line, words):
+    with pytest.raises(realbench.RecordError) as err:
+        realbench.parse('{"id": "a", "workload": {}, "metrics": {}}\n' * 0 + line)
+    assert words in str(err.value)
+
+
+def test_a_record_outside_the_catalog_is_skipped_with_its_reason():
+    (rec,) = realbench.parse('{"id": "a", "gpu": "B200", "model": "x", "workload": {}, "metrics": {}}')
+    assert rec.run is None and "B200" in rec.skipped
+    (rec,) = realbench.parse('{"id": "b", "gpu": "H100", "model": "meta-llama/Llama-3.1-70B-Instruct", '
+                             '"tensor_parallel_size": 4, "workload": {}, "metrics": {"mean_tpot_ms": 9}}')
+    assert rec.run is None and "4 GPUs" in rec.skipped
+
+
+# ------------------------------------------------------------------ the fit
+def test_the_linear_form_is_exact_at_the_replays_own_coefficients():
+    server = fit.Server("H100", "llama-3.1-8b", 256, 2048)
+    for bench in (bench_serve.Benchmark(num_prompts=80, random_input_len=3000, random_output_len=40),
+                  bench_serve.Benchmark(num_prompts=80, random_input_len=500, random_output_len=90,
+                                        max_concurrency=12),
+                  bench_serve.Benchmark(num_prompts=120, random_input_len=800, random_output_len=60,
+                                        random_range_ratio=0.5, request_rate=9.0, burstiness=0.3)):
+        result, reqs, model = fit.replay_run(fit.Run(bench, server, {}), DEFAULTS["H100"])
+        m = bench_serve.metrics(result, reqs.prompt_tokens)
+        theta = fit._theta(DEFAULTS["H100"])
+        got = {k: c + math.fsum(p * t for p, t in zip(v, theta))
+               for k, (c, v) in fit.linear_form(result, model).items()}
+        assert got["mean_ttft"] == pytest.approx(m["mean_ttft_ms"] / 1e3, rel=1e-9)
+        assert got["mean_tpot"] == pytest.approx(m["mean_tpot_ms"] / 1e3, rel=1e-9)
+        assert got["duration"] == pytest.approx(m["duration"], rel=1e-9)
+
+
+def test_the_defaults_are_the_fit_of_the_shipped_records():
+    runs = [r.run for r in realbench.usable(realbench.load(RECORDS))]
+    fitted = fit.fit_defaults(runs)
+    for gpu, c in DEFAULTS.items():
+        f = fitted[gpu]
+        assert c.source == f.source
+        for name in ("step_overhead_ms", "request_overhead_us", "memory_efficiency",
+                     "compute_efficiency"):
+            assert getattr(c, name) == pytest.approx(getattr(f, name), rel=2e-3, abs=1e-3), (gpu, name)
+
+
+def test_leave_one_out_never_fits_a_record_on_itself():
+    records = realbench.load(RECORDS)
+    few = [r for r in records if r.id.startswith("blog-hami-l40s")]
+    rows = fidelity.evaluate(few)
+    assert [r["peers"] for r in rows] == [3, 3, 3, 3]
+    s = fidelity.summary(rows)
+    assert s["calibrated"]["mean_tpot"]["records"] == 4
