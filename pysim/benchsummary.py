@@ -67,6 +67,13 @@ SETTINGS = ("dataset_name", "random_input_len", "random_output_len", "random_ran
             "max_concurrency", "seed")
 LOG_LINES = {"Traffic request rate:": "request_rate", "Burstiness factor:": "burstiness",
              "Maximum request concurrency:": "max_concurrency"}
+# Labels vLLM prints that we do not use: known, so a summary whose line breaks were lost
+# (pasted from a rendered issue) can be cut back into lines at every label.
+OTHER_LABELS = ("Request goodput (req/s):", "Peak output token throughput (tok/s):",
+                "Peak concurrent requests:", "Total Token throughput (tok/s):",
+                "Total token throughput (tok/s):", "RTFx:")
+_LINE_START = re.compile(r"\s+(?=" + "|".join(re.escape(x) for x in (*LABELS, *OTHER_LABELS))
+                         + r"|-{5,}[A-Za-z]|={10,}\s*$)")
 _FIGURE = re.compile(r"^(?P<label>[^:]+:)\s+(?P<value>-?\d+(?:\.\d+)?|inf|nan)\s*$")
 _RULE = re.compile(r"^[=\-]{3,}.*[=\-]{3,}$|^[=\-]{10,}$")
 _FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?:[ =]+([^\s\-][^\s]*))?")
@@ -100,10 +107,20 @@ def parse(text: str, field: str = "bench_text") -> list[Pasted]:
     return runs
 
 
+def _unfold(text: str) -> str:
+    """Put a summary pasted on one line (its breaks lost) back on its lines."""
+    out = []
+    for line in text.splitlines():
+        if HEADER in line and len(line.strip()) > 60:
+            line = _LINE_START.sub("\n", line)
+        out.append(line)
+    return "\n".join(out)
+
+
 def _parse_text(text: str, field: str) -> list[Pasted]:
     runs, current, start = [], None, 0
     settings: dict = {}  # flags seen since the last summary: they belong to the next one
-    lines = text.splitlines()
+    lines = _unfold(text).splitlines()
     for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if HEADER in line:
@@ -123,6 +140,8 @@ def _parse_text(text: str, field: str) -> list[Pasted]:
                 current, settings = None, {}
             continue
         m = _FIGURE.match(line)
+        if not m and number == len(lines) and line.endswith(("...", "\u2026")):
+            continue  # a paste cut short at its very end ("P99 TPOT (ms)..."): keep the rest
         if not m:
             raise ConfigError(field, f"line {number}: expected 'Label: number' as vllm bench serve "
                                      f"prints it (e.g. 'Mean TTFT (ms):  41.20'), got {_quote(line)}")

@@ -132,16 +132,17 @@ class LabConfig:
                                         label="random_range_ratio", step=0.01)
     random_prefix_len: int = bounded(0, 0, 16_384, "tokens every prompt shares in front "
                                      "(--random-prefix-len; cached)", label="random_prefix_len",
-                                     unit="tokens")
+                                     unit="tokens", slider_max=4096)
     request_rate: float = bounded(0.0, 0.0, 1000.0, "requests per second (--request-rate); 0 "
                                   "sends them all at once, as --request-rate inf",
-                                  integer=False, label="request_rate", unit="req/s")
+                                  integer=False, label="request_rate", unit="req/s",
+                                  slider_max=50)
     burstiness: float = bounded(1.0, 0.1, 10.0, "gamma shape of the gaps (--burstiness; 1 is "
                                 "Poisson, lower is burstier)", integer=False, label="burstiness",
                                 scale="log")
     max_concurrency: int = bounded(0, 0, fit.MAX_PROMPTS, "requests in flight at most "
                                    "(--max-concurrency); 0 sets no cap",
-                                   label="max_concurrency", unit="requests")
+                                   label="max_concurrency", unit="requests", slider_max=512)
     gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, 16-bit weights and KV)",
                       label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
     model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",

@@ -1,28 +1,35 @@
 // Widget for page 7, the serving lab (pysim/lab.py, bridge name "lab").
 //
-// pysim replays a window of the Azure trace through the V1 engine and scores it as
-// `vllm bench serve` would; this file lays out its controls (from pysim's description,
+// pysim replays a window of the Azure trace, or a benchmark as `vllm bench serve` sends
+// it, through the V1 engine and scores it as `vllm bench serve` would; this file lays out its controls (from pysim's description,
 // grouped), draws the view model (widgets/lab.charts.js holds the charts), and runs the
 // three things a reader does beyond changing a setting:
 // - the capacity sweep: one "sweep_point" call per rate, so the page can say how far it
 //   got and stop between two calls (Cancel), then one "capacity" call for the answer;
 // - pin and compare: the pinned view model is kept and drawn beside the new one;
 // - calibration: the pasted `vllm bench serve` text is the config field `bench_text`,
-//   so pysim judges it like any setting, and its message appears under the text box.
+//   so pysim judges it like any setting, and its message appears under the text box;
+//   pysim replays each pasted run, fits the step-time coefficients, and the table shows
+//   measured and replayed figures side by side.
 (function () {
   "use strict";
   const { h, fmt } = window.PySim;
   const NAME = "lab";
   const OWN = ["mode", "sweep_index"]; // set by the widget on its own calls, never by a control
+  const TRACE = ["trace", "arrivals", "window_start_min", "window_minutes"];
+  const BENCHMARK = ["num_prompts", "random_input_len", "random_output_len", "random_range_ratio",
+    "random_prefix_len", "request_rate", "burstiness", "max_concurrency"];
   const GROUPS = [
-    ["Traffic", ["trace", "arrivals", "window_start_min", "window_minutes", "rate_scale", "seed"]],
-    ["GPU and model", ["gpu", "model", "efficiency"]],
+    ["Traffic", ["traffic", "rate_scale", "seed"]],
+    ["Azure trace", TRACE],
+    ["vllm bench serve", BENCHMARK],
+    ["GPU and model", ["gpu", "model"]],
     ["Scheduler", ["max_num_seqs", "max_num_batched_tokens"]],
     ["Targets (SLOs)", ["slo_ttft_ms", "slo_tpot_ms"]],
   ];
   // What a sweep's points depend on: everything but the rate scale it sweeps itself.
-  const SWEEP_KEYS = ["trace", "arrivals", "window_start_min", "window_minutes", "seed", "gpu", "model",
-    "efficiency", "max_num_seqs", "max_num_batched_tokens", "slo_ttft_ms", "slo_tpot_ms", "bench_text"];
+  const SWEEP_KEYS = ["traffic", ...TRACE, ...BENCHMARK, "seed", "gpu", "model",
+    "max_num_seqs", "max_num_batched_tokens", "slo_ttft_ms", "slo_tpot_ms", "bench_text"];
   const GAUGE_ROWS = 12; // rows of the gauges' table (one every NUM_BINS / 12 bins)
 
   const pct = (x) => (x * 100).toFixed(1) + "%";
@@ -41,11 +48,18 @@
     // ---------------------------------------------------------------- controls
     const controls = w.controls({ skip: OWN });
     const groups = h("div", { class: "lab-groups" });
+    const sets = {};
     for (const [title, names] of GROUPS) {
       const set = h("fieldset", { class: "lab-group" }, h("legend", {}, title));
       for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
       groups.append(set);
+      sets[title] = set;
     }
+    // The trace's settings or the benchmark's: only those of the traffic chosen show.
+    const showTraffic = (kind) => {
+      sets["Azure trace"].hidden = kind === "benchmark";
+      sets["vllm bench serve"].hidden = kind !== "benchmark";
+    };
     controls.root.prepend(groups); // a field no group names stays after them
 
     // ---------------------------------------------------------------- results
@@ -53,6 +67,8 @@
     const status = h("p", { class: "lab-status", "aria-live": "polite" });
     const traffic = h("p", { class: "lab-traffic" });
     const machine = h("p", { class: "lab-machine" });
+    const printed = h("pre", { class: "lab-printed", tabindex: "0", "aria-label": "What vllm bench serve would print for this run, computed by pysim" });
+    const printedBox = h("details", { class: "lab-details" }, h("summary", {}, "As vllm bench serve prints it"), printed);
     const cards = h("dl", { class: "lab-cards" });
     const pinBtn = h("button", { type: "button", class: "md-button", onclick: pinNow }, "Pin this configuration");
     const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearPin, disabled: true }, "Clear pin");
@@ -88,7 +104,7 @@
     const scroll = (table) => h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": "table, scrolls sideways" }, table);
     w.body.append(
       controls.root, w.messages, note, status,
-      section("This run", traffic, machine, cards,
+      section("This run", traffic, machine, printedBox, cards,
         h("div", { class: "lab-buttons" }, pinBtn, clearBtn), pinNote,
         h("div", { class: "lab-pair" }, cdfTtft, cdfTpot), scroll(results)),
       section("Over time", h("div", { class: "lab-pair lab-three" }, gRequests, gKv, gTokens),
@@ -141,19 +157,12 @@
     ];
 
     function drawText() {
-      const t = view.traffic;
-      const hw = view.hardware;
-      const c = view.config;
       note.textContent = view.note;
-      // A rate scale squeezes the window's requests into less time: say both spans.
-      const played = c.rate_scale === 1 ? "" : `, played in ${+(c.window_minutes / c.rate_scale).toPrecision(3)} min`;
-      traffic.textContent = `${fmt(t.num_requests)} requests of the ${t.label}: ${c.window_minutes} min of the trace from minute ` +
-        `${c.window_start_min}${played}, ${t.arrivals === "poisson" ? "Poisson" : "real"} arrivals at x${c.rate_scale} = ` +
-        `${rate(t.rate_req_s)} req/s (median prompt ${fmt(t.num_prompt_tokens_median)} tokens, median answer ` +
-        `${fmt(t.max_tokens_median)}).`;
-      machine.textContent = `${hw.gpu}, ${hw.model}, efficiency ${hw.efficiency.toFixed(3).replace(/0+$/, "").replace(/\.$/, "")}` +
-        `${view.calibration ? " (fitted)" : ""}: num_gpu_blocks ${fmt(hw.num_gpu_blocks)} of ${hw.block_size} tokens ` +
-        `(${fmt(hw.kv_pool_tokens)} tokens of KV; block 0 is the null block). Prefix caching off: the trace has no text.`;
+      traffic.textContent = view.traffic.sentence;
+      machine.textContent = view.hardware.sentence;
+      printedBox.hidden = !view.bench_summary;
+      printed.textContent = view.bench_summary ? view.bench_summary.text : "";
+      showTraffic(view.config.traffic);
       cards.replaceChildren(...FIGURES.map(([label, f]) => card(label, f(view), pin ? f(pin.view) : null)));
 
       const rows = [
@@ -185,24 +194,33 @@
           "output tokens/s", "preemptions"].map((x) => h("th", { scope: "col" }, x)))), h("tbody", {}, ...body));
     }
 
+    const FIT_FIGURES = [["mean_ttft_ms", "Mean TTFT"], ["median_ttft_ms", "Median TTFT"], ["p99_ttft_ms", "P99 TTFT"],
+      ["mean_tpot_ms", "Mean TPOT"], ["median_tpot_ms", "Median TPOT"], ["p99_tpot_ms", "P99 TPOT"],
+      ["mean_itl_ms", "Mean ITL"], ["output_throughput", "Output tok/s"]];
+    const coefficients = (c) => `step overhead ${fmt(+c.step_overhead_ms.toPrecision(3))} ms, ${fmt(+c.request_overhead_us.toPrecision(3))} us per request, ` +
+      `memory efficiency ${c.memory_efficiency.toFixed(2)}, compute efficiency ${c.compute_efficiency.toFixed(2)}`;
     function drawFit() {
       const cal = view.calibration;
       fitTable.hidden = !cal;
-      if (!cal) { fitText.textContent = view.config.bench_text ? "" : "Nothing pasted: the lab runs with the efficiency set above."; fitTable.replaceChildren(); return; }
-      const e = cal.mean_abs_error_pct;
-      fitText.textContent = `Fitted efficiency ${cal.efficiency.toFixed(3)} (the setting says ${cal.efficiency_before}) after ` +
-        `${cal.rounds} rounds; mean TPOT error ${e.mean_tpot_ms.toFixed(1)}%` +
-        `${e.mean_ttft_ms == null ? "" : `, mean TTFT error ${e.mean_ttft_ms.toFixed(1)}%`}. Every number on this widget now uses it.` +
-        `${cal.at_bound ? " The fit stopped at the end of the allowed range: the model cannot match these runs." : ""}`;
-      const err = (x) => (x == null ? "–" : (x > 0 ? "+" : "") + x.toFixed(1) + "%");
-      const sent = (r) => (r.max_concurrency ? `concurrency ${r.max_concurrency}` : r.request_rate === "inf" || r.request_rate == null ? "all at once" : `${r.request_rate} req/s`);
-      fitTable.replaceChildren(h("caption", {}, "Each pasted run, measured and replayed at the fitted efficiency"),
-        h("thead", {}, h("tr", {}, ...["Run", "Sent", "Mean TTFT", "Mean TPOT", "Output tok/s"].map((x) => h("th", { scope: "col" }, x)))),
-        h("tbody", {}, ...cal.runs.map((r, i) => h("tr", {}, h("th", { scope: "row" }, String(i + 1)),
-          h("td", {}, `${fmt(r.settings.completed)} requests, ${sent(r.settings)}`),
-          ...["mean_ttft_ms", "mean_tpot_ms", "output_throughput"].map((k) => h("td", {},
-            `${k === "output_throughput" ? fmt(Math.round(r.measured[k])) : ms(r.measured[k])} measured, ` +
-            `${k === "output_throughput" ? fmt(Math.round(r.replayed[k])) : ms(r.replayed[k])} replayed (${err(r.error_pct[k])})`))))));
+      if (!cal) {
+        fitText.textContent = view.config.bench_text ? "" : "Nothing pasted: the lab runs with the GPU's default coefficients, fitted to published runs (see \"How far to trust the lab\" below).";
+        fitTable.replaceChildren();
+        return;
+      }
+      const e = cal.mean_abs_error;
+      const pctOf = (x) => (x == null ? "–" : (x * 100).toFixed(1) + "%");
+      fitText.textContent = `Fitted to your ${cal.runs.length === 1 ? "run" : cal.runs.length + " runs"}: ${coefficients(cal.coefficients)} ` +
+        `(the GPU's defaults: ${coefficients(cal.coefficients_before)}). Mean error after the fit: TTFT ${pctOf(e.mean_ttft_ms)}, ` +
+        `TPOT ${pctOf(e.mean_tpot_ms)}, output throughput ${pctOf(e.output_throughput)}. Every number on this widget now uses these coefficients.`;
+      const err = (x) => (x > 0 ? "+" : "") + (x * 100).toFixed(1) + "%";
+      const show = (k, x) => (k === "output_throughput" ? fmt(Math.round(x)) : ms(x));
+      const shown = FIT_FIGURES.filter(([k]) => cal.runs.some((r) => k in r.measured));
+      fitTable.replaceChildren(h("caption", {}, "Each pasted run, replayed as it was sent: measured, then replayed with the fitted coefficients"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Run"), h("th", { scope: "col" }, "Sent"),
+          ...shown.map(([, label]) => h("th", { scope: "col" }, label)))),
+        h("tbody", {}, ...cal.runs.map((r, i) => h("tr", {}, h("th", { scope: "row" }, `${i + 1} (${r.source})`),
+          h("td", {}, h("code", {}, r.benchmark.command), r.notes.length ? h("span", { class: "lab-fit-notes" }, " Assumed: " + r.notes.join("; ") + ".") : ""),
+          ...shown.map(([k]) => h("td", {}, k in r.measured ? `${show(k, r.measured[k])} measured, ${show(k, r.replayed[k])} replayed (${err(r.error[k])})` : "–"))))));
     }
 
     function drawSweep() {
@@ -242,7 +260,8 @@
     // ---------------------------------------------------------------- pin and compare
     function describe(config) {
       const f = (n) => { const field = w.field(n); const v = config[n]; return field.option_labels && field.option_labels[v] ? field.option_labels[v] : fmt(v); };
-      return `${f("trace")} trace x${config.rate_scale}, ${f("gpu")}, ${f("model")}, max_num_seqs ${f("max_num_seqs")}, ` +
+      const what = config.traffic === "benchmark" ? `benchmark at ${config.request_rate ? f("request_rate") + " req/s" : "once"}` : `${f("trace")} trace`;
+      return `${what} x${config.rate_scale}, ${f("gpu")}, ${f("model")}, max_num_seqs ${f("max_num_seqs")}, ` +
         `max_num_batched_tokens ${f("max_num_batched_tokens")}`;
     }
     function pinNow() {

@@ -2,8 +2,9 @@
 the page before Python starts and equals Pyodide's; the trace is downloaded only when
 the lab is used; picking a trace and setting SLOs gives pysim's numbers; the capacity
 sweep shows its progress, can be cancelled and ends with pysim's capacity; a pinned
-configuration is compared with a new one; a pasted `vllm bench serve` summary is fitted,
-and broken text gets a message naming its line while nothing else changes."""
+configuration is compared with a new one; a real published `vllm bench serve` summary,
+pasted, is replayed beside its measurement, and broken text gets a message naming its
+line while nothing else changes; benchmark traffic prints vLLM's own summary block."""
 
 from __future__ import annotations
 
@@ -169,22 +170,40 @@ def test_pin_and_compare(page, site_url):
     assert root.locator(".lab-results thead th").count() == 2 and clear.is_disabled()
 
 
-def test_pasted_bench_summary_is_fitted_and_broken_text_named(page, site_url):
+def real_record(record_id: str) -> str:
+    """A published run's printed summary, as its author pasted it (data/realbench/)."""
+    path = Path(__file__).parents[2] / "data" / "realbench" / "records.jsonl"
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record["id"] == record_id:
+            return record["summary_text"]
+    raise KeyError(record_id)
+
+
+def test_pasted_real_run_is_replayed_beside_its_measurement_and_broken_text_named(page, site_url):
     open_ready(page, site_url)
     root = page.locator(WIDGET)
-    sample = bench_sample()
+    # Llama 3.1 8B on one H100 (the lab's default machine), 640 requests at concurrency 64,
+    # from vLLM issue #24684.
+    text = real_record("vllm-issue24684-llama31-8b-h100-c64")
     area = root.get_by_label("vllm bench serve output")
-    area.fill(sample)
+    area.fill(text)
     root.get_by_role("button", name="Fit to these runs").click()
-    until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Fitted efficiency')", timeout=60)
-    want = computed(bench_text=sample)
-    assert f"Fitted efficiency {want['calibration']['efficiency']:.3f}" in root.locator(".lab-fit").inner_text()
+    until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Fitted to your run')", timeout=60)
+    want = computed(bench_text=text)
+    run = want["calibration"]["runs"][0]
+    row = root.locator(".lab-fit-table tbody tr")
+    assert row.count() == 1
+    cells = row.first.inner_text()
+    # Measured as the author printed it, replayed as pysim computes it, side by side.
+    assert "579.39 ms measured" in cells.replace(",", "") or f"{run['measured']['mean_ttft_ms']:.0f}" in cells
+    assert "measured" in cells and "replayed" in cells and "--max-concurrency 64" in cells
+    assert f"memory efficiency {want['calibration']['coefficients']['memory_efficiency']:.2f}" in root.locator(".lab-fit").inner_text()
     assert card(page, "Goodput") == f"{want['summary']['request_goodput']:.2f}"
-    assert root.locator(".lab-fit-table tbody tr").count() == 1
     assert "bench_text" not in page.url  # a paste is never put in the link
 
     fitted = card(page, "TPOT p90")
-    broken = sample.replace("Mean TPOT (ms):", "Mean TPOT (ms): lots", 1)
+    broken = text.replace("Mean TPOT (ms):", "Mean TPOT (ms): lots", 1)
     area.fill(broken)
     root.get_by_role("button", name="Fit to these runs").click()
     wait_idle(page)
@@ -195,6 +214,20 @@ def test_pasted_bench_summary_is_fitted_and_broken_text_named(page, site_url):
     root.get_by_role("button", name="Clear the paste").click()
     until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Nothing pasted')")
     assert card(page, "Goodput") == f"{computed()['summary']['request_goodput']:.2f}"
+
+
+def test_benchmark_traffic_prints_what_vllm_bench_serve_would(page, site_url):
+    open_ready(page, site_url)
+    root = page.locator(WIDGET)
+    root.get_by_label("Traffic", exact=True).select_option("benchmark")
+    until(page, f"!document.querySelector('{WIDGET} .lab-printed').closest('details').hidden", timeout=60)
+    wait_idle(page)
+    want = computed(traffic="benchmark")
+    assert root.locator(".lab-printed").text_content() == want["bench_summary"]["text"]
+    assert root.locator(".lab-traffic").inner_text() == want["traffic"]["sentence"]
+    # Only the benchmark's settings show now, under vLLM's flag names.
+    assert root.get_by_label("random_input_len", exact=True).first.is_visible()
+    assert not root.get_by_label("Window start", exact=True).first.is_visible()
 
 
 def test_phone_dark_fits_the_screen(make_page, site_url):

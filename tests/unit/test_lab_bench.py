@@ -219,3 +219,13 @@ def test_calibration_in_the_lab_shows_each_run_and_reruns_with_the_fit():
                                                                 "output_throughput"}
         assert all(abs(e) < 0.10 for e in run["error"].values()), run["error"]
     assert cal["coefficients"]["compute_efficiency"] == pytest.approx(0.45, rel=0.1)
+
+
+def test_a_summary_pasted_on_one_line_and_cut_short_still_reads():
+    # As a rendered issue shows it: line breaks lost, the end cut off ("P99 TPOT (ms)...").
+    text = SAMPLE.replace("\n", " ")
+    cut = text[:text.index("P99 TPOT (ms):") + len("P99 TPOT (ms)")] + "..."
+    for pasted in (text, cut):
+        (run,) = benchsummary.parse(pasted)
+        assert run.measured["mean_ttft_ms"] == 41.27 and run.measured["mean_tpot_ms"] == 12.85
+        assert run.bench.num_prompts == 1000 and run.bench.request_rate == 4.0
