@@ -6,11 +6,14 @@ running requests first in admission order (decodes take 1 token, a prompt in pro
 takes a chunk), then the head of the waiting queue while it fits; a prompt whose last
 chunk runs in a step gets its first token in that step.
 
-What this module adds is time. A step lasts
+What this module adds is time. A step lasts what the serving lab's clock says
+(pysim.steptime, the chapter's one step-time model: a roofline plus four coefficients
+fitted to published `vllm bench serve` runs) for the GPU and model chosen, Llama 3.1 8B
+on one H100 by default:
 
-    t_step = base_ms + per_decode_ms x (decoding requests) + per_prefill_token_ms x (prompt tokens)
+    t_step = step overhead + per request x requests
+             + max(memory bytes / effective bandwidth, FLOPs / effective peak)
 
-(defaults 5, 0.02 and 0.035 ms: illustrative figures for Llama 3.1 8B on one H100).
 Time is kept in whole microseconds (each step's duration is rounded to 1 us), so step
 starts and arrivals compare exactly. A request arriving while a step runs waits for
 the next step; when nothing is running or waiting, time jumps to the next arrival.
@@ -36,15 +39,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .catalog import GPUS, MODELS
 from .registry import Simulation
 from .utils import cdiv, nearest_rank
 from .config import ConfigError, bounded, choice, flag, to_mapping
 from .engine import Engine, EngineConfig, run_timed
 from .prng import SplitMix64
+from .steptime import StepTimeModel, check_fits, microseconds, step_parts_ms, step_time_model
 
 BLOCK_SIZE = 16
 BUDGET_PRESETS = (512, 2048, 8192, 16384)
-MODEL_LABEL = "illustrative: Llama 3.1 8B on one H100"
 # A shared system prompt at the start of every chat: only prefix caching notices it.
 SYSTEM_PROMPT_TOKENS = 64
 
@@ -121,12 +125,11 @@ class ChunkedPrefillConfig:
                                           label="Budget", unit="tokens", scale="log")
     max_num_seqs: int = bounded(128, 1, 512, "most requests running at once (--max-num-seqs)",
                                  label="Max running requests")
-    base_ms: float = bounded(5.0, 0.1, 100.0, "fixed cost of a step, ms", integer=False,
-                             label="Base step time", unit="ms")
-    per_decode_ms: float = bounded(0.02, 0.0, 10.0, "extra ms per decoding request",
-                                   integer=False, label="Per decode", unit="ms")
-    per_prefill_token_ms: float = bounded(0.035, 0.0, 1.0, "extra ms per prompt token",
-                                          integer=False, label="Per prompt token", unit="ms")
+    gpu: str = choice("H100", tuple(GPUS), "the GPU whose step times the page uses (the "
+                      "serving lab's clock)", label="GPU",
+                      option_labels={k: g.label for k, g in GPUS.items()})
+    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
+                        option_labels={k: m.name for k, m in MODELS.items()})
     num_gpu_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens, vLLM's null block included",
                                  label="KV blocks", unit="blocks")
     enable_prefix_caching: bool = flag(False, "reuse cached KV blocks of identical prompt prefixes",
@@ -146,6 +149,7 @@ class ChunkedPrefillConfig:
                               f"max_num_batched_tokens >= max_num_seqs ({self.max_num_seqs:,}); "
                               f"expected a whole number from {max(64, self.max_num_seqs):,} "
                               f"to 65,536")
+        check_fits(self.gpu, self.model)
         specs = scenario_requests(self.scenario)
         label = SCENARIOS[self.scenario][0]
         streams = [s for s in specs if s.streaming_at_start]
@@ -167,20 +171,6 @@ class ChunkedPrefillConfig:
                               f"{longest:,}; expected a whole number from {longest:,} to 65,536")
 
 
-class StepTime:
-    """The step-time model, in whole microseconds."""
-
-    def __init__(self, base_ms: float, per_decode_ms: float, per_prefill_token_ms: float):
-        # Coefficients in microseconds, rounded to 1e-6 us so 0.035 ms is exactly 35 us.
-        self.base = round(base_ms * 1000, 6)
-        self.decode = round(per_decode_ms * 1000, 6)
-        self.prefill = round(per_prefill_token_ms * 1000, 6)
-
-    def __call__(self, result) -> int:
-        return round(self.base + self.decode * result.decode_tokens
-                     + self.prefill * result.prefill_tokens)
-
-
 def _ms(us: int) -> float:
     # Correctly rounded division of a whole number of microseconds: 20480 -> 20.48
     # exactly as printed, so no further rounding is needed for display.
@@ -193,12 +183,17 @@ def _token_ids(spec: Spec, index: int) -> list[int]:
     return shared + list(range(own, own + spec.num_prompt_tokens - spec.shared_prefix))
 
 
+def clock(gpu: str = "H100", model: str = "llama-3.1-8b") -> StepTimeModel:
+    """The serving lab's step-time model for this GPU and model, its default coefficients."""
+    return step_time_model(GPUS[gpu], MODELS[model])
+
+
 def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_seqs: int = 128,
-             base_ms: float = 5.0, per_decode_ms: float = 0.02,
-             per_prefill_token_ms: float = 0.035, num_gpu_blocks: int = 4096,
+             step_time: StepTimeModel | None = None, num_gpu_blocks: int = 4096,
              enable_prefix_caching: bool = False, enable_chunked_prefill: bool = True,
              policy: str = "fcfs") -> dict:
     """Run `specs` on the engine with the step-time model; return requests, steps, summary."""
+    step_time = step_time or clock()
     engine = Engine(EngineConfig(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                                  num_gpu_blocks=num_gpu_blocks, block_size=BLOCK_SIZE,
                                  enable_prefix_caching=enable_prefix_caching,
@@ -211,8 +206,7 @@ def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_s
     token_us: dict[str, list[int]] = {s.id: [] for s in specs}
     steps = []
     end = 0
-    for result, start, duration in run_timed(engine, StepTime(base_ms, per_decode_ms,
-                                                               per_prefill_token_ms)):
+    for result, start, duration in run_timed(engine, microseconds(step_time)):
         end = start + duration
         for rid in result.sampled:
             token_us[rid].append(end)
@@ -222,6 +216,7 @@ def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_s
             "duration_ms": _ms(duration),
             "decode_tokens": result.decode_tokens,
             "prefill_tokens": result.prefill_tokens,
+            **step_parts_ms(step_time, result),
             "parts": [list(p) for p in result.parts],
             "arrived": result.arrived,
             "admitted": result.admitted,
@@ -270,27 +265,29 @@ def run(config: ChunkedPrefillConfig, actions: list) -> dict:
     assert not actions
     label, _, description = SCENARIOS[config.scenario]
     view = simulate(scenario_requests(config.scenario), max_num_batched_tokens=config.max_num_batched_tokens,
-                    max_num_seqs=config.max_num_seqs, base_ms=config.base_ms,
-                    per_decode_ms=config.per_decode_ms,
-                    per_prefill_token_ms=config.per_prefill_token_ms,
+                    max_num_seqs=config.max_num_seqs,
+                    step_time=clock(config.gpu, config.model),
                     num_gpu_blocks=config.num_gpu_blocks, enable_prefix_caching=config.enable_prefix_caching,
                     enable_chunked_prefill=config.enable_chunked_prefill, policy=config.policy)
     return {
         "config": to_mapping(config),
         "scenario": {"id": config.scenario, "label": label, "description": description},
-        "model": {
-            "base_ms": config.base_ms,
-            "per_decode_ms": config.per_decode_ms,
-            "per_prefill_token_ms": config.per_prefill_token_ms,
-            "label": MODEL_LABEL,
-            "formula": "t_step = base_ms + per_decode_ms x decoding requests "
-                       "+ per_prefill_token_ms x prompt tokens",
-        },
+        "model": model_view(config),
         "block_size": BLOCK_SIZE,
         "max_num_batched_tokens_presets": list(BUDGET_PRESETS),
         "scenarios": [{"id": k, "label": v[0], "description": v[2]} for k, v in SCENARIOS.items()],
         **view,
     }
+
+
+def model_view(config: ChunkedPrefillConfig) -> dict:
+    """The clock, as the page and the CLI state it."""
+    c = clock(config.gpu, config.model).coefficients
+    return {"label": f"{MODELS[config.model].name} on one {GPUS[config.gpu].label}",
+            "coefficients": c.record(),
+            "formula": (f"t_step = {c.step_overhead_ms:.3g} ms + {c.request_overhead_us:.3g} us x "
+                        f"requests + max(memory time, compute time) at {c.memory_efficiency:.2f} "
+                        f"of peak bandwidth and {c.compute_efficiency:.2f} of peak FLOP/s")}
 
 
 def text(view: dict) -> str:
@@ -301,8 +298,7 @@ def text(view: dict) -> str:
         f"max_num_seqs {cfg['max_num_seqs']}, {cfg['policy']}"
         + ("" if cfg["enable_chunked_prefill"] else ", chunked prefill off")
         + (", prefix caching" if cfg["enable_prefix_caching"] else ""),
-        f"  step time ({view['model']['label']}): {cfg['base_ms']:g} ms + "
-        f"{cfg['per_decode_ms']:g} ms x decodes + {cfg['per_prefill_token_ms']:g} ms x prompt tokens",
+        f"  step time ({view['model']['label']}, the serving lab's clock): {view['model']['formula']}",
         "",
         f"{'request':<16} {'arrival ms':>10} {'prompt':>7} {'output':>7} {'TTFT ms':>9} "
         f"{'max gap ms':>10} {'finish ms':>10} {'preempt':>7}",
@@ -322,20 +318,33 @@ def text(view: dict) -> str:
 
 def figures() -> dict:
     """The numbers page 5 quotes ({{ chunked_prefill.KEY }}): the "Long document" scenario
-    at the four budget presets, plus the step-time model's pieces."""
+    at the four budget presets, plus the clock's pieces (Llama 3.1 8B on one H100)."""
     base = run(ChunkedPrefillConfig(), [])
-    model, reqs = base["model"], base["requests"]
+    reqs = base["requests"]
     streams = [r for r in reqs if r["streaming_at_start"]]
     doc = next(r for r in reqs if not r["streaming_at_start"])
-    decode_step = model["base_ms"] + model["per_decode_ms"] * len(streams)
+    c = base["model"]["coefficients"]
+    stm = clock()
+    decode_step = base["steps"][0]["duration_ms"]  # the streams alone: the document comes later
+    whole = run(ChunkedPrefillConfig(max_num_batched_tokens=max(BUDGET_PRESETS)), [])
+    whole_step = next(s for s in whole["steps"]
+                      if [doc["id"], "prefill", doc["num_prompt_tokens"]] in s["parts"])
+    # What one more decoding request adds to a decode step: its overhead and the read of
+    # its KV (at the streams' mean context), at the fitted memory efficiency.
+    context = sum(r["num_prompt_tokens"] for r in streams) / len(streams)
+    per_decode_ms = (c["request_overhead_us"] / 1e3 + context * stm.kv_bytes_per_token
+                     / (stm.bandwidth * c["memory_efficiency"]) * 1e3)
     out = {
-        "base_ms": model["base_ms"], "per_decode_ms": model["per_decode_ms"],
-        "per_prefill_token_ms": model["per_prefill_token_ms"],
+        "step_overhead_ms": c["step_overhead_ms"], "request_overhead_us": c["request_overhead_us"],
+        "memory_efficiency": c["memory_efficiency"], "compute_efficiency": c["compute_efficiency"],
+        "per_decode_ms": per_decode_ms, "stream_context": context,
         "streams": len(streams), "doc_tokens": doc["num_prompt_tokens"], "doc_arrival_ms": doc["arrival_ms"],
         "decode_step_ms": decode_step,
+        "decode_step_memory_ms": base["steps"][0]["memory_ms"],
         # The whole document prefilled in one step beside the streams' decodes.
-        "whole_step_ms": decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"],
-        "whole_over_decode": (decode_step + model["per_prefill_token_ms"] * doc["num_prompt_tokens"]) / decode_step,
+        "whole_step_ms": whole_step["duration_ms"],
+        "whole_step_compute_ms": whole_step["compute_ms"],
+        "whole_over_decode": whole_step["duration_ms"] / decode_step,
     }
     for budget in base["max_num_batched_tokens_presets"]:
         view = run(ChunkedPrefillConfig(max_num_batched_tokens=budget), [])

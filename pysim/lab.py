@@ -49,7 +49,7 @@ from .catalog import GPUS, MODELS
 from .config import ConfigError, bounded, choice, data
 from .replay import engine_config, replay
 from .registry import Simulation
-from .steptime import DEFAULTS, Coefficients, kv_pool_bytes, num_gpu_blocks, step_time_model
+from .steptime import DEFAULTS, Coefficients, check_fits, num_gpu_blocks, step_time_model
 
 BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
 SWEEP_RATES = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
@@ -175,10 +175,7 @@ class LabConfig:
             raise ConfigError("max_num_batched_tokens",
                               f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
                               f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
-        if kv_pool_bytes(GPUS[self.gpu], MODELS[self.model]) <= 0:
-            raise ConfigError("model", f"{MODELS[self.model].name}'s 16-bit weights do not fit "
-                                       f"one {GPUS[self.gpu].name} with room for a KV cache; "
-                                       f"pick a smaller model or a larger GPU")
+        check_fits(self.gpu, self.model)
 
     def _check_benchmark(self) -> None:
         run = fit.Run(benchmark(self, 1.0), server(self), {}, "the benchmark")

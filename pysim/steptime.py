@@ -232,10 +232,46 @@ def step_time_model(gpu: GPU, model: Model, coefficients: Coefficients | None = 
                          coefficients=coefficients or DEFAULTS[gpu.id])
 
 
+def overheads_only(step_overhead_ms: float, request_overhead_us: float) -> StepTimeModel:
+    """The model with its roofline set aside (nothing to read or compute): a fixed cost a
+    step and a cost a request, page 2's t(B) = t0 + beta x B, where the reads that beta
+    stands for are folded into the per-request cost."""
+    return StepTimeModel(0, 0, 1, 0, 0, 1, Coefficients(step_overhead_ms, request_overhead_us,
+                                                        1.0, 1.0, "page 2's t0 and beta"))
+
+
+def microseconds(model: StepTimeModel):
+    """A step-time function for pysim.engine.run_timed in whole microseconds (pages that
+    compare step starts with arrivals exactly)."""
+    return lambda result: round(model.step_seconds(result) * 1e6)
+
+
+def step_parts_ms(model: StepTimeModel, result) -> dict:
+    """A step's time taken apart, in ms: its overheads, and its memory and compute times
+    at the fitted efficiencies (the larger of the two is what the step pays)."""
+    c = model.coefficients
+    memory, compute = model.roofline(result.num_tokens, result.context_tokens,
+                                     result.attention_pairs)
+    return {"overhead_ms": round(c.step_overhead_ms + c.request_overhead_us / 1e3 * len(result.parts), 3),
+            "memory_ms": round(memory / c.memory_efficiency * 1e3, 3),
+            "compute_ms": round(compute / c.compute_efficiency * 1e3, 3)}
+
+
 def kv_pool_bytes(gpu: GPU, model: Model, gpu_memory_utilization: float = 0.9) -> int:
     """Bytes left for the KV cache (negative: the weights do not fit)."""
     usable = gpu.reported_bytes * round(gpu_memory_utilization * 1000) // 1000
     return usable - model.weight_bytes(False) - RUNTIME_BYTES
+
+
+def check_fits(gpu_id: str, model_id: str, field: str = "model") -> None:
+    """ConfigError on `field` when the model's 16-bit weights leave no room for a KV cache."""
+    from .catalog import MODELS
+    from .config import ConfigError
+
+    gpu, model = GPUS[gpu_id], MODELS[model_id]
+    if kv_pool_bytes(gpu, model) <= 0:
+        raise ConfigError(field, f"{model.name}'s 16-bit weights do not fit one {gpu.name} with "
+                                 f"room for a KV cache; pick a smaller model or a larger GPU")
 
 
 def num_gpu_blocks(gpu: GPU, model: Model, block_size: int,

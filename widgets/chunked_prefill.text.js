@@ -5,11 +5,10 @@
 // element's data-key).
 (function () {
   "use strict";
-  const { h, fmt, fmtUpTo } = window.PySim;
+  const { h, fmt } = window.PySim;
   const MANY_PROMPTS = 6; // more new prompts than this: their rows fold behind a button
 
   const ms = (x) => fmt(x) + " ms";
-  const coef = (x) => fmtUpTo(x, 6); // 0.035 must not print as 0.04
   const tokens = (n) => fmt(n) + (n === 1 ? " token" : " tokens");
   const uid = () => Math.random().toString(36).slice(2, 8);
 
@@ -68,9 +67,8 @@
     const key = JSON.stringify(m);
     if (model.dataset.key === key) return;
     model.dataset.key = key;
-    model.replaceChildren(h("strong", {}, "Step time"), ` (${m.label}): `,
-      h("code", {}, `t_step = ${coef(m.base_ms)} ms + ${coef(m.per_decode_ms)} ms × decoding requests + ` +
-        `${coef(m.per_prefill_token_ms)} ms × prompt tokens`));
+    model.replaceChildren(h("strong", {}, "Step time"), ` (${m.label}, the serving lab's clock): `,
+      h("code", {}, m.formula));
   }
 
   function drawLegend(c, colors) {
@@ -111,7 +109,6 @@
     const label = (id) => { const r = view.requests.find((q) => q.id === id); return r ? r.label : id; };
     const decodes = s.parts.filter((p) => p[1] === "decode");
     const chunks = s.parts.filter((p) => p[1] !== "decode");
-    const m = view.model;
     const firstToken = (id) => {
       const r = view.requests.find((q) => q.id === id);
       return r && !r.streaming_at_start && r.token_ms.length && Math.abs(r.token_ms[0] - stepEnd(s)) < 1e-6;
@@ -126,8 +123,8 @@
       h("p", { class: "budget-details-head" },
         h("strong", {}, `Step ${index + 1} of ${view.steps.length}`),
         ` starts at ${ms(s.start_ms)} and lasts ${ms(s.duration_ms)}`,
-        h("span", { class: "budget-muted" }, ` (${coef(m.base_ms)} + ${coef(m.per_decode_ms)} × ${s.decode_tokens} + ` +
-          `${coef(m.per_prefill_token_ms)} × ${fmt(s.prefill_tokens)})`), "."),
+        h("span", { class: "budget-muted" }, ` (overheads ${ms(s.overhead_ms)}, plus the larger of reading ${ms(s.memory_ms)} ` +
+          `and computing ${ms(s.compute_ms)})`), "."),
       h("p", {}, h("strong", {}, `Decode: ${tokens(s.decode_tokens)}`),
         decodes.length ? " — " : "", decodes.map((p) => chip(p[0], label(p[0])))),
       h("p", {}, h("strong", {}, `Prefill: ${tokens(s.prefill_tokens)}`),
@@ -251,6 +248,6 @@
         .map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows));
   }
 
-  window.PySim.chunkedPrefill = { ms, coef, tokens, stepEnd, stepAt, tickStep, drawAxis, longestStep, runName, tableKey,
+  window.PySim.chunkedPrefill = { ms, tokens, stepEnd, stepAt, tickStep, drawAxis, longestStep, runName, tableKey,
     drawModel, drawLegend, drawDetails, drawTable, drawStepsTable };
 })();

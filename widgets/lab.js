@@ -67,7 +67,7 @@
     const status = h("p", { class: "lab-status", "aria-live": "polite" });
     const traffic = h("p", { class: "lab-traffic" });
     const machine = h("p", { class: "lab-machine" });
-    const printed = h("pre", { class: "lab-printed", tabindex: "0", "aria-label": "What vllm bench serve would print for this run, computed by pysim" });
+    const printed = h("pre", { class: "lab-printed", tabindex: "0", role: "region", "aria-label": "What vllm bench serve would print for this run, computed by pysim" });
     const printedBox = h("details", { class: "lab-details" }, h("summary", {}, "As vllm bench serve prints it"), printed);
     const cards = h("dl", { class: "lab-cards" });
     const pinBtn = h("button", { type: "button", class: "md-button", onclick: pinNow }, "Pin this configuration");
@@ -353,5 +353,9 @@
     };
   }
 
-  window.PySim.widget(NAME, { mount, unlinked: ["mode", "sweep_index", "sweep_points", "bench_text"] });
+  window.PySim.widget(NAME, {
+    mount, unlinked: ["mode", "sweep_index", "sweep_points", "bench_text"],
+    // Issue 34 replaced the one efficiency with four coefficients fitted per GPU.
+    retired: { efficiency: "the lab's clock now uses coefficients fitted to published runs for each GPU, or to the runs you paste" },
+  });
 })();

@@ -20,6 +20,8 @@
 //
 //   PySim.widget("NAME", {
 //     link: ["step"],            // the widget's own keys in the hash (not config; optional)
+//     retired: { key: "why" },   // settings a link may still hold that pysim dropped:
+//                                // skipped, and the reader told why (optional)
 //     mount(w) {                 // once per widget on the page, before Python starts
 //       const controls = w.controls({ skip: ["seed"] }); // every other described field
 //       w.body.append(controls.root, w.messages, chart);  // where they go (else: on top)
@@ -222,6 +224,7 @@
     const linkKeys = spec.link || [];
     const linked = spec.link !== false;
     const unlinked = spec.unlinked || []; // fields the link never holds (a long paste)
+    const retired = spec.retired || {}; // keys older links hold that pysim no longer has
     const files = prerendered.files || null; // data files the calls read (the lab's traces)
     const slots = new Map(); // message slots the widget drew for its own editors (data fields)
     let shown = clone(base);
@@ -242,8 +245,10 @@
       const state = clone(base);
       const ui = {};
       const pairs = linked ? readLink(name) : [];
+      const dropped = [];
       for (const [key, text] of pairs) {
-        if (linkKeys.includes(key)) ui[key] = text;
+        if (Object.hasOwn(retired, key)) dropped.push(`${key}: ${retired[key]}`);
+        else if (linkKeys.includes(key)) ui[key] = text;
         else if (key === "actions") state.actions = decodeActions(text);
         else state.config = merged(state.config, { [key]: parseValue(text) });
       }
@@ -251,9 +256,11 @@
       // if a hand-made link holds it anyway, pysim judges it like the rest.
       const given = new Set(pairs.map(([key]) => key));
       for (const f of unlinked) if (!given.has(f)) state.config = merged(state.config, { [f]: shown.config[f] });
-      return { state, ui };
+      return { state, ui, dropped };
     }
     const link = fromLink();
+    const droppedNote = link.dropped.length ? `This link holds a setting the page no longer has, left out: ${link.dropped.join("; ")}.` : "";
+    linkNote.textContent = droppedNote;
 
     function labelFor(field) {
       if (byName.has(field)) return labelOf(byName.get(field));
@@ -328,7 +335,7 @@
         return; // keep the last good picture
       }
       delete root.dataset.error;
-      linkNote.textContent = "";
+      linkNote.textContent = isLink ? droppedNote : "";
       shown = next;
       view = answer.result;
       if (debounce === null) {

@@ -27,12 +27,12 @@ from .multiplier import continuous_trace, output_lengths, static_batches, static
 from .paged import admission_run, hit_cap, paged_vs_contiguous, prefix_sharing, thrashing
 from .priority import priority_examples
 from .real_systems import cpu_overlap, llamacpp_slots, load_test, vllm_pool
-from .throughput import (STEP_BASE_MS, STEP_DECODE_MS, STEP_PREFILL_MS, batch_for_fraction, littles_law,
+from .throughput import (batch_for_fraction, littles_law,
                          roofline_tok_s, step_ms, throughput_tok_s)
 from .waste import context_for_beta, decode_step, head_of_line, padding
 
 __all__ = [
-    "OUTPUT_MIX", "PROMPT_MIX", "STEP_BASE_MS", "STEP_DECODE_MS", "STEP_PREFILL_MS",
+    "OUTPUT_MIX", "PROMPT_MIX",
     "admission_run", "batch_for_fraction", "context_for_beta", "continuous_trace", "cpu_overlap",
     "decode_step", "exercise2", "exercise3", "exercise4", "figure", "head_of_line", "hit_cap",
     "littles_law", "llamacpp_slots", "load_test", "names", "output_lengths", "padding",

@@ -4,11 +4,11 @@ of the chapter's engine that show thrashing. Requests come from the toy driver's
 
 from __future__ import annotations
 
-from ..chunked_prefill import StepTime
+from ..chunked_prefill import clock
+from ..steptime import microseconds
 from ..toy_scheduler import OUTPUTS as OUTPUT_MIX
 from ..toy_scheduler import PROMPTS as PROMPT_MIX
 from ..utils import cdiv
-from .throughput import STEP_BASE_MS, STEP_DECODE_MS, STEP_PREFILL_MS
 
 
 def paged_vs_contiguous(block_size=16, pool_tokens=65_536) -> dict:
@@ -75,8 +75,8 @@ def hit_cap(block_size=16, num_prompt_tokens=48) -> dict:
 def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
                   max_num_seqs: int, block_size=16, budget=2048) -> dict:
     """One run of the chapter's engine (vLLM V1 rules, FCFS, recompute preemption):
-    `requests` identical requests all waiting at time 0. Times use page 5's step-time
-    model; KV usage is vLLM's gauge (1 - free / usable blocks, the null block left out,
+    `requests` identical requests all waiting at time 0. Times use the chapter's clock
+    (pysim.steptime: Llama 3.1 8B on one H100, as on page 5); KV usage is vLLM's gauge (1 - free / usable blocks, the null block left out,
     as vLLM 0.33's `BlockPool.get_usage` does), averaged over time."""
     from ..engine import Engine, EngineConfig, run_timed
 
@@ -84,7 +84,7 @@ def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
                                  num_gpu_blocks=num_gpu_blocks, block_size=block_size))
     for i in range(requests):
         engine.add_request(i, prompt, answer)
-    step_us = StepTime(STEP_BASE_MS, STEP_DECODE_MS, STEP_PREFILL_MS)
+    step_us = microseconds(clock())
 
     steps = computed = sampled = 0
     end_us = usage_us = 0
@@ -119,8 +119,9 @@ def thrashing(block_size=16) -> dict:
     A request holds prompt + answer - 1 tokens of KV at its longest.
     """
     workloads = {"short": (64, 64, 512, 256), "long": (24, 3000, 1000, 1024)}
-    out = {"block_size": block_size, "step_base_ms": STEP_BASE_MS,
-           "step_decode_ms": STEP_DECODE_MS, "step_prefill_ms": STEP_PREFILL_MS}
+    c = clock().coefficients
+    out = {"block_size": block_size, "step_overhead_ms": c.step_overhead_ms,
+           "request_overhead_us": c.request_overhead_us}
     for name, (n, prompt, answer, pool) in workloads.items():
         longest_blocks = cdiv(prompt + answer - 1, block_size)
         calm = (pool - 1) // longest_blocks  # the pool's blocks but vLLM's null block

@@ -1,21 +1,20 @@
-"""Page 2's model of a decode step, and page 5's: what one forward pass costs.
+"""Page 2's model of a decode step: what one forward pass over B requests costs.
 
-t(B) = t0 + beta * B for a step over B requests, so throughput B / t(B) approaches the
-roofline 1 / beta; Little's law L = lambda * W turns it into the stability check of
-page 2. Page 5's step-time model
-(chunked prefill) adds a cost per prompt token; its defaults are the STEP_* constants.
+t(B) = t0 + beta * B, the chapter's step-time model (pysim.steptime) with its roofline
+set aside: a fixed cost a step and a cost a request. Throughput B / t(B) approaches
+1 / beta; Little's law L = lambda * W turns it into the stability check of page 2.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..chunked_prefill import ChunkedPrefillConfig as _StepTimeDefaults
+from ..steptime import overheads_only
 
 
 def step_ms(t0_ms: float, beta_ms: float, batch: int) -> float:
-    """Time of one decode step over `batch` requests."""
-    return t0_ms + beta_ms * batch
+    """Time of one decode step over `batch` requests: t0 + beta x batch."""
+    return overheads_only(t0_ms, beta_ms * 1000).seconds(batch, batch, 0, 0) * 1000
 
 
 def throughput_tok_s(t0_ms: float, beta_ms: float, batch: int) -> float:
@@ -65,8 +64,3 @@ def littles_law(t0_ms=20.0, beta_ms=0.2, b_max=64, rate_per_s=20.0, max_tokens=5
         "offered_over_roofline": rate_per_s * max_tokens / roofline_tok_s(beta_ms),
     }
 
-
-# The step-time model of the chunked-prefill simulation (page 5), at its defaults.
-STEP_BASE_MS = _StepTimeDefaults.base_ms
-STEP_DECODE_MS = _StepTimeDefaults.per_decode_ms
-STEP_PREFILL_MS = _StepTimeDefaults.per_prefill_token_ms

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..toy_scheduler import OUTPUTS as OUTPUT_MIX
-from .throughput import STEP_DECODE_MS, littles_law, step_ms
+from .throughput import littles_law, step_ms
 
 
 def context_for_beta(beta_ms: float, gpu="H100", model="llama-3.1-8b") -> float:
@@ -57,7 +57,6 @@ def decode_step(gpu="H100", model="llama-3.1-8b", context_tokens=2_048, wide=32,
         "beta_ms": roof.request_kv_bytes / roof.bandwidth * 1000,
         # The contexts that page 2's illustrative beta and page 5's stand for.
         "beta_context_page2": context_for_beta(littles_law()["beta_ms"], gpu, model),
-        "beta_context_chunk": context_for_beta(STEP_DECODE_MS, gpu, model),
     }
 
 

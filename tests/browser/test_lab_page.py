@@ -238,3 +238,13 @@ def test_phone_dark_fits_the_screen(make_page, site_url):
         .map(e => e.className || e.tagName).slice(0, 5)""")
     assert wide == [], wide
     assert page.locator(f"{WIDGET} .u-wrap[role=img]").count() == 5
+
+
+def test_a_link_made_before_the_fitted_clock_still_opens(page, site_url):
+    # Links made before issue 34 hold lab.efficiency: it is left out, with a note that
+    # says why, and the rest of the link (the rate scale) is applied.
+    open_ready(page, site_url, "#lab.efficiency=0.45&lab.rate_scale=2")
+    until(page, f"document.querySelector('{WIDGET} .pysim-hash-message').textContent.includes('efficiency')")
+    wait_idle(page)
+    assert card(page, "Goodput") == f"{computed(rate_scale=2)['summary']['request_goodput']:.2f}"
+    assert "fitted to published runs" in page.locator(f"{WIDGET} .pysim-hash-message").text_content()

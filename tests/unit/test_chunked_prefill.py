@@ -12,14 +12,22 @@ from hypothesis import given, settings, strategies as st
 
 from pysim import bridge
 from pysim.__main__ import main
-from pysim.chunked_prefill import (BUDGET_PRESETS, MODEL_LABEL, SCENARIOS, ChunkedPrefillConfig, Spec,
-                                   run, scenario_requests, simulate)
+from pysim.chunked_prefill import (BUDGET_PRESETS, SCENARIOS, ChunkedPrefillConfig, Spec, clock, run,
+                                   scenario_requests, simulate)
+from pysim.steptime import Coefficients, StepTimeModel
 from pysim.config import ConfigError, from_mapping
 from pysim.utils import nearest_rank
 
 
 def view_of(**settings_) -> dict:
     return run(from_mapping(ChunkedPrefillConfig, settings_), [])
+
+
+# For working by hand: the chapter's step-time model on a made-up GPU with nothing to
+# read and 35 us of arithmetic a token, plus 5 ms a step: t = 5 + 0.035 x tokens (ms).
+HAND = StepTimeModel(weight_bytes=0, kv_bytes_per_token=0, bandwidth=1, flops_per_token=35,
+                     attention_flops_per_pair=0, peak_flops=1_000_000,
+                     coefficients=Coefficients(5.0, 0.0, 1.0, 1.0))
 
 
 @pytest.mark.parametrize("budget, durations, ttft", [
@@ -32,16 +40,16 @@ def view_of(**settings_) -> dict:
 ])
 def test_long_prompt_step_times_and_ttft(budget, durations, ttft):
     # A 4,000-token prompt answering 3 tokens: after the chunks, two decode steps of
-    # 5 + 0.02 x 1 = 5.02 ms each bring tokens 2 and 3.
-    view = simulate([Spec("a", "a", 0, 4000, 3)], max_num_batched_tokens=budget)
+    # 5 + 0.035 x 1 = 5.035 ms each bring tokens 2 and 3.
+    view = simulate([Spec("a", "a", 0, 4000, 3)], max_num_batched_tokens=budget, step_time=HAND)
     steps = view["steps"]
-    assert [s["duration_ms"] for s in steps] == durations + [5.02, 5.02]
+    assert [s["duration_ms"] for s in steps] == durations + [5.035, 5.035]
     assert [s["prefill_tokens"] for s in steps[:len(durations)]] == [budget] * (len(durations) - 1) \
         + [4000 - budget * (len(durations) - 1)]
     a = view["requests"][0]
     assert a["ttft_ms"] == view["summary"]["ttft_ms"]["a"] == ttft
-    assert a["gaps_ms"] == [5.02, 5.02]
-    assert a["finish_ms"] == view["summary"]["total_ms"] == (round(ttft * 1000) + 10040) / 1000
+    assert a["gaps_ms"] == [5.035, 5.035]
+    assert a["finish_ms"] == view["summary"]["total_ms"] == (round(ttft * 1000) + 10070) / 1000
     # Each step starts where the previous one ended.
     for before, after in zip(steps, steps[1:]):
         assert round(after["start_ms"] * 1000) == round(before["start_ms"] * 1000) + round(before["duration_ms"] * 1000)
@@ -49,37 +57,58 @@ def test_long_prompt_step_times_and_ttft(budget, durations, ttft):
 
 def test_arrival_during_a_step_waits_and_ttft_counts_from_arrival():
     # Step 0 [0, 145): A's 4,000-token prompt. B (100 tokens) arrives at 3 ms, during
-    # step 0, so it starts in step 1 at 145: A d + B p100 = 5 + 0.02 + 3.5 = 8.52 ms,
-    # B's first token at 153.52, TTFT 153.52 - 3 = 150.52. Step 2: both decode and
-    # finish, 5 + 0.04 = 5.04 ms: total 158.56.
-    view = simulate([Spec("A", "A", 0, 4000, 3), Spec("B", "B", 3, 100, 2)], max_num_batched_tokens=4000)
+    # step 0, so it starts in step 1 at 145: A's decode + B's 100 = 5 + 0.035 x 101 =
+    # 8.535 ms, B's first token at 153.535, TTFT 150.535. Step 2: both decode and
+    # finish, 5 + 0.07 = 5.07 ms: total 158.605.
+    view = simulate([Spec("A", "A", 0, 4000, 3), Spec("B", "B", 3, 100, 2)], max_num_batched_tokens=4000,
+                    step_time=HAND)
     assert [s["parts"] for s in view["steps"]] == [
         [["A", "prefill", 4000]], [["A", "decode", 1], ["B", "prefill", 100]],
         [["A", "decode", 1], ["B", "decode", 1]]]
     assert view["steps"][1]["arrived"] == ["B"] and view["steps"][1]["start_ms"] == 145.0
-    assert view["summary"]["ttft_ms"] == {"A": 145.0, "B": 150.52}
-    assert view["summary"]["total_ms"] == 158.56
+    assert view["summary"]["ttft_ms"] == {"A": 145.0, "B": 150.535}
+    assert view["summary"]["total_ms"] == 158.605
 
 
 def test_long_document_by_hand():
     # Six streams decode alone while the document has not arrived: steps of
-    # 5 + 6 x 0.02 = 5.12 ms start at 0, 5.12, 10.24, 15.36; the document (arrival 20)
-    # joins the step starting at 20.48.
-    # Budget 16,384: 6 decodes + 16,000 prompt tokens in one step, 5.12 + 560 = 565.12
-    # ms: first token at 585.6, TTFT 565.6; the streams wait 565.12 ms for a token.
-    big = view_of(max_num_batched_tokens=16384)
-    assert [s["start_ms"] for s in big["steps"][:5]] == [0.0, 5.12, 10.24, 15.36, 20.48]
+    # 5 + 6 x 0.035 = 5.21 ms start at 0, 5.21, 10.42, 15.63; the document (arrival 20)
+    # joins the step starting at 20.84.
+    # Budget 16,384: 6 decodes + 16,000 prompt tokens in one step, 5 + 0.035 x 16,006 =
+    # 565.21 ms: first token at 586.05, TTFT 566.05; the streams wait 565.21 ms.
+    doc = scenario_requests("long_document")
+    big = simulate(doc, max_num_batched_tokens=16384, step_time=HAND)
+    assert [s["start_ms"] for s in big["steps"][:5]] == [0.0, 5.21, 10.42, 15.63, 20.84]
     assert big["steps"][4]["parts"][-1] == ["doc", "prefill", 16000]
-    assert big["summary"]["ttft_ms"] == {"doc": 565.6}
-    assert big["summary"]["itl_max_ms"] == 565.12
-    # Budget 2,048: chunks of 2,048 - 6 = 2,042. Seven take 5.12 + 71.47 = 76.59 ms
-    # (14,294 tokens), the eighth the last 1,706 in 5.12 + 59.71 = 64.83 ms:
-    # first token at 20.48 + 7 x 76.59 + 64.83 = 621.44, TTFT 601.44; worst gap 76.59.
-    small = view_of(max_num_batched_tokens=2048)
+    assert big["summary"]["ttft_ms"] == {"doc": 566.05}
+    assert big["summary"]["itl_max_ms"] == 565.21
+    # Budget 2,048: chunks of 2,048 - 6 = 2,042. Seven steps of 2,048 tokens take
+    # 5 + 71.68 = 76.68 ms, the eighth (1,706 + 6) 5 + 59.92 = 64.92 ms:
+    # first token at 20.84 + 7 x 76.68 + 64.92 = 622.52, TTFT 602.52; worst gap 76.68.
+    small = simulate(doc, max_num_batched_tokens=2048, step_time=HAND)
     doc_chunks = [p[2] for s in small["steps"] for p in s["parts"] if p[0] == "doc" and p[1] == "prefill"]
     assert doc_chunks == [2042] * 7 + [1706]
-    assert small["summary"]["ttft_ms"] == {"doc": 601.44}
-    assert small["summary"]["itl_max_ms"] == 76.59
+    assert small["summary"]["ttft_ms"] == {"doc": 602.52}
+    assert small["summary"]["itl_max_ms"] == 76.68
+
+
+def test_steps_are_timed_by_the_serving_labs_clock():
+    # The page's clock is the lab's (pysim.steptime) for the GPU and model chosen: each
+    # step pays its overheads plus the larger of its reading and computing times.
+    view = view_of()
+    stm = clock("H100", "llama-3.1-8b")
+    assert view["model"]["coefficients"] == stm.coefficients.record()
+    first = view["steps"][0]  # the six streams decode; their prompts are in the cache
+    c = stm.coefficients
+    # Each stream's context after the step: its prompt plus the token it decodes.
+    context = sum(r["num_prompt_tokens"] + 1 for r in view["requests"] if r["streaming_at_start"])
+    memory = (stm.weight_bytes + context * stm.kv_bytes_per_token) / stm.bandwidth / c.memory_efficiency
+    assert first["duration_ms"] == pytest.approx(
+        c.step_overhead_ms + 6 * c.request_overhead_us / 1e3 + memory * 1e3, abs=0.001)
+    assert first["memory_ms"] > first["compute_ms"]  # decodes read more than they compute
+    other = view_of(gpu="L40S", model="qwen3-8b")
+    assert other["model"]["label"] == "Qwen3 8B on one L40S 48 GB"
+    assert other["steps"][0]["duration_ms"] > first["duration_ms"]  # a quarter of the bandwidth
 
 
 def test_long_document_trade_across_the_presets():
@@ -128,9 +157,8 @@ def test_every_scenario_and_preset(scenario, budget):
 
 def test_view_model_labels_and_presets():
     view = view_of()
-    assert view["model"]["label"] == MODEL_LABEL and "illustrative" in MODEL_LABEL
-    assert (view["model"]["base_ms"], view["model"]["per_decode_ms"],
-            view["model"]["per_prefill_token_ms"]) == (5.0, 0.02, 0.035)
+    assert view["model"]["label"] == "Llama 3.1 8B on one H100 SXM 80 GB"
+    assert view["model"]["formula"].startswith("t_step = 1.81 ms + 6.84 us x requests + max(")
     assert view["max_num_batched_tokens_presets"] == [512, 2048, 8192, 16384]
     assert [s["id"] for s in view["scenarios"]] == ["long_document", "burst_of_chats", "mixed"]
     assert view["scenario"]["id"] == "long_document"
@@ -203,7 +231,8 @@ def test_chunked_prefill_off_with_a_budget_that_holds_the_document():
     # Budget 16,384, no chunking: at step 4 the 6 decodes leave 16,378 >= 16,000, so the
     # document goes in whole, as with chunking.
     view = view_of(enable_chunked_prefill=False, max_num_batched_tokens=16384)
-    assert view["summary"]["ttft_ms"] == {"doc": 565.6}
+    assert view["summary"]["ttft_ms"] == view_of(max_num_batched_tokens=16384)["summary"]["ttft_ms"]
+    assert [p[2] for s in view["steps"] for p in s["parts"] if p[0] == "doc" and p[1] == "prefill"] == [16000]
 
 
 def test_takes_no_actions():
@@ -215,11 +244,12 @@ def test_cli_json_and_text(capsys):
     assert main(["chunked_prefill", "--json", "--set", "max_num_batched_tokens=2048", "--set", "scenario=long_document"]) == 0
     view = json.loads(capsys.readouterr().out)
     assert set(view) >= {"requests", "steps", "summary", "model", "max_num_batched_tokens_presets", "scenarios"}
-    assert view["summary"]["ttft_ms"] == {"doc": 601.44}
+    assert view["summary"]["ttft_ms"] == view_of(max_num_batched_tokens=2048)["summary"]["ttft_ms"]
     assert {"arrival_ms", "num_prompt_tokens", "max_tokens", "streaming_at_start"} <= set(view["requests"][0])
     assert main(["chunked_prefill", "--set", "max_num_batched_tokens=16384"]) == 0
     out = capsys.readouterr().out
-    assert "565.60" in out and "illustrative" in out
+    ttft = view_of(max_num_batched_tokens=16384)["summary"]["ttft_ms"]["doc"]
+    assert f"{ttft:.2f}" in out and "the serving lab's clock" in out
     assert main(["chunked_prefill", "--set", "num_gpu_blocks=10"]) == 2
     assert "num_gpu_blocks" in capsys.readouterr().err
 

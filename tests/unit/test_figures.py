@@ -437,19 +437,32 @@ def test_kv_walkthrough_matches_a_hand_trace():
 
 
 def test_chunked_prefill_page_by_hand():
-    # Six streams decode one token each: 5 + 0.02 * 6 = 5.12 ms per step.
-    assert figure("chunked_prefill.decode_step_ms") == pytest.approx(5.12)
-    # The 16,000-token document prefilled whole beside them: 5.12 + 0.035 * 16,000 = 565.12 ms.
-    assert figure("chunked_prefill.whole_step_ms") == pytest.approx(565.12)
-    assert figure("chunked_prefill.whole_over_decode") == pytest.approx(565.12 / 5.12)
+    # The serving lab's clock for Llama 3.1 8B on one H100 (pysim.steptime.DEFAULTS):
+    # t = overhead + requests x per request + max(memory, compute), efficiencies applied.
+    from pysim.catalog import GPUS, MODELS
+    from pysim.steptime import DEFAULTS
+    c, g, m = DEFAULTS["H100"], GPUS["H100"], MODELS["llama-3.1-8b"]
+    kvb = 2 * 32 * 8 * 128 * 2  # KV bytes a token
+    # Six streams of 500 to 2,000 tokens (7,300 in all) decode one token each: they read
+    # the weights and 7,306 tokens of KV (each context grows by the token it decodes).
+    memory_ms = (2 * 8.03e9 + 7_306 * kvb) / (3.35e12 * c.memory_efficiency) * 1e3
+    overheads_ms = c.step_overhead_ms + 6 * c.request_overhead_us / 1e3
+    assert figure("chunked_prefill.decode_step_ms") == pytest.approx(overheads_ms + memory_ms, abs=0.001)
+    # The 16,000-token document prefilled whole beside them: 16,006 tokens of 2 x 8.03e9
+    # FLOPs, and attention: the chunk meets 16,000 x 16,000 - 16,000 x 15,999 / 2 pairs,
+    # the decodes their 7,306, each pair 4 x 32 layers x 32 heads x 128 = 524,288 FLOPs.
+    pairs = 16_000 * 16_000 - 16_000 * 15_999 // 2 + 7_306
+    compute_ms = (2 * 8.03e9 * 16_006 + 524_288 * pairs) / (989e12 * c.compute_efficiency) * 1e3
+    whole = c.step_overhead_ms + 7 * c.request_overhead_us / 1e3 + compute_ms
+    assert figure("chunked_prefill.whole_step_ms") == pytest.approx(whole, abs=0.001)
+    assert figure("chunked_prefill.whole_over_decode") == pytest.approx(whole / (overheads_ms + memory_ms), rel=1e-4)
+    assert (g.bandwidth_bytes_per_s, g.peak_flops, m.params) == (3.35e12, 989e12, 8.03e9)
     # At a 16,384 budget the document fits one step, so a stream's worst gap is that step.
     assert figure("chunked_prefill.chunks_16384") == 1
-    assert figure("chunked_prefill.itl_max_16384") == pytest.approx(565.12)
+    assert figure("chunked_prefill.itl_max_16384") == figure("chunked_prefill.whole_step_ms")
     # At 2,048 each step gives 2,048 - 6 = 2,042 tokens to the prompt: ceil(16,000 / 2,042) = 8
-    # chunks, and the worst gap is one such step: 5.12 + 0.035 * 2,042 = 76.59 ms.
+    # chunks; 512: ceil(16,000 / 506) = 32; 8,192: ceil(16,000 / 8,186) = 2.
     assert figure("chunked_prefill.chunks_2048") == 8
-    assert figure("chunked_prefill.itl_max_2048") == pytest.approx(5.12 + 0.035 * 2042, abs=0.01)
-    # 512: ceil(16,000 / 506) = 32 chunks; 8,192: ceil(16,000 / 8,186) = 2.
     assert figure("chunked_prefill.chunks_512") == 32 and figure("chunked_prefill.chunks_8192") == 2
     # The trade: a bigger budget never delays the document and never smooths the streams.
     ttft = [figure(f"chunked_prefill.ttft_{b}") for b in (512, 2048, 8192, 16384)]
@@ -478,7 +491,6 @@ def test_beta_stands_for_a_context_length():
     # per token; an H100 reads 3.35e12 bytes/s, so one token's KV takes 3.9127e-8 s.
     # beta = 0.2 ms -> 0.2e-3 / 3.9127e-8 = 5,111.7 tokens; 0.02 ms -> 511.2 tokens.
     assert figure("decode.beta_context_page2") == pytest.approx(0.2e-3 * 3.35e12 / 131_072)
-    assert figure("decode.beta_context_chunk") == pytest.approx(0.02e-3 * 3.35e12 / 131_072)
     # And page 1's own beta is its 2,048-token context, read back.
     assert figures.context_for_beta(figure("decode.beta_ms")) == pytest.approx(2048)
 
@@ -490,20 +502,20 @@ def test_exercise3_room_for_the_long_answers():
     assert figure("ex3.long_tokens_before_preempt") == 40
 
 
-def test_chunked_prefill_steps_set_the_total():
+def test_chunked_prefill_totals_show_what_chunks_hide():
     # Long document: the streams decode for 149 steps at every budget, and the
-    # document's chunks ride inside them, so every budget has 149 steps and one total.
+    # document's chunks ride inside them. A step pays the larger of its reading and its
+    # computing, so the more decode steps the document's arithmetic shares, the more of
+    # their reading it hides: the run ends sooner the smaller the budget.
     assert {figure(f"chunked_prefill.steps_{b}") for b in (512, 2048, 8192, 16384)} == {149}
-    totals = {round(figure(f"chunked_prefill.total_{b}"), 6) for b in (512, 2048, 8192, 16384)}
-    assert totals == {1319.42}
-    # Burst of chats: 70 steps at 512, 63 at 16,384. The same tokens are computed, so the
-    # 7 extra steps add exactly 7 fixed costs of 5 ms: 569.945 - 534.945 = 35 ms.
+    totals = [figure(f"chunked_prefill.total_{b}") for b in (512, 2048, 8192, 16384)]
+    assert totals == sorted(totals) and totals[0] < totals[-1]
+    # Burst of chats: 70 steps at 512, 63 at 16,384: 7 more fixed costs at 512.
     assert (figure("chunked_prefill.burst_steps_512"), figure("chunked_prefill.burst_steps_16384")) == (70, 63)
     assert figure("chunked_prefill.burst_extra_steps") == 7
-    assert figure("chunked_prefill.burst_total_512") == pytest.approx(569.945)
-    assert figure("chunked_prefill.burst_total_16384") == pytest.approx(534.945)
-    assert figure("chunked_prefill.burst_total_512") - figure("chunked_prefill.burst_total_16384") == pytest.approx(7 * 5.0)
-
+    # ... and more reads hidden: the two nearly cancel (the page says so).
+    ratio = figure("chunked_prefill.burst_total_512") / figure("chunked_prefill.burst_total_16384")
+    assert 0.97 < ratio < 1.03
 
 
 def test_a_tiny_toy_pool_costs_concurrency_more_than_recomputation():

@@ -12,21 +12,16 @@ from pathlib import Path
 import pytest
 
 from pysim import bench_serve, fidelity, fit, realbench
-from pysim.replay import engine_config, replay
+from pysim.replay import replay
 from pysim.slo import percentile
-from pysim.steptime import DEFAULTS, Coefficients, StepTimeModel
+from pysim.steptime import DEFAULTS
+from test_lab import HUGE, TOY  # a step lasts 1 s plus 1 ms per token of context read
 
 RECORDS = next(p for p in (realbench.REPO_FILE, Path("/pysim-data/realbench/records.jsonl"))
                if p.is_file())
 
 
 # ------------------------------------------------------------------ the benchmark's figures
-TOY = StepTimeModel(weight_bytes=1_000, kv_bytes_per_token=1, bandwidth=1_000,
-                    flops_per_token=1, attention_flops_per_pair=0, peak_flops=10**9,
-                    coefficients=Coefficients(0.0, 0.0, 1.0, 1.0))
-# A step lasts (1,000 + KV tokens read) / 1,000 s: 1 s plus 1 ms per token of context.
-HUGE = engine_config(num_gpu_blocks=100_001, block_size=16, max_num_seqs=10_000,
-                     max_num_batched_tokens=1_000_000)
 
 
 def test_summary_figures_follow_serve_py_on_a_hand_worked_case():
