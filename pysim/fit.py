@@ -78,12 +78,13 @@ class Run:
     notes: tuple = field(default=())
 
 
-def check(run: Run, field_name: str = "bench_text") -> None:
-    """Refuse a run the engine cannot replay, naming why (ConfigError on `field_name`)."""
+def check(run: Run, field_name: str = "bench_text", max_prompts: int | None = MAX_PROMPTS) -> None:
+    """Refuse a run the engine cannot replay (or, with `max_prompts`, one too large for a
+    page to replay), naming why (ConfigError on `field_name`)."""
     b, s = run.bench, run.server
-    if b.num_prompts > MAX_PROMPTS:
+    if max_prompts is not None and b.num_prompts > max_prompts:
         raise ConfigError(field_name, f"{run.label}: {b.num_prompts:,} prompts; a replay takes "
-                                      f"at most {MAX_PROMPTS:,}")
+                                      f"at most {max_prompts:,}")
     longest = (int(b.random_input_len * (1 + b.random_range_ratio)) + b.random_prefix_len
                + int(b.random_output_len * (1 + b.random_range_ratio)))
     blocks = s.num_gpu_blocks()

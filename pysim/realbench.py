@@ -33,7 +33,8 @@ from pathlib import Path
 
 from .bench_serve import Benchmark
 from .catalog import GPUS, MODELS
-from .fit import Run, Server
+from .config import ConfigError
+from .fit import Run, Server, check
 
 REPO_FILE = Path(__file__).resolve().parent.parent / "data" / "realbench" / "records.jsonl"
 SHARED_FILE = Path(__file__).resolve().parent.parent.parent / "shared" / "realbench" / "records.jsonl"
@@ -123,8 +124,12 @@ def _gpu(raw) -> str | None:
     if cat in GPUS:
         return cat
     name = str(raw.get("gpu") or "").upper()
-    if "40GB" in name.replace(" ", ""):
-        return None  # the catalog's A100 is the 80 GB card
+    squashed = name.replace(" ", "").replace("-", "")
+    # Cards the catalog does not hold, though their names contain one it does: the
+    # 40 GB A100, the PCIe and NVL H100s (less bandwidth than the SXM), the GH200.
+    if "40GB" in squashed or "GH200" in squashed or ("H100" in squashed and
+                                                     ("PCIE" in squashed or "NVL" in squashed)):
+        return None
     for key, gpu in GPU_NAMES:
         if key in name:
             return gpu
@@ -136,7 +141,7 @@ def _model(raw) -> str | None:
     if cat in MODELS:
         return cat
     name = str(raw.get("model") or "").split("/")[-1].lower()
-    name = re.sub(r"-(instruct|chat|hf)$", "", name)
+    name = re.sub(r"-(instruct|chat|hf)(?=-|$)", "", name)  # Mistral-7B-Instruct-v0.3 too
     return MODEL_NAMES.get(name)
 
 
@@ -163,6 +168,9 @@ def _run(raw) -> tuple[Run | None, str]:
         return None, f"GPU {raw.get('gpu')!r} is not in pysim's catalog"
     if model is None:
         return None, f"model {raw.get('model')!r} is not in pysim's catalog"
+    dtype = str(raw.get("dtype") or "").strip().lower()
+    if re.match(r"(fp8|float8|int8|int4|w8a8|w4a16|awq|gptq|nvfp4|mxfp4)", dtype):
+        return None, f"{dtype.split()[0]} weights: the model times 16-bit weights and KV"
     gpus = _number(raw.get("tensor_parallel_size"), 1) or 1
     gpus = max(gpus, _number(raw.get("gpu_count", raw.get("num_gpus")), 1) or 1)
     if gpus != 1:
@@ -224,8 +232,12 @@ def _run(raw) -> tuple[Run | None, str]:
         max_concurrency=int(conc) if conc and conc < math.inf else None,
         dataset_name=kind)
     server = Server(gpu, model, int(min(seqs, budget)), int(budget), min(max(util, 0.1), 0.99))
-    label = f"{raw.get('id')}"
-    return Run(bench, server, measured, label, tuple(notes)), ""
+    run = Run(bench, server, measured, str(raw.get("id")), tuple(notes))
+    try:
+        check(run, "record", max_prompts=None)  # its requests fit the KV pool
+    except ConfigError as err:
+        return None, err.message
+    return run, ""
 
 
 def _total(text) -> float | None:

@@ -169,3 +169,21 @@ def test_leave_one_out_never_fits_a_record_on_itself():
     assert [r["peers"] for r in rows] == [3, 3, 3, 3]
     s = fidelity.summary(rows)
     assert s["calibrated"]["mean_tpot"]["records"] == 4
+
+
+@pytest.mark.parametrize("fields, gpu, model", [
+    ({"gpu": "NVIDIA H100 80GB HBM3", "model": "meta-llama/Meta-Llama-3.1-8B-Instruct"}, "H100", "llama-3.1-8b"),
+    ({"gpu": "A100-SXM4-80GB", "model": "mistralai/Mistral-7B-Instruct-v0.3"}, "A100", "mistral-7b-v0.3"),
+    ({"gpu": "NVIDIA H100 PCIe", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
+    ({"gpu": "NVIDIA GH200 480GB", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
+    ({"gpu": "NVIDIA A100-SXM4-40GB", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
+])
+def test_gpu_and_model_names_as_reports_write_them(fields, gpu, model):
+    assert realbench._gpu(fields) == gpu and realbench._model(fields) == model
+
+
+def test_quantized_weights_are_skipped_with_their_reason():
+    (rec,) = realbench.parse('{"id": "q", "gpu": "H100", "model": "Qwen/Qwen3-8B", "dtype": "fp8", '
+                             '"workload": {"dataset_name": "random", "random_input_len": 1000, '
+                             '"random_output_len": 100, "num_prompts": 10}, "metrics": {"mean_tpot_ms": 9}}')
+    assert rec.run is None and rec.skipped.startswith("fp8 weights")
