@@ -98,7 +98,7 @@
     const fitBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.set({ bench_text: bench.value }), "data-needs-python": true }, "Fit to these runs");
     const unfitBtn = h("button", { type: "button", class: "md-button", onclick: () => { bench.value = ""; w.set({ bench_text: "" }); }, "data-needs-python": true }, "Clear the paste");
     const fitText = h("p", { class: "lab-fit", "aria-live": "polite" });
-    const fitTable = h("table", { class: "lab-fit-table" });
+    const fitTables = h("div", { class: "lab-fit-tables" }); // one small table per pasted run
 
     const section = (title, ...kids) => h("section", { class: "lab-section" }, h("h3", { class: "lab-title" }, title), ...kids);
     const scroll = (table) => h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": "table, scrolls sideways" }, table);
@@ -113,7 +113,7 @@
         h("div", { class: "lab-buttons" }, sweepBtn, cancelBtn), progress, capacityText, sweepChart, scroll(sweepTable)),
       section("Calibrate to your server",
         h("label", { for: benchId, class: "lab-bench-label" }, "vllm bench serve output (the printed summary, or --save-result JSON; up to 4 runs)"),
-        bench, benchError, h("div", { class: "lab-buttons" }, fitBtn, unfitBtn), fitText, scroll(fitTable)),
+        bench, benchError, h("div", { class: "lab-buttons" }, fitBtn, unfitBtn), fitText, fitTables),
     );
 
     // ---------------------------------------------------------------- drawing
@@ -201,10 +201,9 @@
       `memory efficiency ${c.memory_efficiency.toFixed(2)}, compute efficiency ${c.compute_efficiency.toFixed(2)}`;
     function drawFit() {
       const cal = view.calibration;
-      fitTable.hidden = !cal;
       if (!cal) {
         fitText.textContent = view.config.bench_text ? "" : "Nothing pasted: the lab runs with the GPU's default coefficients, fitted to published runs (see \"How far to trust the lab\" below).";
-        fitTable.replaceChildren();
+        fitTables.replaceChildren();
         return;
       }
       const e = cal.mean_abs_error;
@@ -214,13 +213,15 @@
         `TPOT ${pctOf(e.mean_tpot_ms)}, output throughput ${pctOf(e.output_throughput)}. Every number on this widget now uses these coefficients.`;
       const err = (x) => (x > 0 ? "+" : "") + (x * 100).toFixed(1) + "%";
       const show = (k, x) => (k === "output_throughput" ? fmt(Math.round(x)) : ms(x));
-      const shown = FIT_FIGURES.filter(([k]) => cal.runs.some((r) => k in r.measured));
-      fitTable.replaceChildren(h("caption", {}, "Each pasted run, replayed as it was sent: measured, then replayed with the fitted coefficients"),
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Run"), h("th", { scope: "col" }, "Sent"),
-          ...shown.map(([, label]) => h("th", { scope: "col" }, label)))),
-        h("tbody", {}, ...cal.runs.map((r, i) => h("tr", {}, h("th", { scope: "row" }, `${i + 1} (${r.source})`),
-          h("td", {}, h("code", {}, r.benchmark.command), r.notes.length ? h("span", { class: "lab-fit-notes" }, " Assumed: " + r.notes.join("; ") + ".") : ""),
-          ...shown.map(([k]) => h("td", {}, k in r.measured ? `${show(k, r.measured[k])} measured, ${show(k, r.replayed[k])} replayed (${err(r.error[k])})` : "–"))))));
+      // A run: what was sent (the command, and what had to be assumed), then each figure
+      // the paste holds, measured against replayed with the fitted coefficients.
+      fitTables.replaceChildren(...cal.runs.map((r, i) => scroll(h("table", { class: "lab-fit-table" },
+        h("caption", {}, `Run ${i + 1} (${r.source}), replayed as it was sent: `, h("code", {}, r.benchmark.command),
+          r.notes.length ? h("span", { class: "lab-fit-notes" }, ` Assumed: ${r.notes.join("; ")}.`) : ""),
+        h("thead", {}, h("tr", {}, ...["Figure", "Measured", "Replayed", "Error"].map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...FIT_FIGURES.filter(([k]) => k in r.measured).map(([k, label]) => h("tr", {},
+          h("th", { scope: "row" }, label), h("td", {}, show(k, r.measured[k])), h("td", {}, show(k, r.replayed[k])),
+          h("td", {}, err(r.error[k])))))))));
     }
 
     function drawSweep() {
