@@ -445,5 +445,11 @@
     };
   }
 
-  window.PySim.widget(NAME, { link: ["step", "pin_scenario", "pin_max_num_batched_tokens"], mount });
+  // Issue 34 replaced the page's made-up clock with the serving lab's: links made
+  // before it may still hold its three coefficients.
+  const clock = "steps are now timed by the serving lab's clock for the GPU and model chosen";
+  window.PySim.widget(NAME, {
+    link: ["step", "pin_scenario", "pin_max_num_batched_tokens"], mount,
+    retired: { base_ms: clock, per_decode_ms: clock, per_prefill_token_ms: clock },
+  });
 })();

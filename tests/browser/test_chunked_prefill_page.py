@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import page_url, wait_for_python, prerendered
+from conftest import page_url, prerendered, until, wait_for_python
 
 from pysim import bridge
 
@@ -312,3 +312,15 @@ def test_narrow_dark_page_fits_and_draws_fast(make_page, site_url):
         timeline.press(key)
         times.append(float(root_data(page, "drawMs")))
     assert sorted(times)[len(times) // 2] < 16, times
+
+
+def test_a_link_made_before_the_labs_clock_still_opens(page, site_url):
+    # Links from before issue 34 hold the page's old coefficients: they are left out,
+    # with a note, and the rest of the link (the budget) is applied.
+    page.goto(page_url(site_url, PAGE, "#chunked_prefill.base_ms=5&chunked_prefill.max_num_batched_tokens=512"))
+    wait_for_python(page)
+    until(page, f"document.querySelector(\"{ROOT} .pysim-hash-message\").textContent.includes('base_ms')")
+    until(page, f"!document.querySelector(\"{ROOT}\").dataset.busy")
+    assert "the serving lab's clock" in page.locator(f"{ROOT} .pysim-hash-message").text_content()
+    until(page, f"document.querySelector(\"{ROOT} .budget-table\").dataset.finished === 'true'")
+    assert summary(page) == expected_summary(expected(budget=512))
