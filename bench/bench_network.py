@@ -54,8 +54,10 @@ import http.server
 import mimetypes
 import os
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -403,7 +405,7 @@ def kind_of(entry: dict) -> str:
     return {200: "", 304: " (304)", 404: " (404)"}.get(entry["status"], f" ({entry['status']})")
 
 
-def file_rows(cold_on: dict, cold_off: dict, warm_on: dict | None) -> list[list]:
+def file_rows(root: Path, cold_on: dict, cold_off: dict, warm_on: dict | None) -> list[list]:
     """Every file of the first page's loads, by its bytes over the wire, largest first."""
     def by_path(load):
         out = {}
@@ -413,7 +415,7 @@ def file_rows(cold_on: dict, cold_off: dict, warm_on: dict | None) -> list[list]
 
     on, off, warm = by_path(cold_on), by_path(cold_off), by_path(warm_on)
     kb = lambda entries: "-" if not entries else "+".join(f"{e['wire'] / 1e3:.1f}{kind_of(e)}" for e in entries)
-    size = lambda path: (SITE / path).stat().st_size if (SITE / path).is_file() else 0
+    size = lambda path: (root / path).stat().st_size if (root / path).is_file() else 0
     paths = sorted(set(on) | set(off), key=lambda p: -max(sum(e["wire"] for e in on.get(p, [])),
                                                             sum(e["wire"] for e in off.get(p, []))))
     rows = []
@@ -432,7 +434,13 @@ def main():
     if not pages_found:
         sys.exit(f"no page with a widget in {SITE}: run `make site` first")
     pages = [p for p in chapter_order() if p in pages_found]
-    host = Host(SITE)
+    with tempfile.TemporaryDirectory(prefix="bench-network-") as copy:
+        # A copy of the build, so a `make site` running meanwhile cannot change it under a load.
+        root = Path(shutil.copytree(SITE, Path(copy) / "site", ignore=lambda d, names: ["download"] if Path(d) == SITE else []))
+        run(Host(root), pages, pages_found)
+
+
+def run(host: Host, pages: list[str], pages_found: dict[str, list[str]]):
     t0 = time.monotonic()
     host.precompress()
     print(f"Compression: {' and '.join(host.encodings)}"
@@ -448,12 +456,12 @@ def main():
         browser = p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)
         for profile in PROFILES:
             # Runs outermost, so each cell's loads are spread over the profile's minutes.
-            for run in range(COLD):
+            for i in range(COLD):
                 for cell in [c for c in plan if c[0] == profile]:
                     _, page, snapshot = cell
                     host.refuse_snapshot = not snapshot
                     url = f"{base}{page}#widget-{pages_found[page][0]}"
-                    results[cell].append(visit(browser, host, url, profile, warm=run < WARM))
+                    results[cell].append(visit(browser, host, url, profile, warm=i < WARM))
             print(f"  ({profile.name}: done at {time.monotonic() - began:.0f} s)", file=sys.stderr)
         browser.close()
     server.shutdown()
@@ -481,7 +489,7 @@ def main():
     print(f"{first}: every file fetched on {fastest.name}, first run, by its bytes over the wire (KB; "
           f"headers included; a file asked for twice shows both)")
     print(table(["file", "type", "encoding", "on disk KB", "cold, snapshot", "cold, no snapshot (404)",
-                 "warm, snapshot", "cache"], file_rows(on[0], off[0], on[1] if len(on) > 1 else None)))
+                 "warm, snapshot", "cache"], file_rows(host.root, on[0], off[0], on[1] if len(on) > 1 else None)))
 
 
 if __name__ == "__main__":
