@@ -173,15 +173,20 @@ class StepTimeModel:
                 hi = mid
         return (1, lo) if first_binds else (hi, steps)
 
+    def _decode_sums(self, batch: int, kv_tokens: int, steps: int):
+        """(memory time of the memory-bound steps, compute time of all steps, compute time
+        of the memory-bound steps), efficiencies applied: a run's time and terms from one
+        split of its steps."""
+        mem, comp = self._decode_lines(batch, kv_tokens)
+        first, last = self._memory_bound_steps(mem, comp, steps)
+        return _series(mem, first, last), _series(comp, 1, steps), _series(comp, first, last)
+
     def decode_run_terms(self, batch: int, kv_tokens: int, steps: int):
         """(memory seconds, compute seconds) summed over the steps each binds, at 100% of
         the datasheet, for a run of `steps` decodes: what a fit needs."""
-        mem, comp = self._decode_lines(batch, kv_tokens)
-        first, last = self._memory_bound_steps(mem, comp, steps)
+        in_mem, comp_all, comp_in_mem = self._decode_sums(batch, kv_tokens, steps)
         c = self.coefficients
-        in_mem = _series(mem, first, last) * c.memory_efficiency
-        comp_total = _series(comp, 1, steps) - _series(comp, first, last)
-        return in_mem, comp_total * c.compute_efficiency
+        return in_mem * c.memory_efficiency, (comp_all - comp_in_mem) * c.compute_efficiency
 
     def decode_run_seconds(self, batch: int, kv_tokens: int, steps: int) -> float:
         """The total time of `steps` plain decode steps of `batch` requests whose
@@ -189,12 +194,9 @@ class StepTimeModel:
         if steps <= 0:
             return 0.0
         c = self.coefficients
-        mem, comp = self._decode_lines(batch, kv_tokens)
-        first, last = self._memory_bound_steps(mem, comp, steps)
-        ceilings = (_series(mem, first, last) + _series(comp, 1, steps)
-                    - _series(comp, first, last))
+        in_mem, comp_all, comp_in_mem = self._decode_sums(batch, kv_tokens, steps)
         per_step = c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6 * batch
-        return steps * per_step + ceilings
+        return steps * per_step + (in_mem + comp_all - comp_in_mem)
 
     def decode_steps_within(self, batch: int, kv_tokens: int, seconds: float, most: int) -> int:
         """The most plain decode steps, up to `most`, that take less than `seconds` in
