@@ -41,7 +41,11 @@ def hash_block(parent: BlockHash | None, token_ids: Sequence[int]) -> BlockHash:
     parent), so the same input gives the same digest on every Python.
     """
     data = struct.pack(f">{len(token_ids)}q", *token_ids)
-    return hashlib.sha256((parent or ROOT_HASH) + data).digest()
+    if parent is None:
+        parent = ROOT_HASH
+    elif type(parent) is int:  # a name given by the caller (pysim.traces.PromptTokens)
+        parent = parent.to_bytes(8, "big", signed=True)
+    return hashlib.sha256(parent + data).digest()
 
 
 def hash_full_blocks(token_ids: Sequence[int], block_size: int, known: Sequence[BlockHash] = (),
@@ -148,13 +152,19 @@ class BlockPool:
         assert 0 <= n <= self._num_free, f"asked for {n} blocks, {self._num_free} free"
         # The n blocks at the head leave together: walk past them, then link the
         # sentinel to the block after them (their own links are rewritten on return).
-        s, nxt, ref, hashes = self.num_gpu_blocks, self._next, self._ref, self._hash
+        s, nxt, ref, hashes, cached = self.num_gpu_blocks, self._next, self._ref, self._hash, self._cached
         out = []
         b = nxt[s]
         for _ in range(n):
             assert ref[b] == 0
-            if hashes[b] is not None:
-                self._evict(b)
+            h = hashes[b]
+            if h is not None:  # evict: the block's content is no longer cached
+                entry = cached[h]
+                del entry[b]
+                if not entry:
+                    del cached[h]
+                hashes[b] = None
+                self.num_evictions += 1
             ref[b] = 1
             out.append(b)
             b = nxt[b]
@@ -164,22 +174,20 @@ class BlockPool:
         self.num_allocations += n
         return out
 
-    def _evict(self, b: int) -> None:
-        h = self._hash[b]
-        entry = self._cached[h]
-        del entry[b]
-        if not entry:
-            del self._cached[h]
-        self._hash[b] = None
-        self.num_evictions += 1
-
-    def cache_full_block(self, block_id: int, h: BlockHash) -> None:
-        """Register a full, in-use block under hash `h`. No de-duplication (vLLM:
+    def cache_full_blocks(self, block_ids: Sequence[int], block_hashes: Sequence[BlockHash]) -> None:
+        """Register full, in-use blocks under their hashes, in order. No de-duplication:
+        a second block with the same content is registered beside the first (vLLM:
         `BlockPool.cache_full_blocks`)."""
-        assert self.enable_prefix_caching and self._ref[block_id] > 0
-        assert self._hash[block_id] is None, "a block never changes its hash while in use"
-        self._hash[block_id] = h
-        self._cached.setdefault(h, {})[block_id] = None
+        assert self.enable_prefix_caching
+        ref, hashes, cached = self._ref, self._hash, self._cached
+        for b, h in zip(block_ids, block_hashes):
+            assert ref[b] > 0 and hashes[b] is None, "a block never changes its hash while in use"
+            hashes[b] = h
+            entry = cached.get(h)
+            if entry is None:
+                cached[h] = {b: None}
+            else:
+                entry[b] = None
 
     def free_blocks(self, ordered_block_ids: Iterable[int]) -> None:
         """Drop one reference from each block; place those reaching 0 in the queue (vLLM: `BlockPool.free_blocks`).
@@ -337,11 +345,11 @@ class KVCacheManager:
         if pool.enable_prefix_caching:
             num_tokens = min(num_tokens_total, len(token_ids))
             hashes = self._hashes[req_id]
-            known = block_hashes if len(block_hashes) > len(hashes) else hashes
-            new = list(hash_full_blocks(token_ids, pool.block_size, known, len(hashes),
-                                        num_tokens // pool.block_size))
-            for i, h in enumerate(new, len(hashes)):
-                pool.cache_full_block(table[i], h)
+            start, stop = len(hashes), num_tokens // pool.block_size
+            known = block_hashes if len(block_hashes) > start else hashes
+            new = known[start:stop] if stop <= len(known) else \
+                list(hash_full_blocks(token_ids, pool.block_size, known, start, stop))
+            pool.cache_full_blocks(table[start:stop], new)
             hashes += new
         return True
 

@@ -100,7 +100,8 @@ class Request:
     """One request's scheduling state. Read its fields; only the engine changes them."""
 
     __slots__ = (
-        "id", "seq", "arrival", "priority", "num_prompt_tokens", "max_tokens", "token_ids",
+        "id", "seq", "arrival", "priority", "num_prompt_tokens", "max_tokens", "token_ids", "block_hashes",
+        "external_tokens",
         "num_tokens", "num_computed", "num_output", "status", "limit",
         "num_preemptions", "recomputed_tokens", "cached_tokens",
         "prefilled", "first_token_step", "finish_step", "decode_part",
@@ -114,6 +115,8 @@ class Request:
         self.num_prompt_tokens = num_prompt_tokens
         self.max_tokens = max_tokens  # answer length: finished after this many samples
         self.token_ids = token_ids  # prompt + sampled tokens; None when caching is off
+        self.block_hashes = ()  # the prompt's full-block hashes, if known (vLLM: `Request.block_hashes`)
+        self.external_tokens = 0  # leading tokens whose KV another replica computed and sent
         self.num_tokens = num_prompt_tokens  # prompt + tokens sampled so far
         self.num_computed = 0  # tokens whose KV is in the cache
         self.num_output = 0  # tokens sampled so far
@@ -198,16 +201,29 @@ class Engine:
         self.num_steps = 0
         self.num_unfinished = 0
         self.num_preemptions = 0
+        # vLLM's prefix-cache counters, in tokens: the prompts first admissions looked
+        # up, and what they found cached (vllm/v1/core/kv_cache_manager.py,
+        # `record_prefix_cache_stats`: a preempted request's return is kept apart).
+        self.prefix_cache_queries = 0
+        self.prefix_cache_hits = 0
         self._batch = None  # (request, tokens) pairs scheduled by `schedule`, not yet applied
         self._batch_tokens = 0  # the tokens in it
 
     # --- adding work -------------------------------------------------------------
     def add_request(self, req_id, num_prompt_tokens: int, max_tokens: int, *, arrival=0,
-                    priority: int = 0, token_ids=None, prefilled: bool = False) -> Request:
+                    priority: int = 0, token_ids=None, block_hashes=(),
+                    external_tokens: int = 0, prefilled: bool = False) -> Request:
         """Queue a request that enters `waiting` at the first step starting at or after `arrival`.
 
         `token_ids` (the prompt's ids) matter only with prefix caching, where a request
-        without them gets ids no other request shares. `prefilled=True` puts it straight
+        without them gets ids no other request shares. They are copied (`copy()` if they
+        have it, else `list()`): the engine appends the tokens it samples. `block_hashes`,
+        the hashes of the prompt's full blocks if the caller knows them, spare hashing
+        them (pysim.traces.PromptTokens). `external_tokens`: the first tokens' KV was
+        computed elsewhere and arrives with the request, as a disaggregated decode
+        replica gets it through vLLM's KV connector (`num_external_computed_tokens`):
+        admission writes it into new blocks instead of computing it, once; a preempted
+        request recomputes it. `prefilled=True` puts it straight
         into `running` with its prompt computed and its first token sampled before
         step 0 (a user already streaming when the simulation starts): its first step
         is a decode.
@@ -232,12 +248,20 @@ class Engine:
                              f"the budget {cfg.max_num_batched_tokens}, and chunked prefill is off")
         seq = len(self.requests)
         if cfg.enable_prefix_caching:
-            token_ids = list(token_ids) if token_ids is not None else [-(seq + 1)] * num_prompt_tokens
+            if token_ids is None:
+                token_ids = [-(seq + 1)] * num_prompt_tokens
+            else:
+                token_ids = token_ids.copy() if hasattr(token_ids, "copy") else list(token_ids)
             if len(token_ids) != num_prompt_tokens:
                 raise ValueError(f"request {req_id!r}: {len(token_ids)} token ids for {num_prompt_tokens} tokens")
         else:
             token_ids = None  # nothing is hashed: no need to carry ids
         r = Request(req_id, seq, arrival, priority, num_prompt_tokens, max_tokens, token_ids)
+        assert 0 <= external_tokens < num_prompt_tokens, "the last prompt token is computed here"
+        r.external_tokens = external_tokens
+        if cfg.enable_prefix_caching and block_hashes:
+            assert len(block_hashes) <= num_prompt_tokens // cfg.block_size
+            r.block_hashes = block_hashes
         if prefilled:
             self._start_prefilled(r)  # may refuse it: register it only once accepted
         else:
@@ -346,7 +370,7 @@ class Engine:
             if n > budget:
                 n = budget  # chunked prefill: the rest waits for the next step
             if c + n > r.limit:  # crosses into a block it does not hold yet
-                if self.kv.allocate_slots(r.id, r.token_ids, c + n):
+                if self.kv.allocate_slots(r.id, r.token_ids, c + n, (), r.block_hashes):
                     self._set_limit(r)
                 else:
                     # Preempts newer requests until r fits, or r itself; then `i` is
@@ -411,7 +435,7 @@ class Engine:
                 # Nothing left to free for it; the loop moves on to the request `i` now
                 # points at (vLLM 0.33). Under FCFS r was the newest, so none is left.
                 return i, budget
-            if self.kv.allocate_slots(r.id, r.token_ids, r.num_computed + n):
+            if self.kv.allocate_slots(r.id, r.token_ids, r.num_computed + n, (), r.block_hashes):
                 break
         self._set_limit(r)
         batch.append((r, n))
@@ -435,8 +459,9 @@ class Engine:
         waiting, running, kv = self.waiting, self.running, self.kv
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting.peek_request()
-            hits, hit = kv.lookup(r.token_ids) if cfg.enable_prefix_caching else ((), 0)
-            n = r.num_tokens - hit  # cache hits cost no budget
+            hits, hit = kv.lookup(r.token_ids, r.block_hashes) if cfg.enable_prefix_caching else ((), 0)
+            ready = max(hit, r.external_tokens)  # KV it need not compute: cached, or sent to it
+            n = r.num_tokens - ready  # cache hits and sent KV cost no budget
             if n > budget:
                 if not cfg.enable_chunked_prefill:
                     break  # the whole prompt must fit in this step
@@ -444,12 +469,16 @@ class Engine:
             # Full-sequence gate: room for everything it holds now, not just this chunk.
             if kv.blocks_needed(r.id, r.num_tokens, hits) > self.pool.num_free_blocks:
                 break  # head-of-line blocking: nobody behind it is tried
-            ok = kv.allocate_slots(r.id, r.token_ids, hit + n, hits)
+            ok = kv.allocate_slots(r.id, r.token_ids, ready + n, hits, r.block_hashes)
             assert ok
             waiting.pop_request()
             r.status = RUNNING
-            r.num_computed = hit
+            r.num_computed = ready
+            r.external_tokens = 0  # a preemption drops the sent KV: it would be recomputed
             r.cached_tokens += hit
+            if not r.num_preemptions:  # vLLM counts a request's first admission only
+                self.prefix_cache_queries += r.num_tokens
+                self.prefix_cache_hits += hit
             self._set_limit(r)
             running.append(r)
             batch.append((r, n))
@@ -524,12 +553,17 @@ class Engine:
         requests (those with the fewest tokens left). Each step changes the state the
         same way, so `advance_decodes(k)` can apply k of them at once. Arrivals are
         the caller's to check (they depend on time). k is 0 when the next step is
-        anything else, or with prefix caching (blocks would be cached as they fill).
+        anything else.
+
+        With prefix caching, a run still admits nobody, so nobody looks the cache up
+        during it: the blocks that fill are cached at its end, where the next lookup
+        can see them. Blocks handed out in the run come off the free queue's head in
+        the same number whatever the order, so the same cached blocks are evicted.
         """
         cfg = self.config
         running = self.running
         b = len(running)
-        if not b or cfg.enable_prefix_caching or b > cfg.max_num_batched_tokens:
+        if not b or b > cfg.max_num_batched_tokens:
             return 0, 0
         free = self.pool.num_free_blocks
         if self.waiting:
@@ -537,8 +571,12 @@ class Engine:
             # in it, so blocked now is blocked throughout.
             head = self.waiting.peek_request()
             left_budget = cfg.max_num_batched_tokens - b
+            # With caching, what the head needs counts its hits. A run can only evict
+            # free cached blocks, and each it evicts turns one hit into one new block:
+            # the need stays the same while the free count shrinks.
+            hits = self.kv.lookup(head.token_ids, head.block_hashes)[0] if cfg.enable_prefix_caching else ()
             blocked = (b >= cfg.max_num_seqs or left_budget <= 0
-                       or self.kv.blocks_needed(head.id, head.num_tokens) > free
+                       or self.kv.blocks_needed(head.id, head.num_tokens, hits) > free
                        or (not cfg.enable_chunked_prefill and head.num_tokens > left_budget))
             if not blocked:
                 return 0, 0
@@ -559,7 +597,7 @@ class Engine:
         if b * -(-k // bs) > free:
             need = 0
             for r in running:
-                grow = -(-(r.num_computed + k) // bs) - r.limit // bs
+                grow = -(-(r.num_computed + k) // bs) - self.kv.num_blocks(r.id)
                 if grow > 0:
                     need += grow
             if need > free:
@@ -572,6 +610,8 @@ class Engine:
         allocation would have given it. Returns the ids that finished in the last
         step, in batch order; their blocks are free, as after `step`."""
         assert k > 0  # and k <= plan_decode_run()[0]: the caller's promise (tests check it)
+        if self.config.enable_prefix_caching:
+            return self._advance_decodes_cached(k)
         bs = self.config.block_size
         grown, finished = [], []
         for r in self.running:
@@ -595,6 +635,34 @@ class Engine:
             self.kv.grow_all(grown)
         for rid in finished:
             self.kv.free(rid)
+        self.num_unfinished -= len(finished)
+        self._drop_finished(finished)
+        self.num_steps += k
+        return finished
+
+    def _advance_decodes_cached(self, k: int) -> list:
+        """`advance_decodes` with prefix caching: each request samples its k tokens, then
+        asks for the blocks that cover them, which caches every block they filled (as
+        the step that filled each would have); then the finished free theirs."""
+        finished = []
+        kv = self.kv
+        for r in self.running:
+            c = r.num_computed + k
+            r.token_ids.extend([-(r.seq + 1)] * k)  # the made-up ids `_sample` appends
+            if c > r.limit:
+                ok = kv.allocate_slots(r.id, r.token_ids, c, (), r.block_hashes)
+                assert ok, "plan_decode_run counted these blocks"
+                self._set_limit(r)
+            r.num_computed = c
+            r.num_tokens = c + 1
+            out = r.num_output = r.num_output + k
+            if out >= r.max_tokens:
+                assert out == r.max_tokens, "a decode run longer than an answer"
+                r.status = FINISHED
+                r.finish_step = self.num_steps + k - 1
+                finished.append(r.id)
+        for rid in finished:
+            kv.free(rid)
         self.num_unfinished -= len(finished)
         self._drop_finished(finished)
         self.num_steps += k

@@ -5,7 +5,8 @@ with these `--max-num-seqs` and `--max-num-batched-tokens`, do requests meet the
 latency targets, and how many replicas does the traffic need?
 
 The parts, each in its own module:
-- traffic (pysim.traces): a window of the Azure LLM inference trace 2023, at a rate
+- traffic (pysim.traces): a window of the Azure LLM inference trace 2023 (or of the
+  Mooncake traces, below), at a rate
   scale, or Poisson arrivals of the same requests;
 - or, instead of the trace, a benchmark as `vllm bench serve --dataset-name random`
   sends it (pysim.bench_serve), with the figures it prints;
@@ -20,9 +21,12 @@ The parts, each in its own module:
   replayed as it was sent, and the coefficients fitted to them.
 
 What is left out, and why:
-- prefix caching is off for the trace: it has token counts but no prompt text, so
-  there is nothing to find shared prefixes in (a benchmark's --random-prefix-len is
-  shared, and cached, as on a real server);
+- traffic can also be a window of the Mooncake FAST'25 traces (Kimi's conversation
+  service, and a synthetic one), which name each prompt's 512-token blocks: they run
+  with prefix caching on, and the view gives vLLM's two prefix-cache counters;
+- prefix caching is off for the Azure trace: it has token counts but no prompt text,
+  so there is nothing to find shared prefixes in (a benchmark's --random-prefix-len
+  is shared, and cached, as on a real server);
 - the waiting-queue policy is FCFS: the trace carries no request priorities, so
   `--scheduling-policy priority` would have nothing to sort by;
 - `block_size` is vLLM's default, 16.
@@ -103,12 +107,16 @@ class LabConfig:
                                       "sweep_point": "One sweep point",
                                       "capacity": "Capacity from points"})
     traffic: str = choice("trace", ("trace", "benchmark"),
-                          "the traffic: a window of the Azure trace, or a benchmark as "
+                          "the traffic: a window of a production trace, or a benchmark as "
                           "vllm bench serve --dataset-name random sends it", label="Traffic",
-                          option_labels={"trace": "Azure trace", "benchmark": "vllm bench serve"})
+                          option_labels={"trace": "Production trace", "benchmark": "vllm bench serve"})
     trace: str = choice("conv", tuple(traces.TRACES),
-                        "the traffic: Azure's conversation (conv) or coding (code) service",
-                        label="Trace", option_labels={"conv": "Conversation", "code": "Coding"})
+                        "the production trace: Azure's conversation (conv) or coding (code) "
+                        "service, or Mooncake's Kimi conversation (mooncake_conv) or synthetic "
+                        "(mooncake_synth) trace, whose shared prefixes run with prefix caching on",
+                        label="Trace", option_labels={"conv": "Azure conversation", "code": "Azure coding",
+                                                      "mooncake_conv": "Mooncake conversation",
+                                                      "mooncake_synth": "Mooncake synthetic"})
     arrivals: str = choice("trace", ("trace", "poisson"),
                            "real arrival times, or Poisson arrivals at the same mean rate",
                            label="Arrivals", option_labels={"trace": "Real", "poisson": "Poisson"})
@@ -240,8 +248,11 @@ def workload(config: LabConfig, rate_scale: float) -> Traffic:
     trace = traces.load(config.trace)
     reqs = traces.requests(trace, config.window_start_min, config.window_minutes, rate_scale,
                            config.arrivals, config.seed)
+    # A trace that names its prompts' blocks runs with prefix caching on.
+    token_ids = (lambda i: traces.PromptTokens(reqs[i].hash_ids, reqs[i].num_prompt_tokens)) \
+        if trace.hash_ids else None
     return Traffic([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs],
-                   [r.max_tokens for r in reqs], trace=trace,
+                   [r.max_tokens for r in reqs], token_ids=token_ids, trace=trace,
                    window=traces.window(trace, config.window_start_min, config.window_minutes))
 
 
@@ -381,9 +392,7 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
         f"{c.memory_efficiency:.2f}, compute efficiency {c.compute_efficiency:.2f} ({c.source}); "
         f"num_gpu_blocks {blocks:,} of {BLOCK_SIZE} tokens ({(blocks - 1) * BLOCK_SIZE:,} tokens "
         f"of KV; block 0 is the null block). "
-        + ("Prefix caching on: the prompts share their first "
-           f"{config.random_prefix_len:,} tokens." if t.token_ids else
-           "Prefix caching off: nothing is shared to cache."))
+        + _caching_sentence(config, t, result))
     view = {
         "config": _echo(config),
         "note": NOTE,
@@ -393,6 +402,7 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
         "summary": {k: m[k] for k in ("completed", "good", "duration_s", "request_throughput",
                                       "request_goodput", "slo_attainment", "output_throughput")}
         | {"num_preemptions": result.num_preemptions, "num_steps": result.num_steps},
+        "prefix_cache": prefix_cache(result) if t.token_ids else None,
         "ttft_ms": m["ttft_ms"],
         "tpot_ms": m["tpot_ms"],
         "series": series(result),
@@ -405,6 +415,26 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
         view["bench_summary"] = {"text": bench_serve.summary_text(figures_, t.bench),
                                  "figures": figures_}
     return view
+
+
+def prefix_cache(result) -> dict:
+    """vLLM's two prefix-cache counters (tokens) and their ratio, the hit rate a dashboard
+    plots: vllm:prefix_cache_hits / vllm:prefix_cache_queries."""
+    q, h = result.prefix_cache_queries, result.prefix_cache_hits
+    return {"queries": q, "hits": h, "hit_rate": h / q if q else 0.0,
+            "metric_names": {"queries": "vllm:prefix_cache_queries", "hits": "vllm:prefix_cache_hits"}}
+
+
+def _caching_sentence(config: LabConfig, t: Traffic, result) -> str:
+    if not t.token_ids:
+        return "Prefix caching off: the Azure trace has no prompt content, so nothing is shared to cache."
+    rate = prefix_cache(result)["hit_rate"]
+    if t.bench is not None:
+        shared = f"the prompts share their first {config.random_prefix_len:,} tokens"
+    else:
+        shared = "the Mooncake trace names each prompt's 512-token blocks, so shared prefixes are known"
+    return (f"Prefix caching on: {shared}; {rate:.1%} of the prompt tokens admissions looked up "
+            f"were cached (vllm:prefix_cache_hits / vllm:prefix_cache_queries).")
 
 
 def _traffic(config: LabConfig, t: Traffic) -> dict:

@@ -29,6 +29,8 @@ MODULES = {
     "toy_scheduler": "toy_scheduler_view",
     "exercises": "exercises",
     "lab": "lab",
+    "cluster": "cluster",
+    "cluster_sweep": "cluster_sweep",  # one GPU count of the cluster page's sweep (no widget of its own)
 }
 
 

@@ -29,6 +29,7 @@ as `vllm:kv_cache_usage_perc` (a fraction: 1 is full), and preemptions as the co
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .engine import Engine, EngineConfig
@@ -64,7 +65,8 @@ class BlockCounts:
         assert not hit_blocks
         return max(0, cdiv(num_tokens_total, self.block_size) - self._held.get(req_id, 0))
 
-    def allocate_slots(self, req_id, token_ids, num_tokens_total: int, hit_blocks=()) -> bool:
+    def allocate_slots(self, req_id, token_ids, num_tokens_total: int, hit_blocks=(),
+                       block_hashes=()) -> bool:
         new = self.blocks_needed(req_id, num_tokens_total, hit_blocks)
         if new > self.num_free_blocks:
             return False
@@ -129,6 +131,9 @@ class ReplayResult:
     first_seg: list[int]
     finish_seg: list[int]
     itl: list | None  # (seconds, how many) pairs: every gap between two tokens of a request
+    # vLLM's prefix-cache counters, in tokens (vllm:prefix_cache_queries, vllm:prefix_cache_hits)
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
 
     @property
     def ttfts(self) -> list[float]:
@@ -157,6 +162,150 @@ def engine_config(num_gpu_blocks: int, block_size: int, max_num_seqs: int,
                         enable_prefix_caching=enable_prefix_caching)
 
 
+class Server:
+    """One engine and its clock (one vLLM replica), advanced to a given time on demand.
+
+    `replay` drives one to the end; a cluster (pysim.cluster) drives several side by
+    side, advancing each to a request's arrival before its router looks at them.
+    `add` queues a request arriving at a time no earlier than the clock's last stop;
+    `advance(until)` runs every step that starts before `until`.
+
+    It records what `ReplayResult` holds, per segment and per request id (ids are
+    0..n-1, the caller's). `on_finish(id, time)` is called as each request finishes;
+    `on_first(id, time)` as each samples its first token.
+    """
+
+    def __init__(self, config: EngineConfig, model: StepTimeModel, *, fast: bool = True,
+                 count_blocks: bool = True, itl: bool = False, max_steps: int = 2_000_000,
+                 on_finish=None, on_first=None):
+        engine = self.engine = Engine(config)
+        if count_blocks and not config.enable_prefix_caching:
+            # Same scheduling, counted blocks (see BlockCounts).
+            engine.pool = engine.kv = BlockCounts(config.num_gpu_blocks, config.block_size)
+        self.config, self.model, self.fast, self.max_steps = config, model, fast, max_steps
+        self.usable = engine.pool.num_free_blocks  # every block but a reserved null block
+        self.now = None  # no step yet: the clock starts at the first arrival
+        self.on_finish, self.on_first = on_finish, on_first
+        self.first: dict = {}  # id -> first token time
+        self.done: dict = {}  # id -> finish time
+        self.first_seg: dict = {}
+        self.finish_seg: dict = {}
+        self.last_token: dict = {}  # id -> when it last produced a token (for ITL)
+        self.gaps = [] if itl else None
+        self.seg_start, self.seg_end, self.seg_steps, self.work = [], [], [], []
+        self.running, self.waiting, self.usage, self.outs, self.preempts = [], [], [], [], []
+        self.cache_queries, self.cache_hits = [], []  # the engine's prefix-cache counters after each segment
+
+    def add(self, i: int, num_prompt_tokens: int, max_tokens: int, at: float,
+            token_ids=None, external_tokens: int = 0) -> None:
+        # Prompt ids that know their blocks' hashes (pysim.traces.PromptTokens) spare hashing them.
+        hashes = token_ids.block_hashes(self.config.block_size) if hasattr(token_ids, "block_hashes") else ()
+        self.engine.add_request(i, num_prompt_tokens, max_tokens, arrival=at, token_ids=token_ids,
+                                block_hashes=hashes, external_tokens=external_tokens)
+        if self.now is None:
+            self.now = at  # the clock starts at the first request (an idle one jumps in `advance`)
+
+    def outstanding(self) -> int:
+        """Requests sent to it and not finished: what a router counts as its load."""
+        return self.engine.num_unfinished
+
+    def kv_usage(self) -> float:
+        return 1.0 - self.engine.pool.num_free_blocks / self.usable
+
+    def _record(self, start, end, steps, work, running, waiting, outs, preempts) -> int:
+        self.seg_start.append(start)
+        self.seg_end.append(end)
+        self.seg_steps.append(steps)
+        self.work.append(work)
+        self.running.append(running)
+        self.waiting.append(waiting)
+        self.usage.append(1.0 - self.engine.pool.num_free_blocks / self.usable)
+        self.outs.append(outs)
+        self.preempts.append(preempts)
+        self.cache_queries.append(self.engine.prefix_cache_queries)
+        self.cache_hits.append(self.engine.prefix_cache_hits)
+        return len(self.seg_end) - 1
+
+    def _finish(self, rid, end) -> None:
+        self.done[rid] = end
+        self.finish_seg[rid] = len(self.seg_end) - 1
+        if self.on_finish:
+            self.on_finish(rid, end)
+
+    def advance(self, until: float = math.inf) -> None:
+        """Run every step that starts before `until` (all of them, by default)."""
+        engine, model = self.engine, self.model
+        gaps, last_token = self.gaps, self.last_token
+        run_seconds = model.decode_run_seconds
+        while engine.has_unfinished():
+            if engine.num_steps >= self.max_steps:
+                raise RuntimeError(f"still running after {self.max_steps} steps")
+            now = self.now
+            if engine.is_idle():  # nothing to do until the next request arrives
+                nxt = engine.next_arrival()
+                if nxt is None:
+                    return  # everything it has is finished, or was added for later
+                if nxt > now:
+                    now = self.now = nxt
+            if now >= until:
+                return
+            # A request due now is admitted by a full step; otherwise plain decodes may
+            # run until just before the next arrival, or `until`.
+            nxt = engine.next_arrival()
+            stop = until if nxt is None or nxt > until else nxt
+            k, kv = engine.plan_decode_run() if self.fast and stop > now else (0, 0)
+            if k:
+                # A run of plain decodes: the same batch of b requests, each step reading
+                # one more KV entry per request. Stop before the step that would start
+                # at or after `stop` (from the run's closed-form time), and apply the
+                # steps at once.
+                b = len(engine.running)
+                j = k
+                if stop != math.inf and now + run_seconds(b, kv, k - 1) >= stop:
+                    # m: the most steps done while the next one still starts before stop.
+                    j = model.decode_steps_within(b, kv, stop - now, k - 1) + 1
+                if gaps is not None:
+                    # Each request's first gap runs from its last token; the other j - 1
+                    # are the run's steps, the same for every request in it.
+                    t1 = now + run_seconds(b, kv, 1)
+                    for r in engine.running:
+                        gaps.append((t1 - last_token[r.id], 1))
+                    prev = run_seconds(b, kv, 1)
+                    for i in range(2, j + 1):
+                        total = run_seconds(b, kv, i)
+                        gaps.append((total - prev, b))
+                        prev = total
+                batch_ids = [r.id for r in engine.running] if gaps is not None else ()
+                n_wait = len(engine.waiting)
+                finished = engine.advance_decodes(j)
+                end = self.now = now + run_seconds(b, kv, j)
+                self._record(now, end, j, ("run", b, kv, j), len(engine.running), n_wait, b * j, 0)
+                for rid in batch_ids:
+                    last_token[rid] = end
+                for rid in finished:
+                    self._finish(rid, end)
+                continue
+            result = engine.step(now)
+            assert result.parts, "a step with work to do scheduled nothing"
+            end = self.now = now + model.step_seconds(result)
+            seg = self._record(now, end, 1, ("step", result.num_tokens, len(result.parts),
+                                             result.context_tokens, result.attention_pairs),
+                               result.num_requests_running, result.num_requests_waiting,
+                               len(result.sampled), len(result.preempted))
+            requests, index = engine.requests, result.index
+            for rid in result.sampled:
+                if requests[rid].first_token_step == index:
+                    self.first[rid] = end
+                    self.first_seg[rid] = seg
+                    if self.on_first:
+                        self.on_first(rid, end)
+                elif gaps is not None:
+                    gaps.append((end - last_token[rid], 1))
+                last_token[rid] = end
+            for rid in result.finished:
+                self._finish(rid, end)
+
+
 def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[int],
            config: EngineConfig, model: StepTimeModel, num_gpu_blocks: int,
            max_concurrency: int | None = None, max_steps: int = 2_000_000,
@@ -167,125 +316,37 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
     n = len(arrivals)
     assert n == len(prompt_tokens) == len(output_tokens) and n > 0
     assert all(a <= b for a, b in zip(arrivals, arrivals[1:])), "arrivals must be sorted"
-    engine = Engine(config)
-    if count_blocks and not config.enable_prefix_caching:
-        # Same scheduling, counted blocks (see BlockCounts).
-        engine.pool = engine.kv = BlockCounts(config.num_gpu_blocks, config.block_size)
     sent = [0.0] * n
-    first = [0.0] * n
-    done = [0.0] * n
-    sent_seg, first_seg, finish_seg = [-1] * n, [-1] * n, [-1] * n
-    last_token = [0.0] * n  # when each request last produced a token (for ITL)
-    gaps = [] if itl else None
+    sent_seg = [-1] * n
+    next_to_send = 0
 
-    def add(i: int, at: float) -> None:
-        engine.add_request(i, prompt_tokens[i], output_tokens[i], arrival=at,
-                           token_ids=token_ids(i) if token_ids else None)
-
-    # Requests are added as they are sent: all at once, or C at a time.
-    cap = n if max_concurrency is None else min(n, max_concurrency)
-    for i in range(cap):
-        add(i, arrivals[i])
-        sent[i] = arrivals[i]
-    next_to_send = cap
-
-    requests = engine.requests
-    usable = engine.pool.num_free_blocks  # every block but a reserved null block
-    pool = engine.pool
-    step_seconds = model.step_seconds
-    run_seconds = model.decode_run_seconds
-    seg_start, seg_end, seg_steps, work = [], [], [], []
-    running, waiting, usage, outs, preempts = [], [], [], [], []
+    def send(i: int, at: float) -> None:
+        sent[i] = at
+        server.add(i, prompt_tokens[i], output_tokens[i], at, token_ids(i) if token_ids else None)
 
     def finish(rid, end) -> None:
         nonlocal next_to_send
-        done[rid] = end
-        finish_seg[rid] = len(seg_end) - 1
         if next_to_send < n:  # the client sends the next request now
             j = next_to_send
             next_to_send += 1
-            sent[j] = max(arrivals[j], end)
             if arrivals[j] <= end:
-                sent_seg[j] = len(seg_end) - 1
-            add(j, sent[j])
+                sent_seg[j] = len(server.seg_end) - 1
+            send(j, max(arrivals[j], end))
 
-    now = arrivals[0]
-    while engine.has_unfinished():
-        if engine.num_steps >= max_steps:
-            raise RuntimeError(f"still running after {max_steps} steps")
-        if engine.is_idle():  # nothing to do until the next request arrives
-            nxt = engine.next_arrival()
-            if nxt > now:
-                now = nxt
-        # A request due now is admitted by a full step; otherwise plain decodes may
-        # run until just before the next arrival.
-        nxt = engine.next_arrival()
-        k, kv = engine.plan_decode_run() if fast and (nxt is None or nxt > now) else (0, 0)
-        if k:
-            # A run of plain decodes: the same batch of b requests, each step reading
-            # one more KV entry per request. Stop before the step that would start
-            # at or after the next arrival (from the run's closed-form time), and apply
-            # the steps at once.
-            b = len(engine.running)
-            j = k
-            if nxt is not None and now + run_seconds(b, kv, k - 1) >= nxt:
-                # m: the most steps done while the next one still starts before nxt.
-                j = model.decode_steps_within(b, kv, nxt - now, k - 1) + 1
-            if gaps is not None:
-                # Each request's first gap runs from its last token; the other j - 1
-                # are the run's steps, the same for every request in it.
-                t1 = now + run_seconds(b, kv, 1)
-                for r in engine.running:
-                    gaps.append((t1 - last_token[r.id], 1))
-                prev = run_seconds(b, kv, 1)
-                for i in range(2, j + 1):
-                    total = run_seconds(b, kv, i)
-                    gaps.append((total - prev, b))
-                    prev = total
-            batch_ids = [r.id for r in engine.running] if gaps is not None else ()
-            n_wait = len(engine.waiting)
-            finished = engine.advance_decodes(j)
-            seg_start.append(now)
-            now += run_seconds(b, kv, j)
-            seg_end.append(now)
-            seg_steps.append(j)
-            work.append(("run", b, kv, j))
-            running.append(len(engine.running))
-            waiting.append(n_wait)
-            usage.append(1.0 - pool.num_free_blocks / usable)
-            outs.append(b * j)
-            preempts.append(0)
-            for rid in batch_ids:
-                last_token[rid] = now
-            for rid in finished:
-                finish(rid, now)
-            continue
-        result = engine.step(now)
-        assert result.parts, "a step with work to do scheduled nothing"
-        end = now + step_seconds(result)
-        seg_start.append(now)
-        now = end
-        seg_end.append(end)
-        seg_steps.append(1)
-        work.append(("step", result.num_tokens, len(result.parts), result.context_tokens,
-                     result.attention_pairs))
-        running.append(result.num_requests_running)
-        waiting.append(result.num_requests_waiting)
-        usage.append(1.0 - pool.num_free_blocks / usable)
-        outs.append(len(result.sampled))
-        preempts.append(len(result.preempted))
-        index = result.index
-        seg = len(seg_end) - 1
-        for rid in result.sampled:
-            if requests[rid].first_token_step == index:
-                first[rid] = end
-                first_seg[rid] = seg
-            elif gaps is not None:
-                gaps.append((end - last_token[rid], 1))
-            last_token[rid] = end
-        for rid in result.finished:
-            finish(rid, end)
-    assert next_to_send == n
-    return ReplayResult(sent, first, done, list(output_tokens), seg_start, seg_end, seg_steps,
-                        work, running, waiting, usage, outs, preempts, engine.num_preemptions,
-                        engine.num_steps, sent_seg, first_seg, finish_seg, gaps)
+    server = Server(config, model, fast=fast, count_blocks=count_blocks, itl=itl,
+                    max_steps=max_steps, on_finish=finish if max_concurrency is not None else None)
+    # Requests are added as they are sent: all at once, or C at a time.
+    cap = n if max_concurrency is None else min(n, max_concurrency)
+    for i in range(cap):
+        send(i, arrivals[i])
+    next_to_send = cap
+    server.advance()
+    assert next_to_send == n and len(server.done) == n
+    engine = server.engine
+    order = range(n)
+    return ReplayResult(sent, [server.first[i] for i in order], [server.done[i] for i in order],
+                        list(output_tokens), server.seg_start, server.seg_end, server.seg_steps,
+                        server.work, server.running, server.waiting, server.usage, server.outs,
+                        server.preempts, engine.num_preemptions, engine.num_steps, sent_seg,
+                        [server.first_seg[i] for i in order], [server.finish_seg[i] for i in order],
+                        server.gaps, engine.prefix_cache_queries, engine.prefix_cache_hits)

@@ -33,7 +33,11 @@ from pathlib import Path
 
 from .prng import SplitMix64
 
-TRACES = {"conv": "conversation service", "code": "coding service"}
+TRACES = {"conv": "conversation service", "code": "coding service",
+          "mooncake_conv": "Kimi conversation (Mooncake)", "mooncake_synth": "synthetic (Mooncake)"}
+# The traces that name each prompt's blocks, so that shared prefixes are known.
+PREFIX_TRACES = ("mooncake_conv", "mooncake_synth")
+TRACE_BLOCK = 512  # tokens per block id in the Mooncake traces
 # Where the browser worker writes the files (see widgets/worker.js).
 BROWSER_DIR = "/pysim-data/traces"
 REPO_DIR = Path(__file__).resolve().parent.parent / "data" / "traces"
@@ -44,6 +48,7 @@ class TraceRequest:
     arrival_s: float  # seconds after the window's first arrival (after scaling)
     num_prompt_tokens: int
     max_tokens: int  # the answer length the service generated
+    hash_ids: tuple = ()  # the prompt's 512-token blocks, named (Mooncake traces only)
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Trace:
     offsets_ms: tuple[int, ...]  # arrival after the file's first request
     prompt_tokens: tuple[int, ...]
     output_tokens: tuple[int, ...]
+    hash_ids: tuple | None = None  # per request, its blocks' ids (Mooncake); None for Azure
 
     @property
     def span_minutes(self) -> float:
@@ -98,16 +104,98 @@ def load(name: str) -> Trace:
 
 
 def parse(text: str, name: str = "") -> Trace:
-    """The compact file's lines, each "offset_ms prompt_tokens answer_tokens"; lines
-    starting with # are its header. One split of the whole body, not one per line:
-    this runs in the reader's browser on the lab's first call, and the 19,366 lines of
-    the conversation trace take about half as long this way."""
+    """The compact file's lines; lines starting with # are its header.
+
+    Azure lines are "offset_ms prompt_tokens answer_tokens"; Mooncake lines add "parent
+    new": the last block id the prompt shares with earlier requests (-1: none) and how
+    many fresh ids follow it (data/traces/derive_mooncake.py says why that is lossless).
+    One split of the whole body, not one per line: this runs in the reader's browser
+    on the lab's first call, and a split per line takes about twice as long.
+    """
     rows = [line for line in text.splitlines() if line and not line.startswith("#")]
     numbers = list(map(int, " ".join(rows).split()))
-    assert len(numbers) == 3 * len(rows), "a trace line is not three numbers"
-    offsets = numbers[0::3]
+    width = len(numbers) // len(rows) if rows else 3
+    assert width in (3, 5) and len(numbers) == width * len(rows), "a trace line is not 3 or 5 numbers"
+    offsets = numbers[0::width]
     assert all(a <= b for a, b in zip(offsets, offsets[1:])), "trace not in time order"
-    return Trace(name, tuple(offsets), tuple(numbers[1::3]), tuple(numbers[2::3]))
+    hash_ids = _rebuild_ids(numbers[3::5], numbers[4::5]) if width == 5 else None
+    return Trace(name, tuple(offsets), tuple(numbers[1::width]), tuple(numbers[2::width]), hash_ids)
+
+
+def _rebuild_ids(parents: list[int], fresh: list[int]) -> tuple:
+    """Each request's block ids from (last shared id, fresh count). A shared chain is a
+    prefix of the ids of the request that introduced its last id; fresh ids continue
+    the count."""
+    where: list[tuple[int, int]] = []  # block id -> (request that introduced it, position)
+    out: list[tuple] = []
+    for parent, n in zip(parents, fresh):
+        if parent >= 0:
+            r, pos = where[parent]
+            head = out[r][:pos + 1]
+        else:
+            head = ()
+        start = len(where)
+        where.extend((len(out), len(head) + j) for j in range(n))
+        out.append(head + tuple(range(start, start + n)))
+    return tuple(out)
+
+
+class PromptTokens:
+    """A Mooncake prompt's token ids, derived from its block ids, and the tokens sampled after it.
+
+    Block id k stands for 512 tokens; here they are k*512 + 1 ... k*512 + 512, cut at
+    the prompt's length, so two prompts hold the same tokens exactly where the trace
+    says they share blocks. The ids are made on demand (a 7,000-token prompt is never
+    a list): the engine reads them in block-sized slices, and appends what it samples.
+
+    `block_hashes(block_size)` names each full block of the prompt by (block id, its
+    place inside the 512), as one integer, which is what the chained hash of those tokens identifies:
+    the id fixes every token before it, as the trace's ids name a prefix, not a block
+    alone. The engine takes them as vLLM's `Request.block_hashes`, so the cache never
+    hashes a prompt token; the tests check the hits equal those of the spelled-out ids.
+    """
+
+    __slots__ = ("ids", "num_prompt_tokens", "sampled")
+
+    def __init__(self, ids: tuple, num_prompt_tokens: int, sampled=None):
+        assert len(ids) == -(-num_prompt_tokens // TRACE_BLOCK), "one id per started block"
+        self.ids = ids
+        self.num_prompt_tokens = num_prompt_tokens
+        self.sampled = list(sampled or ())
+
+    def __len__(self) -> int:
+        return self.num_prompt_tokens + len(self.sampled)
+
+    def _token(self, p: int) -> int:
+        n = self.num_prompt_tokens
+        if p < n:
+            return self.ids[p // TRACE_BLOCK] * TRACE_BLOCK + p % TRACE_BLOCK + 1
+        return self.sampled[p - n]
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self._token(p) for p in range(*key.indices(len(self)))]
+        if key < 0:
+            key += len(self)
+        if not 0 <= key < len(self):
+            raise IndexError(key)
+        return self._token(key)
+
+    def append(self, token_id: int) -> None:
+        self.sampled.append(token_id)
+
+    def extend(self, token_ids) -> None:
+        self.sampled.extend(token_ids)
+
+    def copy(self) -> "PromptTokens":
+        return PromptTokens(self.ids, self.num_prompt_tokens, self.sampled)
+
+    def block_hashes(self, block_size: int) -> list[int]:
+        """Block g's name: id * (blocks per id) + its place + 1 (never 0, which reads as "no parent")."""
+        assert TRACE_BLOCK % block_size == 0, "a block must divide the trace's 512"
+        per = TRACE_BLOCK // block_size
+        places = range(1, per + 1)
+        return [k * per + j for k in self.ids for j in places][:self.num_prompt_tokens // block_size]
 
 
 def window(trace: Trace, start_min: float, minutes: float) -> range:
@@ -149,7 +237,8 @@ def requests(trace: Trace, start_min: float, minutes: float, rate_scale: float,
         times = poisson_times(len(idx), len(idx) / (minutes * 60) * rate_scale, seed)
     else:
         raise ValueError(arrivals)
-    return [TraceRequest(t, trace.prompt_tokens[i], trace.output_tokens[i])
+    ids = trace.hash_ids or {}
+    return [TraceRequest(t, trace.prompt_tokens[i], trace.output_tokens[i], ids[i] if ids else ())
             for t, i in zip(times, idx)]
 
 

@@ -1,6 +1,6 @@
 // Widget for page 7, the serving lab (pysim/lab.py, bridge name "lab").
 //
-// pysim replays a window of the Azure trace, or a benchmark as `vllm bench serve` sends
+// pysim replays a window of a production trace (Azure or Mooncake), or a benchmark as `vllm bench serve` sends
 // it, through the V1 engine and scores it as `vllm bench serve` would; this file lays out its controls (from pysim's description,
 // grouped), draws the view model (widgets/lab.charts.js holds the charts), and runs the
 // three things a reader does beyond changing a setting:
@@ -21,7 +21,7 @@
     "random_prefix_len", "request_rate", "burstiness", "max_concurrency"];
   const GROUPS = [
     ["Traffic", ["traffic", "rate_scale", "seed"]],
-    ["Azure trace", TRACE],
+    ["Production trace", TRACE],
     ["vllm bench serve", BENCHMARK],
     ["GPU and model", ["gpu", "model"]],
     ["Scheduler", ["max_num_seqs", "max_num_batched_tokens"]],
@@ -57,7 +57,7 @@
     }
     // The trace's settings or the benchmark's: only those of the traffic chosen show.
     const showTraffic = (kind) => {
-      sets["Azure trace"].hidden = kind === "benchmark";
+      sets["Production trace"].hidden = kind === "benchmark";
       sets["vllm bench serve"].hidden = kind !== "benchmark";
     };
     controls.root.prepend(groups); // a field no group names stays after them
@@ -154,6 +154,7 @@
       ["Request throughput (req/s)", (v) => rate(v.summary.request_throughput)],
       ["Output tokens/s", (v) => fmt(Math.round(v.summary.output_throughput))],
       ["Preemptions", (v) => fmt(v.summary.num_preemptions)],
+      ["Prefix-cache hit rate", (v) => v.prefix_cache ? pct(v.prefix_cache.hit_rate) : "off"],
     ];
 
     function drawText() {

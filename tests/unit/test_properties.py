@@ -705,6 +705,17 @@ DIGESTS = [
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
      "c329717c94dccabd5fa7e2c2d287dbb1ec7f4a3ea28b2fd66e6da9f28b0a2858"),
+    # A cluster's view is sums and sorts of many engines' floats: the digest pins that
+    # CPython and Pyodide route and time every request alike.
+    ("cluster", '{"config": {"window_minutes": 1, "replicas": 2}}',
+     "a4fa796dc60681b911c36faf01ad0ba735cc3515fd189f44358fccee91729b0d"),
+    ("cluster", '{"config": {"window_minutes": 1, "layout": "disaggregated", "prefill_replicas": 1, '
+                '"decode_replicas": 1, "router": "least_loaded"}}',
+     "5651330692823de56846d898c6fef5602b994af0aa195dd0125775b503c3890a"),
+    ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
+     "974170306424bafb5aef0e5c4faebfefa91b330453f091b73046aa35699cd912"),
+    ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
+     "ab62fdb7a410f5f4935824b2d6c1686e93cb5795452af0199f223cebbfad7eee"),
 ]
 
 

@@ -1,0 +1,584 @@
+"""Scheduling across replicas: a router in front of vLLM replicas, or prefill and decode split.
+
+A request is scheduled twice in a cluster. First a router picks the replica; then that
+replica's own scheduler (pysim.engine, vLLM 0.33's rules) fits it into a step. This
+module is the first half; every replica is the serving lab's engine and clock
+(pysim.replay.Server), with the lab's step-time model (pysim.steptime) and KV pool.
+
+The traffic is a window of the Mooncake FAST'25 traces (pysim.traces), which name each
+prompt's 512-token blocks, so prefix caching finds exactly the sharing Kimi's service
+saw. Each replica has its own pool and its own cache: where a request lands decides
+what it can reuse.
+
+Routers (`router`), as the projects that ship them describe them:
+- round_robin: replica i, i+1, ... in turn, blind to load and cache;
+- least_loaded: the fewest outstanding requests (sent and not finished, what a router
+  can count itself), ties to the lower KV usage, then the lower index;
+- cache_aware: SGLang's router policy (sglang-router 0.3.2, `src/policies/cache_aware.rs`).
+  If the loads are imbalanced (the busiest has more than `balance_abs_threshold`
+  requests more than the idlest AND more than `balance_rel_threshold` times as many),
+  the idlest replica. Otherwise the replica whose prefix record matches the longest
+  prefix of the request, if that match covers more than `cache_threshold` of the
+  prompt; else, again, the idlest (older sgl-router versions picked the replica with
+  the smallest record instead). Load is what the router counts itself: requests it
+  sent and has not seen finish. The record is the router's own, every prompt it sent
+  to each replica, not what the replica still holds, so it can believe in blocks the
+  replica has evicted (SGLang keeps an approximate radix tree of request text, trimmed
+  to 2^26 nodes every minute or two; a window here never reaches that size).
+
+Layouts (`layout`):
+- colocated: `replicas` replicas, each prefilling and decoding its own requests;
+- disaggregated: `prefill_replicas` replicas run each prompt and sample its first
+  token (the reader sees it from there), then its KV moves over `kv_link` to one of
+  `decode_replicas` (the least loaded when it lands), which writes the KV into new
+  blocks as it admits it, computes the first token's KV and decodes the rest. A
+  decode replica admits it only when its pool has room, as any request. This is the
+  shape of DistServe (OSDI 2024), Splitwise (ISCA 2024) and Mooncake (FAST 2025), and
+  of vLLM's KV-connector disaggregation.
+  What the model leaves out: transfers are serialized per prefill replica and never
+  overlap the prefill that produced them (real connectors send layer by layer as it
+  runs); the connector's own costs (registration, metadata, the proxy); a prefill
+  replica keeps no blocks for a transfer in flight (vLLM's delay their free until
+  the decode side has read them); and all KV is sent, even blocks the decode replica
+  has cached.
+
+Metrics: the lab's (pysim.slo, as `vllm bench serve` computes them) over the whole
+cluster, and per GPU: goodput per GPU is good requests per second divided by the GPUs
+used, the figure DistServe compares layouts by. The prefix-cache hit rate is vLLM's
+two counters summed over replicas (vllm:prefix_cache_hits / vllm:prefix_cache_queries).
+
+`cluster_sweep` (registered beside `cluster`) runs one GPU count, colocated and
+disaggregated, so the page can look for the fewest GPUs that meet the SLOs one count
+at a time, with progress and a way to stop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, replace
+
+from . import slo, traces
+from .catalog import GPUS, MODELS
+from .config import ConfigError, bounded, choice
+from .registry import Simulation
+from .replay import Server, engine_config
+from .steptime import DEFAULTS, check_fits, num_gpu_blocks, step_time_model
+
+BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
+MAX_GPUS = 16
+ATTAINMENT_TARGET = 0.9  # as the lab's capacity: 90% of requests meet both targets
+NUM_BINS = 60  # points in each per-replica time series
+SWEEP_GPUS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)
+FIRST_TOKEN_ID = -10**9  # made-up id of the first token a prefill replica sends along (minus the request's index)
+
+ROUTERS = ("round_robin", "least_loaded", "cache_aware")
+# SGLang router's cache-aware defaults (sgl-router, see the module docstring and docs/facts.toml).
+CACHE_THRESHOLD = 0.3
+BALANCE_ABS_THRESHOLD = 64
+BALANCE_REL_THRESHOLD = 1.5
+
+# KV links, bytes per second one way (sources in docs/facts.toml).
+LINKS = {
+    "nvlink": ("NVLink 4 (H100 SXM), 450 GB/s", 450e9),
+    "pcie": ("PCIe 5.0 x16, 64 GB/s", 64e9),
+    "infiniband": ("InfiniBand NDR, 400 Gb/s", 50e9),
+}
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    trace: str = choice("mooncake_conv", traces.PREFIX_TRACES,
+                        "the traffic: Mooncake's Kimi conversation trace, or its synthetic one",
+                        label="Trace", option_labels={"mooncake_conv": "Mooncake conversation",
+                                                      "mooncake_synth": "Mooncake synthetic"})
+    window_start_min: int = bounded(10, 0, 55, "where the window starts, minutes into the trace",
+                                    label="Window start", unit="min")
+    window_minutes: int = bounded(5, 1, 10, "how many minutes of traffic to replay",
+                                  label="Window", unit="min")
+    rate_scale: float = bounded(1.0, 0.25, 4.0, "arrival rate multiplier (gaps divided by it)",
+                                integer=False, label="Rate scale", unit="x", scale="log")
+    layout: str = choice("colocated", ("colocated", "disaggregated"),
+                         "every replica prefills and decodes, or prefill and decode on separate replicas",
+                         label="Layout", option_labels={"colocated": "Colocated",
+                                                        "disaggregated": "Disaggregated prefill/decode"})
+    replicas: int = bounded(4, 1, MAX_GPUS, "replicas, one GPU each (colocated)",
+                            label="Replicas", unit="GPUs")
+    prefill_replicas: int = bounded(2, 1, MAX_GPUS - 1, "replicas that only prefill (disaggregated)",
+                                    label="Prefill replicas", unit="GPUs")
+    decode_replicas: int = bounded(2, 1, MAX_GPUS - 1, "replicas that only decode (disaggregated)",
+                                   label="Decode replicas", unit="GPUs")
+    router: str = choice("cache_aware", ROUTERS, "how the router picks a replica (the prefill "
+                         "replica, when disaggregated)", label="Router",
+                         option_labels={"round_robin": "Round robin", "least_loaded": "Least loaded",
+                                        "cache_aware": "Cache-aware (SGLang)"})
+    cache_threshold: float = bounded(CACHE_THRESHOLD, 0.0, 1.0, "cache_aware: the prefix match, as "
+                                     "a share of the prompt, above which the matching replica wins",
+                                     integer=False, label="cache_threshold", step=0.05)
+    balance_abs_threshold: int = bounded(BALANCE_ABS_THRESHOLD, 0, 1024, "cache_aware: outstanding "
+                                         "requests the busiest may have above the idlest before "
+                                         "loads count as imbalanced", label="balance_abs_threshold",
+                                         unit="requests", slider_max=256)
+    balance_rel_threshold: float = bounded(BALANCE_REL_THRESHOLD, 1.0, 10.0, "cache_aware: and the "
+                                           "ratio of busiest to idlest above which they do",
+                                           integer=False, label="balance_rel_threshold", step=0.1)
+    kv_link: str = choice("infiniband", tuple(LINKS), "the link a request's KV crosses from "
+                          "prefill to decode replica", label="KV link",
+                          option_labels={k: v[0] for k, v in LINKS.items()})
+    gpu: str = choice("H100", tuple(GPUS), "the GPU of every replica (one card, 16-bit weights and KV)",
+                      label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
+    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
+                        option_labels={k: m.name for k, m in MODELS.items()})
+    max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once on a replica "
+                                "(--max-num-seqs)", label="max_num_seqs", unit="requests", scale="log")
+    max_num_batched_tokens: int = bounded(8192, 512, 16384, "token budget per step "
+                                          "(--max-num-batched-tokens)", label="max_num_batched_tokens",
+                                          unit="tokens", scale="log")
+    slo_ttft_ms: float = bounded(2000.0, 10, 60_000, "TTFT target, ms", integer=False,
+                                 label="TTFT target", unit="ms", scale="log")
+    slo_tpot_ms: float = bounded(100.0, 1, 5_000, "TPOT target, ms", integer=False,
+                                 label="TPOT target", unit="ms", scale="log")
+    gpus: int = bounded(4, 2, MAX_GPUS, "GPUs in the cluster (cluster_sweep: one count of the sweep)",
+                        label="GPUs", unit="GPUs")
+
+    def check(self) -> None:
+        if self.layout == "disaggregated" and self.prefill_replicas + self.decode_replicas > MAX_GPUS:
+            raise ConfigError("decode_replicas", f"got {self.decode_replicas} with {self.prefill_replicas} "
+                                                 f"prefill replicas; at most {MAX_GPUS} GPUs in all: "
+                                                 f"expected a whole number from 1 to "
+                                                 f"{MAX_GPUS - self.prefill_replicas}")
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ConfigError("max_num_batched_tokens",
+                              f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
+                              f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
+        check_fits(self.gpu, self.model)
+        try:
+            span = int(traces.load(self.trace).span_minutes)
+        except FileNotFoundError:
+            raise ConfigError("trace", f"the {self.trace} trace is not loaded; in the page, the "
+                                       f"widget downloads it with its first call") from None
+        if self.window_start_min + self.window_minutes > span:
+            raise ConfigError("window_start_min",
+                              f"got {self.window_start_min}, but the {self.trace} trace has {span} "
+                              f"whole minutes; expected a whole number from 0 to "
+                              f"{span - self.window_minutes} for a {self.window_minutes}-minute window")
+
+
+# --- the router ------------------------------------------------------------------------
+class Router:
+    """Picks a replica for each request; it knows its policy, as vLLM's request queue does.
+
+    `choose` sees the replicas as the router can: their outstanding requests and KV
+    usage, and its own record of the prompts it sent each one.
+    """
+
+    def __init__(self, policy: str, n: int, cache_threshold=CACHE_THRESHOLD,
+                 balance_abs=BALANCE_ABS_THRESHOLD, balance_rel=BALANCE_REL_THRESHOLD):
+        assert policy in ROUTERS and n >= 1
+        self.policy, self.n = policy, n
+        self.cache_threshold, self.balance_abs, self.balance_rel = cache_threshold, balance_abs, balance_rel
+        self.turn = 0
+        self.sent = [set() for _ in range(n)]  # block ids of every prompt sent to each replica
+        self.reasons = {"balance": 0, "prefix": 0, "low_match": 0}  # cache_aware's choices, counted
+
+    def choose(self, servers: list[Server], hash_ids: tuple, num_prompt_tokens: int) -> int:
+        if self.policy == "round_robin":
+            i = self.turn
+            self.turn = (self.turn + 1) % self.n
+        elif self.policy == "least_loaded":
+            i = least_loaded(servers)
+        else:
+            i = self._cache_aware(servers, hash_ids, num_prompt_tokens)
+        self._remember(i, hash_ids, num_prompt_tokens)
+        return i
+
+    def _cache_aware(self, servers, hash_ids, num_prompt_tokens) -> int:
+        loads = [s.outstanding() for s in servers]
+        hi, lo = max(loads), min(loads)
+        if hi - lo > self.balance_abs and hi > lo * self.balance_rel:
+            self.reasons["balance"] += 1
+            return loads.index(lo)  # SGLang: the shortest queue
+        best, best_match = 0, -1
+        for i, seen in enumerate(self.sent):
+            m = 0
+            for k in hash_ids:  # the ids name a prefix: the match stops at the first unseen one
+                if k not in seen:
+                    break
+                m += 1
+            if m > best_match:
+                best, best_match = i, m
+        matched = min(best_match * traces.TRACE_BLOCK, num_prompt_tokens)
+        if matched > self.cache_threshold * num_prompt_tokens:
+            self.reasons["prefix"] += 1
+            return best
+        self.reasons["low_match"] += 1
+        return loads.index(lo)
+
+    def _remember(self, i: int, hash_ids: tuple, num_prompt_tokens: int) -> None:
+        self.sent[i].update(hash_ids)  # SGLang records the replica chosen, whatever the reason
+
+
+def least_loaded(servers: list[Server]) -> int:
+    """The fewest outstanding requests; ties to the lower KV usage, then the lower index."""
+    return min(range(len(servers)), key=lambda i: (servers[i].outstanding(), servers[i].kv_usage(), i))
+
+
+# --- one run -----------------------------------------------------------------------------
+@dataclass
+class ClusterResult:
+    sent: list[float]
+    first_token: list[float]
+    finished: list[float]
+    output_tokens: list[int]
+    prompt_tokens: list[int]
+    replica_of: list[int]  # the replica each request was routed to (its prefill replica)
+    decode_of: list[int]  # its decode replica (-1 when colocated, or a one-token answer)
+    servers: list[Server]
+    roles: list[str]  # "replica", or "prefill" / "decode"
+    transfer_s: list[float]  # time its KV spent on the link, waiting included (disaggregated)
+    reasons: dict
+
+
+def window(config: ClusterConfig) -> list:
+    trace = traces.load(config.trace)
+    return traces.requests(trace, config.window_start_min, config.window_minutes, config.rate_scale)
+
+
+def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_s: float | None = None,
+             fast: bool = True) -> ClusterResult:
+    """Route and run every request of the window to its end. `reqs` (traces.TraceRequest)
+    replace the window; `link_bytes_per_s` the named link (math.inf for none)."""
+    reqs = window(config) if reqs is None else reqs
+    if not reqs:
+        raise ConfigError("window_minutes", "the window holds no request; expected a window with traffic")
+    gpu, model = GPUS[config.gpu], MODELS[config.model]
+    stm = step_time_model(gpu, model, DEFAULTS[config.gpu])
+    blocks = num_gpu_blocks(gpu, model, BLOCK_SIZE)
+    longest = max(r.num_prompt_tokens + r.max_tokens for r in reqs)
+    if -(-longest // BLOCK_SIZE) > blocks - 1:
+        raise ConfigError("model", f"the longest request ({longest:,} tokens) needs more KV blocks "
+                                   f"than {model.name} leaves on one {gpu.name} ({blocks - 1:,} usable); "
+                                   f"pick a smaller model or a larger GPU")
+    ecfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens,
+                         enable_prefix_caching=True)
+    n = len(reqs)
+    first, done = [math.nan] * n, [math.nan] * n
+    replica_of, decode_of, transfer = [-1] * n, [-1] * n, [0.0] * n
+    events: list = [(r.arrival_s, 0, i) for i, r in enumerate(reqs)]  # (time, kind, request); 0 arrives
+    heapq.heapify(events)
+
+    def tokens(i: int) -> traces.PromptTokens:
+        return traces.PromptTokens(reqs[i].hash_ids, reqs[i].num_prompt_tokens)
+
+    if config.layout == "colocated":
+        def on_first(i, t):
+            first[i] = t
+
+        def on_finish(i, t):
+            done[i] = t
+
+        servers = [Server(ecfg, stm, fast=fast, on_first=on_first, on_finish=on_finish)
+                   for _ in range(config.replicas)]
+        roles = ["replica"] * config.replicas
+        front, back = servers, []
+    else:
+        bw = LINKS[config.kv_link][1] if link_bytes_per_s is None else link_bytes_per_s
+        link_free = [0.0] * config.prefill_replicas  # when each prefill replica's link is next idle
+        kv_bytes = stm.kv_bytes_per_token
+
+        def on_prefilled(i, t):  # the prefill replica sampled request i's first token at t
+            first[i] = t
+            if reqs[i].max_tokens == 1:
+                done[i] = t
+                return
+            p = replica_of[i]
+            start = max(t, link_free[p])
+            arrive = start + reqs[i].num_prompt_tokens * kv_bytes / bw
+            link_free[p] = arrive
+            transfer[i] = arrive - t
+            heapq.heappush(events, (arrive, 1, i))
+
+        def on_decoded(i, t):
+            done[i] = t
+
+        front = [Server(ecfg, stm, fast=fast, on_first=on_prefilled) for _ in range(config.prefill_replicas)]
+        back = [Server(ecfg, stm, fast=fast, on_finish=on_decoded) for _ in range(config.decode_replicas)]
+        servers = front + back
+        roles = ["prefill"] * len(front) + ["decode"] * len(back)
+
+    router = Router(config.router, len(front), config.cache_threshold,
+                    config.balance_abs_threshold, config.balance_rel_threshold)
+    while True:
+        t = events[0][0] if events else math.inf
+        for s in front:
+            s.advance(t)  # may put KV on the link, due before t
+        if not events:
+            break  # the prefill side is done and nothing is in flight
+        if events[0][0] < t:
+            continue
+        for s in back:
+            s.advance(t)
+        _, kind, i = heapq.heappop(events)
+        r = reqs[i]
+        if kind == 0:  # a request arrives at the router
+            k = replica_of[i] = router.choose(front, r.hash_ids, r.num_prompt_tokens)
+            max_tokens = r.max_tokens if not back else 1
+            front[k].add(i, r.num_prompt_tokens, max_tokens, t, tokens(i))
+        else:  # its KV has reached the decode side: prompt + first token, the first already computed
+            d = decode_of[i] = least_loaded(back)
+            ids = tokens(i)
+            ids.append(FIRST_TOKEN_ID - i)
+            back[d].add(i, r.num_prompt_tokens + 1, r.max_tokens - 1, t, ids,
+                        external_tokens=r.num_prompt_tokens)
+    for s in servers:
+        s.advance()
+    assert not any(math.isnan(x) for x in done), "a request never finished"
+    return ClusterResult([r.arrival_s for r in reqs], first, done, [r.max_tokens for r in reqs],
+                         [r.num_prompt_tokens for r in reqs], replica_of, decode_of, servers, roles,
+                         transfer, dict(router.reasons))
+
+
+# --- what the reader sees ----------------------------------------------------------------
+def metrics(config: ClusterConfig, result: ClusterResult) -> dict:
+    ttfts = [f - s for f, s in zip(result.first_token, result.sent)]
+    lats = [f - s for f, s in zip(result.finished, result.sent)]
+    duration = max(result.finished) - min(result.sent)
+    m = slo.summarize(ttfts, lats, result.output_tokens, duration, config.slo_ttft_ms, config.slo_tpot_ms)
+    gpus = len(result.servers)
+    q = sum(s.engine.prefix_cache_queries for s in result.servers if s is not None)
+    h = sum(s.engine.prefix_cache_hits for s in result.servers if s is not None)
+    # Only prompts count on a decode replica's side too, but its "hits" there are its
+    # own copy of KV it was sent: the cluster's hit rate is the prefill side's.
+    front = [s for s, role in zip(result.servers, result.roles) if role != "decode"]
+    fq = sum(s.engine.prefix_cache_queries for s in front)
+    fh = sum(s.engine.prefix_cache_hits for s in front)
+    return m | {"gpus": gpus, "goodput_per_gpu": m["request_goodput"] / gpus,
+                "prefix_cache": {"queries": fq, "hits": fh, "hit_rate": fh / fq if fq else 0.0,
+                                 "all_queries": q, "all_hits": h}}
+
+
+def replica_rows(result: ClusterResult) -> list[dict]:
+    """One row per replica: its role, requests, prefix hits, preemptions, busiest moments."""
+    rows = []
+    for k, s in enumerate(result.servers):
+        e = s.engine
+        role = result.roles[k]
+        if role == "decode":
+            served = sum(1 for d in result.decode_of if d == k - result.roles.index("decode"))
+        else:
+            served = sum(1 for r in result.replica_of if r == k)
+        rows.append({"replica": k, "role": role, "requests": served,
+                     "prefix_cache_queries": e.prefix_cache_queries, "prefix_cache_hits": e.prefix_cache_hits,
+                     "hit_rate": e.prefix_cache_hits / e.prefix_cache_queries if e.prefix_cache_queries else 0.0,
+                     "num_preemptions": e.num_preemptions, "num_steps": e.num_steps,
+                     "peak_running": max(s.running, default=0), "peak_waiting": max(s.waiting, default=0),
+                     "peak_kv_cache_usage_perc": round(max(s.usage, default=0.0), 4)})
+    return rows
+
+
+def imbalance(rows: list[dict], role: str) -> float:
+    """Requests of the busiest replica of a role over the mean: 1 is perfectly even."""
+    counts = [r["requests"] for r in rows if r["role"] == role]
+    mean = sum(counts) / len(counts)
+    return max(counts) / mean if mean else 1.0
+
+
+def series(result: ClusterResult, t0: float, span: float) -> dict:
+    """Per replica, in NUM_BINS bins: requests running, waiting, KV usage (the last value
+    in each bin, as a scrape sees it), and its prefix-cache hit rate so far (hits over
+    queries since the start, as the two counters read at the bin's end)."""
+    width = max(span, 1e-9) / NUM_BINS
+    out = []
+    for s in result.servers:
+        running, waiting, usage = [0] * NUM_BINS, [0] * NUM_BINS, [0.0] * NUM_BINS
+        queries, hits = [0] * NUM_BINS, [0] * NUM_BINS
+        seen = [False] * NUM_BINS
+        for k, end in enumerate(s.seg_end):
+            b = min(NUM_BINS - 1, max(0, int((end - t0) / width)))
+            running[b], waiting[b], usage[b] = s.running[k], s.waiting[k], s.usage[k]
+            queries[b], hits[b] = s.cache_queries[k], s.cache_hits[k]
+            seen[b] = True
+        for b in range(1, NUM_BINS):  # a bin with no step ending in it keeps the last value
+            if not seen[b]:
+                running[b], waiting[b], usage[b] = running[b - 1], waiting[b - 1], usage[b - 1]
+                queries[b], hits[b] = queries[b - 1], hits[b - 1]
+        out.append({"num_requests_running": running, "num_requests_waiting": waiting,
+                    "kv_cache_usage_perc": [round(u, 4) for u in usage],
+                    "hit_rate": [round(h / q, 4) if q else 0.0 for h, q in zip(hits, queries)]})
+    return {"t_s": [round((b + 1) * width, 3) for b in range(NUM_BINS)], "replicas": out}
+
+
+def cluster_view(config: ClusterConfig, actions: list) -> dict:
+    assert not actions
+    reqs = window(config)
+    result = simulate(config, reqs)
+    m = metrics(config, result)
+    rows = replica_rows(result)
+    t0 = min(result.sent)
+    roles = sorted(set(result.roles))
+    pc = m["prefix_cache"]
+    layout = (f"{config.replicas} replica{'s' * (config.replicas > 1)}" if config.layout == "colocated" else
+              f"{config.prefill_replicas} prefill + {config.decode_replicas} decode replicas, KV over "
+              f"{LINKS[config.kv_link][0]}")
+    sentence = (f"{len(reqs):,} requests of the {traces.TRACES[config.trace]} trace "
+                f"({config.window_minutes} min from minute {config.window_start_min}, rate x{config.rate_scale:g}) "
+                f"on {layout}, {GPUS[config.gpu].label}, {MODELS[config.model].name}, routed "
+                f"{config.router.replace('_', ' ')}: {m['slo_attainment']:.1%} meet both targets, "
+                f"{m['goodput_per_gpu']:.3f} good requests/s per GPU; prefix-cache hit rate {pc['hit_rate']:.1%}.")
+    return {
+        "config": dict(config.__dict__),
+        "sentence": sentence,
+        "note": NOTE,
+        "gpus": m["gpus"],
+        "summary": {k: m[k] for k in ("completed", "good", "duration_s", "request_throughput",
+                                      "request_goodput", "slo_attainment", "output_throughput",
+                                      "goodput_per_gpu")},
+        "prefix_cache": pc | {"metric_names": {"queries": "vllm:prefix_cache_queries",
+                                               "hits": "vllm:prefix_cache_hits"}},
+        "ttft_ms": m["ttft_ms"],
+        "tpot_ms": m["tpot_ms"],
+        "replicas": rows,
+        "imbalance": {role: imbalance(rows, role) for role in roles},
+        "router_reasons": result.reasons if config.router == "cache_aware" else None,
+        "transfer_ms": slo.distribution_ms(sorted(result.transfer_s)) if config.layout == "disaggregated" else None,
+        "series": series(result, t0, max(result.finished) - t0),
+        "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
+    }
+
+
+NOTE = ("A model: every replica is the lab's engine (vLLM 0.33's scheduler, checked against "
+        "recordings) on the lab's step-time model, whose error against real vLLM runs the lab "
+        "page states; the router and the KV transfer are simplified as the page says.")
+
+
+# --- the sweep over GPU counts -------------------------------------------------------------
+DECODE_BATCH = 32  # the batch the split's rule of thumb prices a decode step at
+
+
+def split(config: ClusterConfig, gpus: int, reqs: list) -> tuple[int, int]:
+    """Prefill and decode replicas for `gpus` GPUs, in proportion to the GPU time each
+    side needs for the window: every prompt prefilled alone in one step, and every
+    answer token decoded in a batch of DECODE_BATCH requests at the window's mean
+    context, both timed by the step model. A rule of thumb, not a search: DistServe
+    searches placements by simulation instead."""
+    gpu, model = GPUS[config.gpu], MODELS[config.model]
+    stm = step_time_model(gpu, model, DEFAULTS[config.gpu])
+    prefill = math.fsum(stm.seconds(r.num_prompt_tokens, 1, r.num_prompt_tokens,
+                                    r.num_prompt_tokens * (r.num_prompt_tokens + 1) // 2) for r in reqs)
+    context = sum(r.num_prompt_tokens + r.max_tokens // 2 for r in reqs) // len(reqs)
+    b = DECODE_BATCH
+    decode = stm.seconds(b, b, b * context, b * context) / b * sum(r.max_tokens - 1 for r in reqs)
+    p = min(max(round(gpus * prefill / (prefill + decode)), 1), gpus - 1)
+    return p, gpus - p
+
+
+def sweep_view(config: ClusterConfig, actions: list) -> dict:
+    """One GPU count of the sweep (`gpus`): colocated and disaggregated at that count."""
+    assert not actions
+    reqs = window(config)
+    out = {"gpus": config.gpus, "target": ATTAINMENT_TARGET}
+    colo = replace(config, layout="colocated", replicas=config.gpus)
+    p, d = split(config, config.gpus, reqs)
+    dis = replace(config, layout="disaggregated", prefill_replicas=p, decode_replicas=d)
+    for key, c in (("colocated", colo), ("disaggregated", dis)):
+        m = metrics(c, simulate(c, reqs))
+        out[key] = {"slo_attainment": m["slo_attainment"], "goodput_per_gpu": m["goodput_per_gpu"],
+                    "request_goodput": m["request_goodput"], "hit_rate": m["prefix_cache"]["hit_rate"],
+                    "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"],
+                    "meets": m["slo_attainment"] >= ATTAINMENT_TARGET}
+    out["disaggregated"] |= {"prefill_replicas": p, "decode_replicas": d}
+    return out
+
+
+def text(view: dict) -> str:
+    if "colocated" in view:  # a sweep point
+        c, d = view["colocated"], view["disaggregated"]
+        return (f"{view['gpus']} GPUs: colocated {c['slo_attainment']:.1%} meet the SLOs, "
+                f"{c['goodput_per_gpu']:.3f} good req/s per GPU; disaggregated "
+                f"{d['prefill_replicas']}P+{d['decode_replicas']}D {d['slo_attainment']:.1%}, "
+                f"{d['goodput_per_gpu']:.3f} per GPU")
+    lines = [view["sentence"], ""]
+    s = view["summary"]
+    lines.append(f"goodput {s['request_goodput']:.3f} req/s ({s['goodput_per_gpu']:.3f} per GPU), "
+                 f"throughput {s['request_throughput']:.3f} req/s, SLO attainment {s['slo_attainment']:.1%}")
+    lines.append(f"TTFT p50 {view['ttft_ms']['p50']:.0f} ms, p90 {view['ttft_ms']['p90']:.0f} ms; "
+                 f"TPOT p50 {view['tpot_ms']['p50']:.1f} ms, p90 {view['tpot_ms']['p90']:.1f} ms")
+    lines.append("")
+    lines.append(f"{'replica':>7} {'role':>8} {'requests':>8} {'hit rate':>8} {'preempt':>7} {'peak KV':>7}")
+    for r in view["replicas"]:
+        lines.append(f"{r['replica']:>7} {r['role']:>8} {r['requests']:>8} {r['hit_rate']:>8.1%} "
+                     f"{r['num_preemptions']:>7} {r['peak_kv_cache_usage_perc']:>7.0%}")
+    return "\n".join(lines)
+
+
+
+
+# --- the page's figures ----------------------------------------------------------------------
+def trace_sharing(name: str) -> dict:
+    """How much of the trace's prompts repeat blocks seen before (the whole trace, in order)."""
+    t = traces.load(name)
+    seen: set = set()
+    total = repeated = 0
+    for ids in t.hash_ids:
+        total += len(ids)
+        repeated += sum(1 for k in ids if k in seen)
+        seen.update(ids)
+    return {"requests": len(t), "minutes": t.span_minutes, "blocks": total,
+            "blocks_seen_before_pct": 100 * repeated / total, "distinct_blocks": len(seen)}
+
+
+def bound_hit_rate(reqs: list, block_size: int = BLOCK_SIZE) -> float:
+    """The hit rate of one cache that never forgets, over the requests in order: each
+    prompt hits the blocks of its longest prefix seen before, in whole `block_size`
+    blocks, and always computes its last token, as vLLM's lookup does. No cluster of
+    finite pools can beat it on these requests."""
+    seen: set = set()
+    queried = hit = 0
+    for r in reqs:
+        m = 0
+        for k in r.hash_ids:
+            if k not in seen:
+                break
+            m += 1
+        tokens = min(m * traces.TRACE_BLOCK, r.num_prompt_tokens - 1)
+        hit += tokens // block_size * block_size
+        queried += r.num_prompt_tokens
+        seen.update(r.hash_ids)
+    return hit / queried if queried else 0.0
+
+
+def figures() -> dict:
+    """The numbers the cluster page quotes, computed at build time."""
+    base = ClusterConfig()
+    reqs = window(base)
+    out = {f"trace_{k}": v for k, v in trace_sharing(base.trace).items()}
+    out |= {"window_requests": len(reqs), "window_minutes": base.window_minutes,
+            "window_start_min": base.window_start_min,
+            "window_rate": len(reqs) / (base.window_minutes * 60),
+            "window_bound_hit_pct": 100 * bound_hit_rate(reqs),
+            "slo_ttft_ms": base.slo_ttft_ms, "slo_tpot_ms": base.slo_tpot_ms,
+            "replicas": base.replicas, "cache_threshold": base.cache_threshold,
+            "balance_abs_threshold": base.balance_abs_threshold,
+            "balance_rel_threshold": base.balance_rel_threshold}
+    for router in ROUTERS:
+        c = replace(base, router=router)
+        m = metrics(c, simulate(c, reqs))
+        out[f"{router}_hit_pct"] = 100 * m["prefix_cache"]["hit_rate"]
+        out[f"{router}_attainment_pct"] = 100 * m["slo_attainment"]
+        out[f"{router}_goodput_per_gpu"] = m["goodput_per_gpu"]
+        out[f"{router}_ttft_p90_ms"] = m["ttft_ms"]["p90"]
+    one = replace(base, replicas=1)
+    out["one_replica_hit_pct"] = 100 * metrics(one, simulate(one, reqs))["prefix_cache"]["hit_rate"]
+    for link in ("infiniband", "pcie"):
+        c = replace(base, layout="disaggregated", kv_link=link)
+        r = simulate(c, reqs)
+        m = metrics(c, r)
+        out[f"disagg_{link}_attainment_pct"] = 100 * m["slo_attainment"]
+        out[f"disagg_{link}_goodput_per_gpu"] = m["goodput_per_gpu"]
+        out[f"disagg_{link}_hit_pct"] = 100 * m["prefix_cache"]["hit_rate"]
+        out[f"disagg_{link}_transfer_p50_ms"] = slo.distribution_ms(sorted(r.transfer_s))["p50"]
+    return out
+
+
+SIMULATION = Simulation("cluster", ClusterConfig, cluster_view, text=text, figures=figures,
+                        data_files=traces.site_files)

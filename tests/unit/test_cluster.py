@@ -1,0 +1,233 @@
+"""Scheduling across replicas (pysim.cluster) and the Mooncake traces it replays (pysim.traces)."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from pysim import cluster, lab, traces
+from pysim.catalog import GPUS, MODELS
+from pysim.cluster import ClusterConfig, Router
+from pysim.config import ConfigError
+from pysim.replay import Server, engine_config, replay
+from pysim.steptime import DEFAULTS, num_gpu_blocks, step_time_model
+
+H100, LLAMA = GPUS["H100"], MODELS["llama-3.1-8b"]
+
+
+# ------------------------------------------------------------------ the traces
+
+def test_mooncake_traces_match_their_readme():
+    # ../shared/data/mooncake-fast25/README.md: 12,031 and 3,993 requests, median prompt /
+    # output 6,909 / 350 and 11,587 / 69, blocks seen before 36.6% and 64.0%.
+    for name, n, prompt, output, seen in (("mooncake_conv", 12_031, 6_909, 350, 36.6),
+                                          ("mooncake_synth", 3_993, 11_587, 69, 64.0)):
+        t = traces.load(name)
+        s = traces.stats(t)
+        assert (len(t), s["num_prompt_tokens_median"], s["max_tokens_median"]) == (n, prompt, output)
+        assert round(cluster.trace_sharing(name)["blocks_seen_before_pct"], 1) == seen
+        # One id per started 512-token block, and ids name a prefix: an id always
+        # follows the same id.
+        parent = {}
+        for ids, p in zip(t.hash_ids, t.prompt_tokens):
+            assert len(ids) == -(-p // 512)
+            for i, k in enumerate(ids):
+                assert parent.setdefault(k, ids[i - 1] if i else None) == (ids[i - 1] if i else None)
+
+
+def test_the_compact_form_rebuilds_every_id():
+    # Three requests by hand: fresh ids count on, a shared chain is named by its last id.
+    text = "# header\n0 1000 5 -1 2\n10 1500 5 1 1\n20 600 5 0 1\n"
+    t = traces.parse(text)
+    assert t.hash_ids == ((0, 1), (0, 1, 2), (0, 3))
+
+
+def test_prompt_tokens_are_derived_from_block_ids():
+    a = traces.PromptTokens((0, 1), 700)
+    b = traces.PromptTokens((0, 2), 600)
+    assert len(a) == 700 and a[0:512] == b[0:512]  # the shared block: the same 512 tokens
+    assert a[512:600] != b[512:600]  # then different blocks, different tokens
+    assert a[5] == 0 * 512 + 5 + 1 and b[599] == 2 * 512 + (599 - 512) + 1
+    c = a.copy()
+    c.append(-7)
+    assert len(c) == 701 and c[700] == -7 and len(a) == 700  # a copy samples on its own
+    # Block names: equal exactly where the prompts share full 16-token blocks.
+    ha, hb = a.block_hashes(16), b.block_hashes(16)
+    assert len(ha) == 700 // 16 and len(hb) == 600 // 16
+    assert ha[:32] == hb[:32] and not set(ha[32:]) & set(hb[32:])
+
+
+# ------------------------------------------------------------------ prefix caching in the engine
+
+def _setup(blocks=None, budget=8192, seqs=1024):
+    stm = step_time_model(H100, LLAMA, DEFAULTS["H100"])
+    blocks = blocks or num_gpu_blocks(H100, LLAMA, 16)
+    return engine_config(blocks, 16, seqs, budget, enable_prefix_caching=True), stm, blocks
+
+
+def _lists(reqs):
+    return ([r.arrival_s for r in reqs], [r.num_prompt_tokens for r in reqs], [r.max_tokens for r in reqs])
+
+
+def test_named_blocks_hit_as_spelled_out_tokens_do():
+    # The same window with the ids spelled out as lists (hashed block by block) and
+    # with PromptTokens (blocks named by id): the same steps, hits and times. A small
+    # pool makes the cache evict, so eviction order is compared too.
+    reqs = traces.requests(traces.load("mooncake_conv"), 20, 0.5, 1.0)[:60]
+    cfg, stm, _ = _setup(blocks=6000, budget=2048, seqs=64)
+    arr, p, o = _lists(reqs)
+    named = replay(arr, p, o, cfg, stm, cfg.num_gpu_blocks,
+                   token_ids=lambda i: traces.PromptTokens(reqs[i].hash_ids, p[i]))
+    spelled = replay(arr, p, o, cfg, stm, cfg.num_gpu_blocks,
+                     token_ids=lambda i: traces.PromptTokens(reqs[i].hash_ids, p[i])[0:p[i]])
+    assert named.prefix_cache_hits == spelled.prefix_cache_hits > 0
+    assert named.num_steps == spelled.num_steps and named.num_preemptions == spelled.num_preemptions
+    assert named.finished == spelled.finished and named.first_token == spelled.first_token
+
+
+def test_decode_runs_with_prefix_caching_equal_step_by_step():
+    reqs = traces.requests(traces.load("mooncake_conv"), 30, 1, 1.0)[:120]
+    cfg, stm, _ = _setup(blocks=9000, budget=2048, seqs=32)
+    arr, p, o = _lists(reqs)
+    ids = lambda i: traces.PromptTokens(reqs[i].hash_ids, p[i])  # noqa: E731
+    fast = replay(arr, p, o, cfg, stm, cfg.num_gpu_blocks, token_ids=ids)
+    slow = replay(arr, p, o, cfg, stm, cfg.num_gpu_blocks, token_ids=ids, fast=False)
+    assert len(fast.seg_end) < slow.num_steps  # the shortcut did shorten it
+    assert (fast.num_steps, fast.num_preemptions) == (slow.num_steps, slow.num_preemptions)
+    assert (fast.prefix_cache_queries, fast.prefix_cache_hits) == (slow.prefix_cache_queries, slow.prefix_cache_hits)
+    for a, b in ((fast.finished, slow.finished), (fast.first_token, slow.first_token)):
+        assert max(abs(x - y) for x, y in zip(a, b)) < 1e-9
+
+
+def test_prefix_hits_equal_a_count_by_hand():
+    # Requests far apart on a roomy replica: each finds cached every full 16-token
+    # block of its longest prefix already seen, minus its last token (vLLM always
+    # computes that one). Counted here from the ids alone.
+    reqs = [replace(r, arrival_s=100.0 * i)
+            for i, r in enumerate(traces.requests(traces.load("mooncake_conv"), 0, 2, 1.0)[:40])]
+    seen, expected = set(), 0
+    for r in reqs:
+        m = 0
+        while m < len(r.hash_ids) and r.hash_ids[m] in seen:
+            m += 1
+        expected += min(m * 512, r.num_prompt_tokens - 1) // 16 * 16
+        seen.update(r.hash_ids)
+    assert expected > 0
+    c = ClusterConfig(replicas=1, router="round_robin")
+    result = cluster.simulate(c, reqs)
+    engine = result.servers[0].engine
+    assert engine.prefix_cache_hits == expected
+    assert engine.prefix_cache_queries == sum(r.num_prompt_tokens for r in reqs)
+    assert cluster.bound_hit_rate(reqs) == expected / engine.prefix_cache_queries
+
+
+# ------------------------------------------------------------------ routers, by hand
+
+class Fake:
+    def __init__(self, load, usage=0.0):
+        self.load, self.usage = load, usage
+
+    def outstanding(self):
+        return self.load
+
+    def kv_usage(self):
+        return self.usage
+
+
+def test_round_robin_takes_turns():
+    r = Router("round_robin", 3)
+    servers = [Fake(9), Fake(0), Fake(5)]
+    assert [r.choose(servers, (i,), 100) for i in range(5)] == [0, 1, 2, 0, 1]
+
+
+def test_least_loaded_counts_requests_then_kv_usage_then_index():
+    r = Router("least_loaded", 3)
+    assert r.choose([Fake(3), Fake(1), Fake(2)], (), 10) == 1
+    assert r.choose([Fake(2, 0.5), Fake(2, 0.25), Fake(4)], (), 10) == 1
+    assert r.choose([Fake(2, 0.5), Fake(2, 0.5), Fake(2, 0.5)], (), 10) == 0
+
+
+def test_cache_aware_follows_sglang_rules():
+    r = Router("cache_aware", 3, cache_threshold=0.5, balance_abs=4, balance_rel=1.5)
+    even = [Fake(2), Fake(1), Fake(3)]
+    # Nothing recorded yet: a low match goes to the least loaded (sglang-router 0.3.2).
+    assert r.choose(even, (10, 11, 12, 13), 2048) == 1
+    # The same conversation again, longer: it matched 4 of 5 blocks on replica 1.
+    assert r.choose([Fake(2), Fake(3), Fake(1)], (10, 11, 12, 13, 14), 2560) == 1
+    # A match of 1 block of 4 (25%) is under the threshold: least loaded instead.
+    assert r.choose([Fake(0), Fake(3), Fake(2)], (10, 20, 21, 22), 2048) == 0
+    # Imbalanced (busiest 9 - idlest 2 > 4 and 9 > 1.5 x 2): the idlest, whatever matches.
+    assert r.choose([Fake(9), Fake(9), Fake(2)], (10, 11, 12, 13, 14), 2560) == 2
+    # Only the absolute gap is large, not the ratio (40 > 1.5 x 30 fails): still by cache.
+    assert r.choose([Fake(30), Fake(40), Fake(35)], (10, 11, 12, 13), 2048) in (1, 2)
+    assert r.reasons == {"balance": 1, "prefix": 2, "low_match": 2}
+
+
+# ------------------------------------------------------------------ the cluster against the lab
+
+def test_one_replica_round_robin_equals_the_lab():
+    base = dict(window_start_min=20, window_minutes=1, max_num_seqs=256, max_num_batched_tokens=2048)
+    c = ClusterConfig(replicas=1, router="round_robin", **base)
+    got = cluster.simulate(c)
+    cfg = lab.LabConfig(trace="mooncake_conv", **base)
+    _t, want, m, _stm, _blocks = lab.run_once(cfg, 1.0, DEFAULTS["H100"])
+    assert got.first_token == want.first_token and got.finished == want.finished
+    assert got.servers[0].engine.num_steps == want.num_steps
+    assert got.servers[0].engine.prefix_cache_hits == want.prefix_cache_hits > 0
+    assert cluster.metrics(c, got)["slo_attainment"] == m["slo_attainment"]
+
+
+def test_disaggregated_ttft_is_prefill_alone_with_an_infinite_link_and_room():
+    # Requests far apart: every replica idle when one comes. Its TTFT is the time one
+    # idle replica takes to prefill it; with no link time its decode starts at once,
+    # so its whole latency is that of the same request alone on one replica.
+    # Prompts that share nothing, so no prefix-cache hit shortens a prefill.
+    fresh, seen = [], set()
+    for r in traces.requests(traces.load("mooncake_conv"), 5, 2, 1.0):
+        if not seen & set(r.hash_ids) and len(fresh) < 12:
+            fresh.append(r)
+        seen.update(r.hash_ids)
+    reqs = [replace(r, arrival_s=300.0 * i) for i, r in enumerate(fresh)]
+    c = ClusterConfig(layout="disaggregated", prefill_replicas=2, decode_replicas=2, router="round_robin")
+    got = cluster.simulate(c, reqs, link_bytes_per_s=math.inf)
+    cfg, stm, blocks = _setup()
+    for i, r in enumerate(reqs):
+        alone = replay([0.0], [r.num_prompt_tokens], [1], cfg, stm, blocks)
+        assert got.first_token[i] - r.arrival_s == pytest.approx(alone.first_token[0], rel=1e-12)
+        assert got.transfer_s[i] == 0.0
+        assert got.decode_of[i] >= 0
+    # And with a real link the first token is the same; only the rest moves later.
+    slow = cluster.simulate(replace(c, kv_link="pcie"), reqs)
+    assert slow.first_token == got.first_token
+    assert all(s >= g for s, g in zip(slow.finished, got.finished))
+    assert all(t > 0 for t in slow.transfer_s)
+
+
+def test_more_replicas_spread_the_load_and_cache_aware_reuses_more():
+    c = ClusterConfig(window_start_min=12, window_minutes=2)
+    views = {r: cluster.cluster_view(replace(c, router=r), []) for r in cluster.ROUTERS}
+    rr = views["round_robin"]
+    n = rr["summary"]["completed"]
+    assert [x["requests"] for x in rr["replicas"]] == [-(-(n - i) // 4) for i in range(4)]  # in turn
+    assert views["cache_aware"]["prefix_cache"]["hit_rate"] > rr["prefix_cache"]["hit_rate"]
+    for v in views.values():
+        assert v["summary"]["goodput_per_gpu"] == pytest.approx(v["summary"]["request_goodput"] / 4)
+        assert len(v["series"]["replicas"]) == 4 and len(v["series"]["t_s"]) == cluster.NUM_BINS
+
+
+def test_config_bounds_are_named():
+    with pytest.raises(ConfigError) as err:
+        ClusterConfig(layout="disaggregated", prefill_replicas=10, decode_replicas=8).check()
+    assert err.value.field == "decode_replicas" and "from 1 to 6" in err.value.message
+    with pytest.raises(ConfigError) as err:
+        ClusterConfig(trace="mooncake_synth", window_start_min=15, window_minutes=5).check()
+    assert err.value.field == "window_start_min" and "17 whole minutes" in err.value.message
+
+
+def test_sweep_point_runs_both_layouts():
+    v = cluster.sweep_view(ClusterConfig(window_minutes=1, gpus=3), [])
+    assert v["gpus"] == 3
+    d = v["disaggregated"]
+    assert d["prefill_replicas"] + d["decode_replicas"] == 3 and d["prefill_replicas"] >= 1
+    for k in ("colocated", "disaggregated"):
+        assert v[k]["meets"] == (v[k]["slo_attainment"] >= cluster.ATTAINMENT_TARGET)
