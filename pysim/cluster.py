@@ -69,7 +69,7 @@ BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
 MAX_GPUS = 16
 ATTAINMENT_TARGET = 0.9  # as the lab's capacity: 90% of requests meet both targets
 NUM_BINS = 60  # points in each per-replica time series
-SWEEP_GPUS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)
+SWEEP_GPUS = (2, 3, 4, 5, 6, 8, 10, 12, 16)  # the counts the page's sweep tries, in order (2: one of each side)
 FIRST_TOKEN_ID = -10**9  # made-up id of the first token a prefill replica sends along (minus the request's index)
 
 ROUTERS = ("round_robin", "least_loaded", "cache_aware")
@@ -432,7 +432,7 @@ def cluster_view(config: ClusterConfig, actions: list) -> dict:
         "gpus": m["gpus"],
         "summary": {k: m[k] for k in ("completed", "good", "duration_s", "request_throughput",
                                       "request_goodput", "slo_attainment", "output_throughput",
-                                      "goodput_per_gpu")},
+                                      "goodput_per_gpu")} | {"ttft_ceiling": ttft_ceiling(config, reqs)},
         "prefix_cache": pc | {"metric_names": {"queries": "vllm:prefix_cache_queries",
                                                "hits": "vllm:prefix_cache_hits"}},
         "ttft_ms": m["ttft_ms"],
@@ -443,6 +443,7 @@ def cluster_view(config: ClusterConfig, actions: list) -> dict:
         "transfer_ms": slo.distribution_ms(sorted(result.transfer_s)) if config.layout == "disaggregated" else None,
         "series": series(result, t0, max(result.finished) - t0),
         "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
+        "sweep_gpus": list(SWEEP_GPUS),
     }
 
 
@@ -452,6 +453,40 @@ NOTE = ("A model: every replica is the lab's engine (vLLM 0.33's scheduler, chec
 
 
 # --- the sweep over GPU counts -------------------------------------------------------------
+def first_token_floors(config: ClusterConfig, reqs: list) -> list[float]:
+    """Each request's time to first token alone on an idle replica, with every prefix
+    seen earlier in the window still cached (as `bound_hit_rate` counts it): its prompt
+    computed in chunks of the token budget, each a step of the step-time model. No
+    cluster of these GPUs can give it a first token sooner."""
+    stm = step_time_model(GPUS[config.gpu], MODELS[config.model], DEFAULTS[config.gpu])
+    budget = config.max_num_batched_tokens
+    out = []
+    for r, done in seen_before(reqs):
+        t = 0.0
+        while done < r.num_prompt_tokens:
+            n = min(budget, r.num_prompt_tokens - done)
+            c = done + n  # KV it holds after the chunk; the chunk's pairs as the engine counts them
+            t += stm.seconds(n, 1, c, n * c - n * (n - 1) // 2)
+            done = c
+        out.append(t)
+    return out
+
+
+def ttft_ceiling(config: ClusterConfig, reqs: list) -> float:
+    """The share of requests that could meet the TTFT target at all (`first_token_floors`)."""
+    limit = config.slo_ttft_ms / 1000
+    return sum(1 for t in first_token_floors(config, reqs) if t <= limit) / len(reqs)
+
+
+def ceiling_sentence(config: ClusterConfig, ceiling: float) -> str | None:
+    if ceiling >= ATTAINMENT_TARGET:
+        return None
+    return (f"No number of GPUs can meet the target: even alone on an idle {GPUS[config.gpu].label}, with every "
+            f"earlier prefix of the window cached, only {ceiling:.1%} of these requests get their first "
+            f"token within {config.slo_ttft_ms:,.0f} ms, short of the {ATTAINMENT_TARGET:.0%} the sweep asks "
+            f"for: their prompts are too long for one GPU (a replica here has no tensor parallelism).")
+
+
 DECODE_BATCH = 32  # the batch the split's rule of thumb prices a decode step at
 
 
@@ -476,7 +511,9 @@ def sweep_view(config: ClusterConfig, actions: list) -> dict:
     """One GPU count of the sweep (`gpus`): colocated and disaggregated at that count."""
     assert not actions
     reqs = window(config)
-    out = {"gpus": config.gpus, "target": ATTAINMENT_TARGET}
+    ceiling = ttft_ceiling(config, reqs)
+    out = {"gpus": config.gpus, "target": ATTAINMENT_TARGET, "ttft_ceiling": ceiling,
+           "ceiling_sentence": ceiling_sentence(config, ceiling)}
     colo = replace(config, layout="colocated", replicas=config.gpus)
     p, d = split(config, config.gpus, reqs)
     dis = replace(config, layout="disaggregated", prefill_replicas=p, decode_replicas=d)
@@ -532,19 +569,26 @@ def bound_hit_rate(reqs: list, block_size: int = BLOCK_SIZE) -> float:
     prompt hits the blocks of its longest prefix seen before, in whole `block_size`
     blocks, and always computes its last token, as vLLM's lookup does. No cluster of
     finite pools can beat it on these requests."""
-    seen: set = set()
     queried = hit = 0
+    for r, tokens in seen_before(reqs, block_size):
+        hit += tokens
+        queried += r.num_prompt_tokens
+    return hit / queried if queried else 0.0
+
+
+def seen_before(reqs: list, block_size: int = BLOCK_SIZE):
+    """(request, tokens of its prompt an earlier request already had), in order: its
+    longest run of leading block ids seen before, in whole `block_size` blocks, and never
+    its last token (vLLM always computes that one)."""
+    seen: set = set()
     for r in reqs:
         m = 0
-        for k in r.hash_ids:
+        for k in r.hash_ids:  # ids name a prefix: the shared run ends at the first unseen one
             if k not in seen:
                 break
             m += 1
-        tokens = min(m * traces.TRACE_BLOCK, r.num_prompt_tokens - 1)
-        hit += tokens // block_size * block_size
-        queried += r.num_prompt_tokens
         seen.update(r.hash_ids)
-    return hit / queried if queried else 0.0
+        yield r, min(m * traces.TRACE_BLOCK, r.num_prompt_tokens - 1) // block_size * block_size
 
 
 def figures() -> dict:
@@ -567,6 +611,10 @@ def figures() -> dict:
         out[f"{router}_attainment_pct"] = 100 * m["slo_attainment"]
         out[f"{router}_goodput_per_gpu"] = m["goodput_per_gpu"]
         out[f"{router}_ttft_p90_ms"] = m["ttft_ms"]["p90"]
+    out["ttft_ceiling_pct"] = 100 * ttft_ceiling(base, reqs)
+    for g in (12, 16):  # the sweep's last counts, colocated: how close they come
+        c = replace(base, replicas=g)
+        out[f"colocated_{g}_attainment_pct"] = 100 * metrics(c, simulate(c, reqs))["slo_attainment"]
     one = replace(base, replicas=1)
     out["one_replica_hit_pct"] = 100 * metrics(one, simulate(one, reqs))["prefix_cache"]["hit_rate"]
     for link in ("infiniband", "pcie"):

@@ -174,7 +174,11 @@ class PromptTokens:
 
     def __getitem__(self, key):
         if isinstance(key, slice):
-            return [self._token(p) for p in range(*key.indices(len(self)))]
+            start, stop, step = key.indices(len(self))
+            n = self.num_prompt_tokens
+            if step == 1 and start >= n:  # generated tokens only: the common slice in a decode
+                return self.sampled[start - n:stop - n]
+            return [self._token(p) for p in range(start, stop, step)]
         if key < 0:
             key += len(self)
         if not 0 <= key < len(self):

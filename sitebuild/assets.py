@@ -42,6 +42,7 @@ PAGE_WIDE = (THEME, NAVIGATION)  # files every page may link, not a widget's
 VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
     "lab": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
+    "cluster": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
 }
 # Libraries a widget can draw its picture without: the widget loads them itself later
 # (PySim.loadLater(NAME), in this order) so they do not compete with Python's start.

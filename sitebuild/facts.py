@@ -36,7 +36,8 @@ REQUIRED = ("system", "version", "text", "source", "source_title")
 PLACEHOLDER = re.compile(r"\{\{\s*fact\.(?P<key>[a-z0-9_]+)\s*\}\}")
 SOURCES_LINE = re.compile(r"^[ \t]*\{\{\s*fact_sources\s*\}\}[ \t]*$", re.M)
 # The systems the chapter states facts about, in the order Further reading lists them.
-SYSTEMS = ("vLLM", "SGLang", "TensorRT-LLM", "TGI", "llama.cpp")
+SYSTEMS = ("vLLM", "SGLang", "TensorRT-LLM", "TGI", "llama.cpp", "llm-d", "Dynamo",
+           "Mooncake", "DistServe", "Splitwise", "Hardware")
 
 
 class FactError(BuildError):

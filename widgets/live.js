@@ -225,6 +225,8 @@
     const linked = spec.link !== false;
     const unlinked = spec.unlinked || []; // fields the link never holds (a long paste)
     const retired = spec.retired || {}; // keys older links hold that pysim no longer has
+    // spec.timeoutMs: how long a recompute may run before the worker is thought stuck
+    // (runtime.call's default, 20 s, unless the widget's simulation is known to be slow).
     const files = prerendered.files || null; // data files the calls read (the lab's traces)
     const slots = new Map(); // message slots the widget drew for its own editors (data fields)
     let shown = clone(base);
@@ -301,7 +303,7 @@
       if (handle.busy) handle.busy(true);
       let answer;
       try {
-        answer = await runtime.call(name, payloadOf(next), { files });
+        answer = await runtime.call(name, payloadOf(next), { files, timeoutMs: spec.timeoutMs });
       } catch (err) {
         if (!alive || mine !== seq) return;
         delete root.dataset.busy;

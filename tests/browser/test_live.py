@@ -12,7 +12,7 @@ from conftest import page_url, until, wait_for_python
 # Widgets built on live.js, with the page that holds them.
 LIVE = {"batch_size": "batch-size", "naive_batching": "naive-batching", "paged_kv_cache": "paged-kv-cache",
         "toy_scheduler": "toy-scheduler", "chunked_prefill": "chunked-prefill", "exercises": "exercises",
-        "lab": "lab"}
+        "lab": "lab", "cluster": "cluster"}
 
 EXTRA = {"name": "extra_knob", "kind": "int", "default": 3, "lo": 1, "hi": 9, "options": [],
          "label": "Extra knob", "unit": "turns", "help": "a field only this test adds"}

@@ -14,6 +14,7 @@ DRAWINGS = [
     ("toy-scheduler", "toy_scheduler", "Number(ROOT.querySelector('.toy-chart').getAttribute('viewBox').split(' ')[2])"),
     ("batch-size", "batch_size", "ROOT.querySelector('.bs-chart .uplot').getBoundingClientRect().width"),
     ("lab", "lab", "ROOT.querySelector('.lab-chart .uplot').getBoundingClientRect().width"),
+    ("cluster", "cluster", "ROOT.querySelector('.cluster-chart .uplot').getBoundingClientRect().width"),
     ("chunked-prefill", "chunked_prefill", "ROOT.querySelector('canvas').width"),
 ]
 

@@ -238,7 +238,7 @@ def lab_answers(page):
 
 NORMAL = {"naive_batching": race_answers, "paged_kv_cache": kvcache_answers, "chunked_prefill": budget_answers,
           "batch_size": batch_size_answers, "toy_scheduler": toy_answers, "exercises": exercise_answers,
-          "lab": lab_answers}
+          "lab": lab_answers, "cluster": lambda page: __import__("test_cluster_page").normal_answers(page)}
 
 
 @pytest.mark.parametrize("page_name", sorted(PAGES))

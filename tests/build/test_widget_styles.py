@@ -26,7 +26,7 @@ def selectors(css: str) -> list[str]:
 
 
 # Each widget's own classes start with its prefix (widgets/README.md, "Styles").
-PREFIX = {"batch_size": "bs-", "chunked_prefill": "budget-", "exercises": "exercise-", "lab": "lab-",
+PREFIX = {"batch_size": "bs-", "chunked_prefill": "budget-", "exercises": "exercise-", "lab": "lab-", "cluster": "cluster-",
           "naive_batching": "race-", "paged_kv_cache": "kv-", "toy_scheduler": "toy-"}
 
 

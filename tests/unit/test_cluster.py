@@ -1,7 +1,9 @@
 """Scheduling across replicas (pysim.cluster) and the Mooncake traces it replays (pysim.traces)."""
 
+import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,19 @@ def test_mooncake_traces_match_their_readme():
             assert len(ids) == -(-p // 512)
             for i, k in enumerate(ids):
                 assert parent.setdefault(k, ids[i - 1] if i else None) == (ids[i - 1] if i else None)
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "mooncake-fast25"
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="the published JSON lines are not at hand (../shared)")
+def test_the_compact_files_equal_the_published_traces():
+    for name, file in (("mooncake_conv", "conversation_trace.jsonl"), ("mooncake_synth", "synthetic_trace.jsonl")):
+        t = traces.load(name)
+        rows = [json.loads(line) for line in (SHARED / file).read_text().splitlines() if line]
+        t0 = rows[0]["timestamp"]
+        assert [(r["timestamp"] - t0, r["input_length"], r["output_length"], tuple(r["hash_ids"])) for r in rows] \
+            == list(zip(t.offsets_ms, t.prompt_tokens, t.output_tokens, t.hash_ids))
 
 
 def test_the_compact_form_rebuilds_every_id():
@@ -166,7 +181,7 @@ def test_cache_aware_follows_sglang_rules():
 # ------------------------------------------------------------------ the cluster against the lab
 
 def test_one_replica_round_robin_equals_the_lab():
-    base = dict(window_start_min=20, window_minutes=1, max_num_seqs=256, max_num_batched_tokens=2048)
+    base = dict(window_start_min=20, window_minutes=1, max_num_batched_tokens=2048, max_num_seqs=256)
     c = ClusterConfig(replicas=1, router="round_robin", **base)
     got = cluster.simulate(c)
     cfg = lab.LabConfig(trace="mooncake_conv", **base)
@@ -231,3 +246,27 @@ def test_sweep_point_runs_both_layouts():
     assert d["prefill_replicas"] + d["decode_replicas"] == 3 and d["prefill_replicas"] >= 1
     for k in ("colocated", "disaggregated"):
         assert v[k]["meets"] == (v[k]["slo_attainment"] >= cluster.ATTAINMENT_TARGET)
+
+
+def test_first_token_floor_is_a_lone_replay():
+    # A request with no prefix seen before: its floor is its first token on an idle
+    # replica, as the engine and the step model give it.
+    c = ClusterConfig(max_num_batched_tokens=2048, max_num_seqs=256)
+    reqs = traces.requests(traces.load("mooncake_conv"), 0, 1, 1.0)[:1]
+    cfg, stm, blocks = _setup(budget=2048, seqs=256)
+    alone = replay([0.0], [reqs[0].num_prompt_tokens], [2], cfg, stm, blocks)
+    assert cluster.first_token_floors(c, reqs) == [pytest.approx(alone.first_token[0], rel=1e-12)]
+    # A looser target can only let more requests through.
+    many = cluster.window(ClusterConfig(window_minutes=1))
+    tight, loose = (cluster.ttft_ceiling(ClusterConfig(slo_ttft_ms=t), many) for t in (500.0, 5000.0))
+    assert 0 < tight < loose <= 1
+
+
+def test_the_lab_replays_mooncake_with_prefix_caching():
+    on = lab.run(lab.LabConfig(trace="mooncake_conv", window_minutes=1, window_start_min=30), [])
+    pc = on["prefix_cache"]
+    assert pc["metric_names"] == {"queries": "vllm:prefix_cache_queries", "hits": "vllm:prefix_cache_hits"}
+    assert 0 < pc["hits"] < pc["queries"] and pc["hit_rate"] == pc["hits"] / pc["queries"]
+    assert "Prefix caching on" in on["hardware"]["sentence"]
+    off = lab.run(lab.LabConfig(trace="conv", window_minutes=1), [])
+    assert off["prefix_cache"] is None and "Prefix caching off" in off["hardware"]["sentence"]

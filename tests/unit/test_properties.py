@@ -708,12 +708,12 @@ DIGESTS = [
     # A cluster's view is sums and sorts of many engines' floats: the digest pins that
     # CPython and Pyodide route and time every request alike.
     ("cluster", '{"config": {"window_minutes": 1, "replicas": 2}}',
-     "a4fa796dc60681b911c36faf01ad0ba735cc3515fd189f44358fccee91729b0d"),
+     "32539b55ddd13cbd5850059e334363e7796043cf6c05ee072406be727cecdcf6"),
     ("cluster", '{"config": {"window_minutes": 1, "layout": "disaggregated", "prefill_replicas": 1, '
                 '"decode_replicas": 1, "router": "least_loaded"}}',
-     "5651330692823de56846d898c6fef5602b994af0aa195dd0125775b503c3890a"),
+     "1ea11d80836bab9d3448f5d6e5ea45690daf18c92eae8afce2829f47a5cbe47b"),
     ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
-     "974170306424bafb5aef0e5c4faebfefa91b330453f091b73046aa35699cd912"),
+     "20c374393556d8a61e65dd7efe88a9253683e0a23470f509f327c01631b05aa6"),
     ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
      "ab62fdb7a410f5f4935824b2d6c1686e93cb5795452af0199f223cebbfad7eee"),
 ]

@@ -1,0 +1,241 @@
+"""Scheduling across replicas in a real browser, doing what a reader does: the default run
+is on the page before Python starts and equals Pyodide's; picking a router changes the
+hit rate to pysim's; replicas can be added; the disaggregated layout shows its own fields
+(and hides the replica count) and the KV transfer's figures; the GPU sweep shows its
+progress and ends with pysim's answer, and another sweep can be cancelled midway; a
+pinned run is compared with a new one; an out-of-range value gets pysim's message beside
+its control while the page keeps working.
+
+The tests share one page (a module-scoped browser context): each starts from where the
+last one left the widget, as a reader who keeps going would."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import page_url, pysim_view, until, wait_for_python
+
+PAGE = "cluster"
+WIDGET = '.pysim-widget[data-widget="cluster"]'
+
+
+SHORT = {"window_minutes": 1}  # the window the tests after the first use
+
+
+def computed(**config) -> dict:
+    return pysim_view("cluster", {**SHORT, **config})
+
+
+def sweep_point(**config) -> dict:
+    return pysim_view("cluster_sweep", config)
+
+
+def pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def ms(x: float) -> str:
+    """cluster.charts.js's `ms`."""
+    if x >= 10000:
+        return f"{round(x / 100) / 10:,g} s"
+    if x >= 100:
+        return f"{round(x):,} ms"
+    return f"{x:.1f} ms" if x >= 10 else f"{x:.2f} ms"
+
+
+def card(page, label: str) -> str:
+    """A headline figure as the reader sees it (its first line: a pin adds a second)."""
+    cell = page.locator(f"{WIDGET} .cluster-card", has=page.locator("dt", has_text=label)).first
+    return cell.locator("dd").evaluate("dd => dd.firstChild.textContent")
+
+
+def wait_idle(page):
+    page.wait_for_timeout(300)  # a control's debounce
+    page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy", timeout=60000)
+
+
+def type_value(page, field: str, value) -> None:
+    box = page.locator(f'{WIDGET} .pysim-control[data-field="{field}"] input[type="number"]')
+    box.fill(str(value))
+    box.press("Enter")
+    wait_idle(page)
+
+
+def shown(page, field: str) -> bool:
+    return page.locator(f'{WIDGET} .pysim-control[data-field="{field}"]').is_visible()
+
+
+@pytest.fixture(scope="module")
+def reader(browser):
+    """One page for the module, opened once; no request leaves the machine and nothing
+    is logged as an error (as conftest's `make_page` checks for one test)."""
+    from conftest import _is_local
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    outside, errors = [], []
+    context.route("**/*", lambda route, req: route.continue_() if _is_local(req.url) else (outside.append(req.url), route.abort()))
+    page = context.new_page()
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    context.close()
+    assert outside == [] and errors == [], (outside, errors)
+
+
+@pytest.fixture(scope="module")
+def site(site_url):
+    return site_url
+
+
+def test_default_run_is_prerendered_and_equals_pyodide(reader, site):
+    page = reader
+    want = pysim_view("cluster", {})
+    page.goto(page_url(site, PAGE))
+    # Before Python: the cards already hold pysim's numbers, and the charts are drawn.
+    assert card(page, "Goodput per GPU") == f"{want['summary']['goodput_per_gpu']:.3f}"
+    assert card(page, "Prefix-cache hit rate") == pct(want["prefix_cache"]["hit_rate"])
+    assert card(page, "GPUs") == str(want["gpus"])
+    assert page.locator(f"{WIDGET} .cluster-sentence").inner_text() == want["sentence"]
+    wait_for_python(page)
+    until(page, f"document.querySelector('{WIDGET}').dataset.live && document.querySelector('{WIDGET}').dataset.live !== 'pending'")
+    assert page.get_attribute(WIDGET, "data-live") == "same"
+    # Every chart is a picture with words; the numbers are also tables.
+    labels = page.locator(f"{WIDGET} .u-wrap[role=img]").evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    assert len(labels) == 4 and all(labels), labels
+    assert "SLO" in labels[0] and "replica" in labels[2]
+    assert page.locator(f"{WIDGET} .cluster-replicas tbody tr").count() == want["config"]["replicas"]
+    # Only the fields of the colocated layout and the cache-aware router show.
+    assert shown(page, "replicas") and not shown(page, "prefill_replicas") and not shown(page, "kv_link")
+    assert shown(page, "cache_threshold")
+
+
+def test_router_changes_the_hit_rate(reader, site):
+    page = reader
+    root = page.locator(WIDGET)
+    type_value(page, "window_minutes", 1)  # from here on, a one-minute window keeps every run quick
+    root.get_by_label("Router", exact=True).select_option("round_robin")
+    wait_idle(page)
+    want = computed(router="round_robin")
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+    assert card(page, "Prefix-cache hit rate") == pct(want["prefix_cache"]["hit_rate"])
+    assert card(page, "SLO attainment") == pct(want["summary"]["slo_attainment"])
+    assert not shown(page, "cache_threshold")  # the thresholds belong to the cache-aware router
+    assert "router=round_robin" in page.url
+
+
+def test_adding_replicas(reader, site):
+    page = reader
+    type_value(page, "replicas", 6)
+    want = computed(router="round_robin", replicas=6)
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+    assert card(page, "GPUs") == "6"
+    assert page.locator(f"{WIDGET} .cluster-replicas tbody tr").count() == 6
+    assert card(page, "TTFT p90") == ms(want["ttft_ms"]["p90"])
+
+
+def test_out_of_range_value_gets_pysims_message_and_the_page_keeps_working(reader, site):
+    page = reader
+    before = card(page, "Goodput per GPU")
+    type_value(page, "replicas", 40)
+    error = page.locator(f'{WIDGET} .pysim-control[data-field="replicas"] .pysim-error').inner_text()
+    assert "Replicas" in error and "16" in error, error
+    assert page.get_attribute(WIDGET, "data-error") == "replicas"
+    assert card(page, "Goodput per GPU") == before  # the last good picture stays
+    type_value(page, "replicas", 4)
+    until(page, f"!document.querySelector('{WIDGET}').dataset.error")
+    want = computed(router="round_robin")
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+
+
+def test_disaggregated_layout_shows_its_fields_and_the_transfer(reader, site):
+    page = reader
+    root = page.locator(WIDGET)
+    root.get_by_label("Router", exact=True).select_option("cache_aware")
+    root.get_by_label("Layout", exact=True).select_option("disaggregated")
+    # The fields switch at once, before pysim answers.
+    assert shown(page, "prefill_replicas") and shown(page, "decode_replicas") and shown(page, "kv_link")
+    assert not shown(page, "replicas")
+    wait_idle(page)
+    want = computed(layout="disaggregated")
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+    assert card(page, "KV transfer p50") == ms(want["transfer_ms"]["p50"])
+    text = root.locator(".cluster-transfer").inner_text()
+    assert ms(want["transfer_ms"]["p90"]) in text and "InfiniBand" in text
+    roles = root.locator(".cluster-replicas tbody tr td:nth-child(2)").all_inner_texts()
+    assert roles == [r["role"] for r in want["replicas"]] == ["prefill", "prefill", "decode", "decode"]
+    assert card(page, "Load imbalance") == ", ".join(f"{k} x{v:.2f}" for k, v in want["imbalance"].items())
+
+
+def test_pin_and_compare(reader, site):
+    page = reader
+    root = page.locator(WIDGET)
+    clear = root.get_by_role("button", name="Clear pin")
+    assert clear.is_disabled()
+    root.get_by_role("button", name="Pin this configuration").click()
+    root.get_by_label("Layout", exact=True).select_option("colocated")
+    wait_idle(page)
+    pinned, now = computed(layout="disaggregated"), computed()
+    until(page, f"document.querySelectorAll('{WIDGET} .cluster-results thead th').length === 3")
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(now['sentence'])}")
+    assert root.locator(".cluster-results thead th").last.inner_text() == "Pinned"
+    row = root.locator(".cluster-results tbody tr", has=page.locator("th", has_text="SLO attainment"))
+    assert row.locator("td").all_inner_texts() == [pct(now["summary"]["slo_attainment"]), pct(pinned["summary"]["slo_attainment"])]
+    assert root.locator(".cluster-card-pin").count() >= 7
+    assert "2 prefill + 2 decode" in root.locator(".cluster-pin-note").inner_text()
+    # The pinned CDFs are drawn too: the TTFT chart's legend has a "pinned" line.
+    assert "pinned" in root.locator(".cluster-chart").first.locator(".u-legend").inner_text()
+    clear.click()
+    assert root.locator(".cluster-results thead th").count() == 2 and clear.is_disabled()
+
+
+def test_gpu_sweep_progress_answer_and_cancel(reader, site):
+    page = reader
+    root = page.locator(WIDGET)
+    run, cancel = root.get_by_role("button", name="Find the fewest GPUs"), root.get_by_role("button", name="Cancel")
+    assert cancel.is_disabled()
+    run.click()
+    until(page, f"document.querySelector('{WIDGET} .cluster-progress').textContent.includes('of 9 counts')")
+    assert root.get_attribute("data-sweep") == "running" and run.is_disabled()
+    assert page.evaluate("new Promise(r => requestAnimationFrame(() => r(1)))") == 1  # the page answers meanwhile
+    until(page, f"document.querySelector('{WIDGET}').dataset.sweep === 'done'", timeout=180)
+    # pysim's answers, count by count, and the first count where each layout meets the target.
+    points = []
+    for gpus in (2, 3, 4, 5, 6, 8, 10, 12, 16):
+        points.append(sweep_point(window_minutes=1, gpus=gpus))
+        if any(p["colocated"]["meets"] for p in points) and any(p["disaggregated"]["meets"] for p in points):
+            break
+    got = root.locator(".cluster-sweep-table tbody tr th").all_inner_texts()
+    assert got == [str(p["gpus"]) for p in points]
+    colo = next((p for p in points if p["colocated"]["meets"]), None)
+    dis = next((p for p in points if p["disaggregated"]["meets"]), None)
+    answer = root.locator(".cluster-answer").inner_text()
+    assert answer.startswith("The fewest GPUs that meet the SLO at this rate"), answer
+    if colo:
+        assert f"{colo['gpus']} colocated" in answer
+    if dis:
+        d = dis["disaggregated"]
+        assert f"{dis['gpus']} disaggregated ({d['prefill_replicas']} prefill + {d['decode_replicas']} decode)" in answer
+    assert root.locator(".cluster-sweep-chart .u-wrap[role=img]").count() == 1
+
+    # Another sweep, cancelled after its first count: nothing more arrives.
+    run.click()
+    until(page, f"document.querySelectorAll('{WIDGET} .cluster-sweep-table tbody tr').length >= 1", timeout=60)
+    cancel.click()
+    until(page, f"document.querySelector('{WIDGET}').dataset.sweep !== 'running'")
+    assert "Cancelled after" in root.locator(".cluster-progress").inner_text() or root.get_attribute("data-sweep") == "done"
+    assert run.is_enabled() and cancel.is_disabled()
+    swept = root.locator(".cluster-sweep-table tbody tr").count()
+    page.wait_for_timeout(2500)
+    assert root.locator(".cluster-sweep-table tbody tr").count() == swept
+
+
+def normal_answers(page):
+    """tests/browser/test_robustness.py: after random actions, the widget still gives
+    pysim's default answer once its controls are set back."""
+    from test_robustness import restore_defaults
+
+    restore_defaults(page, "cluster")
+    want = pysim_view("cluster", {})
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+    assert card(page, "Goodput per GPU") == f"{want['summary']['goodput_per_gpu']:.3f}"

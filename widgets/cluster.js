@@ -1,0 +1,355 @@
+// Widget for page 8, scheduling across replicas (pysim/cluster.py, bridge name "cluster").
+//
+// pysim replays a window of the Mooncake trace through a router and several replicas of
+// the lab's engine, colocated or split into prefill and decode; this file lays out its
+// controls (from pysim's description, grouped, with only the fields the chosen layout
+// and router use), draws the view model (widgets/cluster.charts.js holds the charts),
+// and runs what a reader does beyond changing a setting:
+// - the GPU sweep: one "cluster_sweep" call per GPU count (that simulation has no widget
+//   of its own; the calls carry this widget's data files), so the page can say how far
+//   it got, stop between two calls (Cancel) and stop early once both layouts meet the
+//   target; which count is the fewest that meets it is read off pysim's `meets`;
+// - pin and compare: the pinned view model is kept and drawn beside the new one.
+(function () {
+  "use strict";
+  const { h, fmt, tableBox } = window.PySim;
+  const NAME = "cluster";
+  const SWEEP = "cluster_sweep";
+  const OWN = ["gpus"]; // set by the widget on its sweep calls, never by a control
+  const THRESHOLDS = ["cache_threshold", "balance_abs_threshold", "balance_rel_threshold"];
+  const GROUPS = [
+    ["Traffic", ["trace", "window_start_min", "window_minutes", "rate_scale"]],
+    ["Cluster", ["layout", "replicas", "prefill_replicas", "decode_replicas", "router", "kv_link"]],
+    ["Router thresholds (cache aware)", THRESHOLDS],
+    ["GPU and model", ["gpu", "model"]],
+    ["Scheduler (each replica)", ["max_num_seqs", "max_num_batched_tokens"]],
+    ["Targets (SLOs)", ["slo_ttft_ms", "slo_tpot_ms"]],
+  ];
+  // Only these fields show for each choice; the rest of the config always does.
+  const ONLY = {
+    replicas: (c) => c.layout === "colocated",
+    prefill_replicas: (c) => c.layout === "disaggregated",
+    decode_replicas: (c) => c.layout === "disaggregated",
+    kv_link: (c) => c.layout === "disaggregated",
+  };
+  // What a sweep's points depend on: everything but the layout and replica counts it sets itself.
+  const SWEEP_KEYS = ["trace", "window_start_min", "window_minutes", "rate_scale", "router", ...THRESHOLDS,
+    "kv_link", "gpu", "model", "max_num_seqs", "max_num_batched_tokens", "slo_ttft_ms", "slo_tpot_ms"];
+  const TABLE_ROWS = 12; // rows of the over-time table
+
+  const pct = (x) => (x * 100).toFixed(1) + "%";
+  const signature = (config) => JSON.stringify(SWEEP_KEYS.map((k) => config[k]));
+  const replicaName = (r) => (r.role === "replica" ? `replica ${r.replica}` : `${r.role} ${r.replica}`);
+
+  function mount(w) {
+    const charts = window.PySim.clusterCharts;
+    const ms = charts.ms;
+    let view = w.view;
+    let pin = null;     // {config, view} of the pinned configuration
+    let sweep = null;   // {config, signature, points, complete, why}
+    let running = null; // the sweep in progress: a token compared after every call
+    const template = w.root.querySelector("template.pysim-prerender");
+    const files = template ? JSON.parse(template.content.textContent).files || null : null;
+
+    // ---------------------------------------------------------------- controls
+    const controls = w.controls({
+      skip: OWN,
+      onChange: (n, v, delay) => { w.set({ [n]: v }, delay); showFields(w.draft.config); },
+    });
+    const groups = h("div", { class: "cluster-groups" });
+    const sets = {};
+    for (const [title, names] of GROUPS) {
+      const set = h("fieldset", { class: "cluster-group" }, h("legend", {}, title));
+      for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
+      groups.append(set);
+      sets[title] = set;
+    }
+    controls.root.prepend(groups); // a field no group names stays after them
+    function showFields(config) {
+      for (const [n, shown] of Object.entries(ONLY)) if (controls.has(n)) controls.get(n).root.hidden = !shown(config);
+      sets[GROUPS[2][0]].hidden = config.router !== "cache_aware";
+    }
+    const optionLabel = (n, v) => { const f = w.field(n); return f && f.option_labels && f.option_labels[v] ? f.option_labels[v] : fmt(v); };
+
+    // ---------------------------------------------------------------- results
+    const note = h("p", { class: "cluster-note" });
+    const status = h("p", { class: "cluster-status", "aria-live": "polite" });
+    const sentence = h("p", { class: "cluster-sentence" });
+    const cards = h("dl", { class: "cluster-cards" });
+    const pinBtn = h("button", { type: "button", class: "md-button", onclick: pinNow }, "Pin this configuration");
+    const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearPin, disabled: true }, "Clear pin");
+    const pinNote = h("p", { class: "cluster-pin-note", "aria-live": "polite" });
+    const cdfTtft = h("div", { class: "cluster-chart" });
+    const cdfTpot = h("div", { class: "cluster-chart" });
+    const results = h("table", { class: "cluster-results" });
+    const routing = h("p", { class: "cluster-routing" });
+    const transfer = h("p", { class: "cluster-transfer" });
+    const replicaTable = h("table", { class: "cluster-replicas" });
+    const gRunning = h("div", { class: "cluster-chart" });
+    const gHits = h("div", { class: "cluster-chart" });
+    const overTime = h("table", { class: "cluster-over-time" });
+
+    // ---------------------------------------------------------------- sweep
+    const sweepBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: runSweep, "data-needs-python": true }, "Find the fewest GPUs");
+    const cancelBtn = h("button", { type: "button", class: "md-button", onclick: () => stopSweep("Cancelled"), disabled: true }, "Cancel");
+    const progress = h("p", { class: "cluster-progress", "aria-live": "polite" });
+    const answerText = h("p", { class: "cluster-answer", "aria-live": "polite" });
+    const sweepChart = h("div", { class: "cluster-chart cluster-sweep-chart" });
+    const sweepTable = h("table", { class: "cluster-sweep-table" });
+
+    const section = (title, ...kids) => h("section", { class: "cluster-section" }, h("h3", { class: "cluster-title" }, title), ...kids);
+    const details = (summary, ...kids) => h("details", { class: "cluster-details" }, h("summary", {}, summary), ...kids);
+    w.body.append(
+      controls.root, w.messages, note, status,
+      section("This run", sentence, cards, h("div", { class: "cluster-buttons" }, pinBtn, clearBtn), pinNote,
+        h("div", { class: "cluster-pair" }, cdfTtft, cdfTpot), tableBox(results, {}, "This run in numbers, scrolls sideways")),
+      section("Replica by replica", routing, transfer, tableBox(replicaTable, {}, "Replicas, scrolls sideways"),
+        h("div", { class: "cluster-pair" }, gRunning, gHits),
+        details("The replicas over time, as a table", tableBox(overTime, {}, "Replicas over time, scrolls sideways"))),
+      section("How many GPUs does this traffic need?",
+        h("p", { class: "cluster-explain" }, `For each GPU count from ${view.sweep_gpus[0]} to ${view.sweep_gpus[view.sweep_gpus.length - 1]}, pysim runs the ` +
+          "window on that many colocated replicas, and split into prefill and decode replicas in proportion to each side's work, " +
+          "with the router, GPU, model and targets above. It stops once both layouts have a count where 90% of requests meet both targets."),
+        h("div", { class: "cluster-buttons" }, sweepBtn, cancelBtn), progress, answerText, sweepChart,
+        tableBox(sweepTable, {}, "The GPU sweep, scrolls sideways")),
+    );
+
+    // ---------------------------------------------------------------- drawing
+    const drawn = []; // uPlot charts, rebuilt on every draw, a resize or a theme switch
+    let drawnWidth = null;
+    function drawCharts() {
+      while (drawn.length) drawn.pop().destroy();
+      drawnWidth = w.body.clientWidth;
+      const both = (key) => [{ label: "this run", cdf: view[key].cdf },
+        ...(pin ? [{ label: "pinned", cdf: pin.view[key].cdf, pinned: true }] : [])].filter((s) => s.cdf.length);
+      if (view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: view.slo.ttft_ms }));
+      else cdfTtft.replaceChildren();
+      if (view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: view.slo.tpot_ms }));
+      else cdfTpot.replaceChildren();
+      const s = view.series;
+      const names = view.replicas.map(replicaName);
+      drawn.push(charts.replicas(gRunning, { title: "Requests running", t: s.t_s, yLabel: "num_requests_running",
+        lines: s.replicas.map((r, i) => ({ label: names[i], values: r.num_requests_running })) }));
+      drawn.push(charts.replicas(gHits, { title: "Prefix-cache hit rate so far", t: s.t_s, yLabel: "hits / queries", percent: true,
+        lines: s.replicas.map((r, i) => ({ label: names[i], values: r.hit_rate.map((x) => x * 100) })) }));
+      if (sweep && sweep.points.length) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: sweep.points[0].target }));
+      else sweepChart.replaceChildren();
+    }
+
+    function imbalanceText(v) {
+      const entries = Object.entries(v.imbalance);
+      if (entries.length === 1) return "x" + entries[0][1].toFixed(2);
+      return entries.map(([role, x]) => `${role} x${x.toFixed(2)}`).join(", ");
+    }
+    const FIGURES = [ // [label, (view) => text], the cards
+      ["Goodput per GPU (req/s)", (v) => v.summary.goodput_per_gpu.toFixed(3)],
+      ["SLO attainment", (v) => pct(v.summary.slo_attainment)],
+      ["Prefix-cache hit rate", (v) => pct(v.prefix_cache.hit_rate)],
+      ["TTFT p90", (v) => ms(v.ttft_ms.p90)],
+      ["TPOT p90", (v) => ms(v.tpot_ms.p90)],
+      ["Load imbalance (busiest / mean)", imbalanceText],
+      ["GPUs", (v) => fmt(v.gpus)],
+    ];
+    const TRANSFER = ["KV transfer p50", (v) => (v.transfer_ms ? ms(v.transfer_ms.p50) : "none")];
+
+    function card(label, value, pinnedValue) {
+      return h("div", { class: "cluster-card" }, h("dt", {}, label),
+        h("dd", {}, value, pinnedValue == null ? "" : h("span", { class: "cluster-card-pin" }, `pinned: ${pinnedValue}`)));
+    }
+
+    function drawText() {
+      showFields(w.draft.config);
+      note.textContent = view.note;
+      sentence.textContent = view.sentence;
+      const figures = view.transfer_ms || (pin && pin.view.transfer_ms) ? [...FIGURES, TRANSFER] : FIGURES;
+      cards.replaceChildren(...figures.map(([label, f]) => card(label, f(view), pin ? f(pin.view) : null)));
+
+      const rows = [
+        ["Requests completed", (v) => fmt(v.summary.completed)], ["Good (meet both targets)", (v) => fmt(v.summary.good)],
+        ...FIGURES.filter(([label]) => !/^(TTFT|TPOT) p90$/.test(label)),
+        ["Goodput (req/s)", (v) => v.summary.request_goodput.toFixed(2)],
+        ["Request throughput (req/s)", (v) => v.summary.request_throughput.toFixed(2)],
+        ["Output tokens/s", (v) => fmt(Math.round(v.summary.output_throughput))],
+        ["Prefix-cache hits / queries (tokens)", (v) => `${fmt(v.prefix_cache.hits)} / ${fmt(v.prefix_cache.queries)}`],
+        ...["ttft_ms", "tpot_ms"].flatMap((key) => ["mean", "p50", "p90", "p99"].map((q) =>
+          [`${key.slice(0, 4).toUpperCase()} ${q}`, (v) => ms(v[key][q])])),
+        ...(view.transfer_ms || (pin && pin.view.transfer_ms) ? [TRANSFER] : []),
+        ["Duration", (v) => fmt(Math.round(v.summary.duration_s * 10) / 10) + " s"],
+      ];
+      results.replaceChildren(
+        h("caption", {}, pin ? "This run and the pinned one" : "This run, in numbers"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "This run"),
+          pin ? h("th", { scope: "col" }, "Pinned") : "")),
+        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(view)),
+          pin ? h("td", {}, f(pin.view)) : ""))));
+
+      const rr = view.router_reasons;
+      routing.textContent = rr ? `The cache-aware router sent ${fmt(rr.prefix)} requests to the replica with the longest prefix match, ` +
+        `${fmt(rr.low_match)} to the least-loaded replica because no match covered more than ${view.config.cache_threshold} of the prompt, ` +
+        `and ${fmt(rr.balance)} to the least-loaded replica because the loads were out of balance.`
+        : `The ${view.config.router.replace("_", " ")} router does not look at prefixes.`;
+      const t = view.transfer_ms;
+      transfer.hidden = !t;
+      transfer.textContent = t ? `Moving each request's KV from its prefill to its decode replica over ${optionLabel("kv_link", view.config.kv_link)} ` +
+        `took ${ms(t.p50)} at the median, ${ms(t.p90)} at p90 and ${ms(t.p99)} at p99 (waiting for the link included).` : "";
+
+      replicaTable.replaceChildren(h("caption", {}, "Each replica: what it served and its busiest moments"),
+        h("thead", {}, h("tr", {}, ...["Replica", "Role", "Requests", "Hit rate", "Preemptions", "Peak running", "Peak waiting", "Peak KV use"]
+          .map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...view.replicas.map((r) => h("tr", {}, h("th", { scope: "row" }, fmt(r.replica)), h("td", {}, r.role),
+          h("td", {}, fmt(r.requests)), h("td", {}, pct(r.hit_rate)), h("td", {}, fmt(r.num_preemptions)),
+          h("td", {}, fmt(r.peak_running)), h("td", {}, fmt(r.peak_waiting)), h("td", {}, pct(r.peak_kv_cache_usage_perc))))));
+
+      const s = view.series;
+      const every = Math.max(1, Math.round(s.t_s.length / TABLE_ROWS));
+      const names = view.replicas.map(replicaName);
+      const body = [];
+      for (let i = every - 1; i < s.t_s.length; i += every) {
+        body.push(h("tr", {}, h("th", { scope: "row" }, fmt(Math.round(s.t_s[i])) + " s"),
+          ...s.replicas.flatMap((r) => [h("td", {}, fmt(r.num_requests_running[i])), h("td", {}, pct(r.hit_rate[i]))])));
+      }
+      overTime.replaceChildren(h("caption", {}, "Requests running, and the hit rate so far, of each replica at that moment"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "time"),
+          ...names.flatMap((n) => [h("th", { scope: "col" }, `${n} running`), h("th", { scope: "col" }, `${n} hit rate`)]))),
+        h("tbody", {}, ...body));
+    }
+
+    // ---------------------------------------------------------------- the sweep's text
+    function drawSweep() {
+      const fresh = sweep && sweep.signature === signature(w.state.config);
+      if (sweep && !fresh && !running) {
+        sweep = null;
+        progress.textContent = "The settings changed since the last sweep: run it again for these.";
+      }
+      if (!sweep) { answerText.textContent = ""; sweepTable.replaceChildren(); return; }
+      const points = sweep.points;
+      const colo = points.find((p) => p.colocated.meets);
+      const dis = points.find((p) => p.disaggregated.meets);
+      const last = points.length ? points[points.length - 1].gpus : null;
+      const none = (layout) => (sweep.complete ? `more than ${last} ${layout}` : `${layout}: not within the ${points.length ? "counts swept (up to " + last + ")" : "counts swept"}`);
+      if (!points.length) answerText.textContent = "";
+      else answerText.textContent = `The fewest GPUs that meet the SLO at this rate${sweep.complete ? "" : " (so far)"}: ` +
+        `${colo ? colo.gpus + " colocated" : none("colocated")}, ` +
+        `${dis ? `${dis.gpus} disaggregated (${dis.disaggregated.prefill_replicas} prefill + ${dis.disaggregated.decode_replicas} decode)` : none("disaggregated")}.` +
+        (points[0].ceiling_sentence ? " " + points[0].ceiling_sentence : "");
+      const cell = (x, meets) => h("td", {}, pct(x) + (meets ? " (meets)" : ""));
+      sweepTable.replaceChildren(h("caption", {}, "The sweep, GPU count by GPU count (meets: at least 90% of requests meet both targets)"),
+        h("thead", {}, h("tr", {}, ...["GPUs", "Colocated attainment", "Colocated goodput/GPU", "Colocated TTFT p90",
+          "Split", "Disaggregated attainment", "Disaggregated goodput/GPU", "Disaggregated TTFT p90"].map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...points.map((p) => h("tr", {}, h("th", { scope: "row" }, fmt(p.gpus)),
+          cell(p.colocated.slo_attainment, p.colocated.meets), h("td", {}, p.colocated.goodput_per_gpu.toFixed(3)), h("td", {}, ms(p.colocated.ttft_p90_ms)),
+          h("td", {}, `${p.disaggregated.prefill_replicas}P + ${p.disaggregated.decode_replicas}D`),
+          cell(p.disaggregated.slo_attainment, p.disaggregated.meets), h("td", {}, p.disaggregated.goodput_per_gpu.toFixed(3)),
+          h("td", {}, ms(p.disaggregated.ttft_p90_ms))))));
+    }
+
+    function draw() {
+      drawText();
+      drawSweep();
+      drawCharts();
+      w.root.dataset.pinned = pin ? "true" : "false";
+      showSweepState();
+    }
+    function showSweepState() {
+      w.root.dataset.sweep = running ? "running" : sweep ? (sweep.complete ? "done" : "partial") : "none";
+    }
+
+    // ---------------------------------------------------------------- pin and compare
+    function describe(c) {
+      const layout = c.layout === "colocated" ? `${c.replicas} colocated` : `${c.prefill_replicas} prefill + ${c.decode_replicas} decode over ${optionLabel("kv_link", c.kv_link)}`;
+      return `${layout}, ${optionLabel("router", c.router)}, ${optionLabel("gpu", c.gpu)}, ${optionLabel("model", c.model)}, rate x${c.rate_scale}`;
+    }
+    function pinNow() {
+      pin = { config: w.state.config, view };
+      clearBtn.disabled = false;
+      pinNote.textContent = `Pinned: ${describe(pin.config)}. Change a setting to compare; the pinned run is drawn dashed.`;
+      draw();
+    }
+    function clearPin() {
+      pin = null;
+      clearBtn.disabled = true;
+      pinNote.textContent = "";
+      draw();
+    }
+
+    // ---------------------------------------------------------------- the sweep
+    function setSweeping(on) {
+      if (!on) running = null;
+      sweepBtn.disabled = on;
+      cancelBtn.disabled = !on;
+      showSweepState();
+    }
+    async function runSweep() {
+      const config = { ...w.state.config };
+      const token = {};
+      running = token;
+      sweep = { config, signature: signature(config), points: [], complete: false };
+      setSweeping(true);
+      answerText.textContent = "";
+      const started = performance.now();
+      const n = view.sweep_gpus.length;
+      for (let i = 0; i < n; i++) {
+        progress.textContent = `${i} of ${n} counts done; simulating ${view.sweep_gpus[i]} GPUs, both layouts…`;
+        let answer;
+        try {
+          answer = await window.PySim.runtime.call(SWEEP, { config: { ...config, gpus: view.sweep_gpus[i] } }, { files, timeoutMs: 120000 });
+        } catch (err) {
+          if (running === token) stopSweep("Python stopped answering; the sweep stopped");
+          return;
+        }
+        if (running !== token) return; // cancelled, or a newer sweep started
+        if (!answer.ok) { stopSweep(`pysim refused: ${answer.error.message}; the sweep stopped`); return; }
+        const p = answer.result;
+        sweep.points.push(p);
+        const both = sweep.points.some((q) => q.colocated.meets) && sweep.points.some((q) => q.disaggregated.meets);
+        const secs = ((performance.now() - started) / 1000).toFixed(1);
+        if (both || i === n - 1) {
+          sweep.complete = true;
+          progress.textContent = both && i < n - 1
+            ? `Stopped at ${p.gpus} GPUs, ${i + 1} of ${n} counts: both layouts meet the target (${secs} s).`
+            : `Swept ${n} of ${n} counts in ${secs} s.`;
+          setSweeping(false);
+          draw();
+          return;
+        }
+        progress.textContent = `${i + 1} of ${n} counts done…`;
+        drawSweep();
+        drawCharts();
+      }
+    }
+    function stopSweep(why) {
+      if (!running) return;
+      setSweeping(false);
+      progress.textContent = `${why} after ${sweep.points.length} of ${view.sweep_gpus.length} counts.`;
+      draw();
+    }
+
+    // ---------------------------------------------------------------- start
+    // Only a new width needs new charts (the observer's first report comes at the width
+    // the pre-rendered charts were built for).
+    w.observe(new ResizeObserver(() => {
+      const width = w.body.clientWidth;
+      if (width === drawnWidth) return;
+      drawnWidth = width;
+      w.frame(drawCharts);
+    })).observe(w.body);
+    w.onScheme(() => drawCharts());
+
+    return {
+      draw(next, state) {
+        view = next;
+        if (running && sweep && sweep.signature !== signature(state.config)) stopSweep("The settings changed; the sweep stopped");
+        draw();
+      },
+      busy(on) { status.textContent = on ? "Simulating the cluster…" : ""; },
+      unmount() {
+        running = null;
+        while (drawn.length) drawn.pop().destroy();
+      },
+    };
+  }
+
+  // A cluster replays up to 16 engines: on a slow machine a 10-minute window at a high
+  // rate takes longer than the kit's 20 s guard against a stuck worker.
+  window.PySim.widget(NAME, { mount, unlinked: OWN, timeoutMs: 120000 });
+})();
