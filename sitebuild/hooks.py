@@ -134,7 +134,7 @@ def on_pre_build(config, **kwargs):
     build.runtime = {"pyodide": pyodide_dir, "lock": pyodide_dir + wheel.lock_name(build.wheel),
                      "sizes": {**pyodide_runtime.download_sizes(), build.wheel.name: build.wheel.stat().st_size}}
     log.info("pysim wheel %s", build.wheel.name)
-    build.snapshot = None if build.offline else snapshot.make(build.wheel)
+    build.snapshot = None if build.offline else snapshot.make(build.wheel, stdlib=pyodide_runtime.page_stdlib())
     if build.snapshot:
         build.runtime["snapshot"] = pyodide_dir + build.snapshot.name
         build.runtime["sizes"][build.snapshot.name] = build.snapshot.stat().st_size
