@@ -99,7 +99,7 @@ test-unit: $(VENV)/.installed
 # and the reader's modules.
 test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
 	node tests/pyodide/run_pytest.mjs $(WHEELS_FOR_PYODIDE) $$(ls site/assets/pyodide/*/pysim-*.whl)
-	for zip in site/assets/pyodide/*/python_stdlib.zip site/assets/pyodide/*/python_stdlib.pyc.zip; do \
+	for zip in site/assets/pyodide/*/python_stdlib.*.zip; do \
 		node tests/pyodide/cut_stdlib.mjs $$zip $$(ls site/assets/pyodide/*/pysim-*.whl) || exit 1; done
 
 test-browser: $(VENV)/.installed

@@ -134,7 +134,8 @@ def on_pre_build(config, **kwargs):
     pyodide_dir = pyodide_runtime.site_dir()
     build.stdlib_compiled = stdlib.compiled(pyodide_runtime.page_stdlib(), pyodide_runtime.NPM_DIR)
     build.runtime = {"pyodide": pyodide_dir, "lock": pyodide_dir + wheel.lock_name(build.wheel),
-                     "stdlib": {"source": pyodide_dir + stdlib.NAME, "compiled": pyodide_dir + stdlib.COMPILED_NAME},
+                     "stdlib": {"source": pyodide_dir + stdlib.site_name(pyodide_runtime.page_stdlib(), compiled=False),
+                                "compiled": pyodide_dir + stdlib.site_name(build.stdlib_compiled, compiled=True)},
                      "sizes": {**pyodide_runtime.download_sizes(compiled=build.stdlib_compiled),
                                build.wheel.name: build.wheel.stat().st_size}}
     log.info("pysim wheel %s", build.wheel.name)

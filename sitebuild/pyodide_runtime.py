@@ -38,10 +38,11 @@ def site_dir(npm_dir: Path = NPM_DIR) -> str:
 def runtime_files(npm_dir: Path = NPM_DIR, compiled: bytes | None = None) -> Files:
     """The runtime's files, by their path in the site: Pyodide's own, but the standard
     library cut to what the page uses, and (given) that cut compiled to bytecode."""
-    files: Files = {site_dir(npm_dir) + name: npm_dir / name for name in FILES}
-    files[site_dir(npm_dir) + stdlib.NAME] = page_stdlib(npm_dir)
+    files: Files = {site_dir(npm_dir) + name: npm_dir / name for name in FILES if name != stdlib.NAME}
+    source = page_stdlib(npm_dir)
+    files[site_dir(npm_dir) + stdlib.site_name(source, compiled=False)] = source
     if compiled is not None:
-        files[site_dir(npm_dir) + stdlib.COMPILED_NAME] = compiled
+        files[site_dir(npm_dir) + stdlib.site_name(compiled, compiled=True)] = compiled
     return files
 
 

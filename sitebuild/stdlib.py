@@ -17,9 +17,9 @@ appends a finder to `sys.meta_path`: an import of a left-out module then fails w
 message saying so, not with a bare "No module named". It sits last, so a module a reader
 writes under a left-out name is still found first.
 
-The cut ships twice. `python_stdlib.zip` holds the sources: the Python restored from the
+The cut ships twice, each named by its content hash. `python_stdlib.<hash>.zip` holds the sources: the Python restored from the
 snapshot reads its later imports from it (the snapshot is made with that very zip).
-`python_stdlib.pyc.zip` holds the same modules compiled to bytecode in Pyodide at build
+`python_stdlib.<hash>.pyc.zip` holds the same modules compiled to bytecode in Pyodide at build
 time: a Python started the plain way imports some 90 modules as it starts, and compiling
 their sources took about half of that start (in Node here, 3.1 to 5.4 s with sources,
 1.4 to 2.5 s with bytecode), for 1.05 MB more to download (2.2 MB against 1.15).
@@ -43,8 +43,14 @@ from pathlib import Path
 
 from . import ROOT, BuildError
 
-NAME = "python_stdlib.zip"
-COMPILED_NAME = "python_stdlib.pyc.zip"  # the same modules as bytecode (compiled() below)
+NAME = "python_stdlib.zip"  # Pyodide's, in its npm package
+
+
+def site_name(data: bytes, compiled: bool) -> str:
+    """`python_stdlib.<hash>.zip` or `python_stdlib.<hash>.pyc.zip`: named by content, since
+    the cut (unlike the Pyodide folder it sits in) changes with this file, and a snapshot
+    only fits the zip it was made with."""
+    return f"python_stdlib.{hashlib.sha256(data).hexdigest()[:10]}{'.pyc' if compiled else ''}.zip"
 COMPILE_SCRIPT = Path(__file__).with_name("stdlib_pyc.mjs")
 CACHE = ROOT / ".cache" / "stdlib"
 READER = json.loads(Path(__file__).with_name("stdlib_reader.json").read_text())

@@ -28,16 +28,18 @@ function post(message) {
 }
 
 // What the status line says while Python downloads. On a fast link, the count; once the
-// rate so far says the rest takes more than SLOW_S seconds, what is left, about how long,
-// and that the page need not wait: its text and pre-rendered pictures are all there, and
-// only the widgets' controls need Python.
+// rate so far says the rest takes more than SLOW_S seconds, what is left and that the
+// page need not wait: its text and pre-rendered pictures are all there, and only the
+// widgets' controls need Python. (No count of seconds: the bytes counted are the files'
+// own, unpacked as they arrive, and the wasm unpacks to nearly three times what crosses
+// the wire while the zips do not, so the rate so far is a poor clock.)
 const SLOW_S = 4;
 const SETTLE_MS = 500; // the rate of the first half second is mostly the round trip
 function downloading(loaded, total, ms) {
   const mb = (n) => (n / 1e6).toFixed(1);
   const left = ms >= SETTLE_MS && loaded > 0 ? ((total - loaded) / (loaded / ms)) / 1000 : 0;
   if (left <= SLOW_S) return `Downloading Python: ${mb(loaded)} of ${mb(total)} MB`;
-  return `Downloading Python: ${mb(total - loaded)} of ${mb(total)} MB left, about ${Math.ceil(left)} s. ` +
+  return `Downloading Python: ${mb(total - loaded)} of ${mb(total)} MB left. ` +
     "The text and pictures are ready to read; only the controls wait for it.";
 }
 
@@ -177,7 +179,7 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib
       indexURL: base,
       // The page's standard library (sitebuild/stdlib.py): the sources the snapshot was
       // made with, or, for a plain start, the same modules compiled (runtime.js chooses).
-      stdLibURL: stdlib || base + "python_stdlib.zip",
+      stdLibURL: stdlib,
       lockFileContents: lockText,
       // Every package comes from this site: with packageBaseUrl set, Pyodide has no
       // reason to fall back to a CDN, and the browser tests check that it never does.

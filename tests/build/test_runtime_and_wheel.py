@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -18,13 +19,16 @@ def test_the_runtime_is_served_under_its_version(tmp_path):
     with zipfile.ZipFile(tmp_path / "python_stdlib.zip", "w") as full:
         full.writestr("os.py", "")
         full.writestr("smtplib.py", "# not the page's")
-    files = pyodide_runtime.runtime_files(tmp_path)
-    cut = files.pop("assets/pyodide/9.8.7/python_stdlib.zip")
+    files = pyodide_runtime.runtime_files(tmp_path, compiled=b"bytecode")
+    [source_name] = [p for p in files if re.fullmatch(r"assets/pyodide/9\.8\.7/python_stdlib\.[0-9a-f]{10}\.zip", p)]
+    [compiled_name] = [p for p in files if p.endswith(".pyc.zip")]
+    cut = files.pop(source_name)
+    assert files.pop(compiled_name) == b"bytecode"
     assert files == {f"assets/pyodide/9.8.7/{n}": tmp_path / n for n in pyodide_runtime.FILES if n != "python_stdlib.zip"}
     assert "os.py" in zipfile.ZipFile(io.BytesIO(cut)).namelist()  # the page's cut, not npm's whole zip
     assert "smtplib.py" not in zipfile.ZipFile(io.BytesIO(cut)).namelist()
-    assert pyodide_runtime.download_sizes(tmp_path) == {"pyodide.mjs": 1, "pyodide.asm.mjs": 2,
-                                                         "pyodide.asm.wasm": 3, "python_stdlib.zip": len(cut)}
+    assert pyodide_runtime.download_sizes(tmp_path) == {"pyodide.mjs": 1, "pyodide.asm.mjs": 2, "pyodide.asm.wasm": 3,
+                                                         source_name.rsplit("/", 1)[1]: len(cut)}
 
 
 def test_a_missing_runtime_says_how_to_get_it(tmp_path):
