@@ -27,21 +27,23 @@
   // import of pysim, seconds of CPU on our 2-core test machines, but it is 6.3 MB to
   // download, while a plain start downloads the standard library compiled instead
   // (sitebuild/stdlib.py), 1.05 MB more than its sources. Which is sooner depends on the
-  // link: bench/bench_network.py measured both ways (README "Deploying" has the table):
-  // on these machines the snapshot is sooner at 20 Mbit/s and above, the plain start at
-  // 1.6 Mbit/s; the break-even is near 10 Mbit/s, an estimate of about 5 (see below).
+  // link: bench/bench_network.py measured both ways (README "Deploying"). On our 2-core
+  // machines, cold, the snapshot was sooner at 100 Mbit/s (6.3 s against 8.2), the two
+  // tied at 20 Mbit/s (8.7 s each), and the plain start was sooner at 1.6 Mbit/s (35 s
+  // against 61). The threshold below sits between 20 Mbit/s and 4 (see the estimates).
   // So the page estimates the link from what it has just downloaded (the page itself,
   // its scripts, stylesheets and fonts: Resource Timing, bodies that came whole over the
   // network) and restores the snapshot only on a link at least this fast, or when it
   // cannot tell (everything came from the cache: a return visit, whose runtime files
   // are likely cached too). The estimate is the fastest single body of at least
   // RATE_MIN_BYTES: no body comes faster than the link allows, while a busy main thread
-  // or TCP's slow start only make one look slower, so it reads low (under DevTools'
-  // throttling, 39 to 58 at 100 Mbit/s and 10 to 13 at 20 Mbit/s), and a doubt goes to
-  // the smaller download. navigator.connection cannot decide it: Chromium caps its
+  // or TCP's slow start only make one look slower, so it reads low (DevTools' throttling,
+  // a gzip host: 15 to 41 at 100 Mbit/s, 11 to 12 at 20, 1.3 at 4, 0.8 at 1.6), and a
+  // doubt goes to the smaller download. When Python starts, a compressing host has sent only small
+  // bodies (the page, 26 KB; its stylesheet, 23 KB), so small ones count too. navigator.connection cannot decide it: Chromium caps its
   // downlink at 10 Mbit/s and, before it has an estimate, says 1.3 Mbit/s on loopback.
   const SNAPSHOT_MIN_MBIT_S = 8;
-  const RATE_MIN_BYTES = 32000; // at 20 Mbit/s, 13 ms: long enough for the timer to tell
+  const RATE_MIN_BYTES = 4000; // at 20 Mbit/s 1.6 ms: fast links read low, slow ones do not
 
   // The link's rate in Mbit/s as the page's own downloads show it, or null.
   function linkRate() {
