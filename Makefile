@@ -93,9 +93,14 @@ test: site $(WHEELS_FOR_PYODIDE)/.installed chromium
 test-unit: $(VENV)/.installed
 	$(VENV)/bin/pytest -p no:cacheprovider tests/unit tests/build
 
-# The same unit tests inside Pyodide, against the exact wheel the site ships.
+# The same unit tests inside Pyodide, against the exact wheel the site ships (with
+# Pyodide's whole standard library: pytest needs it); then the page's cut standard
+# library, each zip the site ships (sources and bytecode), running pysim, the exercise
+# and the reader's modules.
 test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
 	node tests/pyodide/run_pytest.mjs $(WHEELS_FOR_PYODIDE) $$(ls site/assets/pyodide/*/pysim-*.whl)
+	for zip in site/assets/pyodide/*/python_stdlib.*.zip; do \
+		node tests/pyodide/cut_stdlib.mjs $$zip $$(ls site/assets/pyodide/*/pysim-*.whl) || exit 1; done
 
 test-browser: $(VENV)/.installed
 	$(VENV)/bin/pytest -p no:cacheprovider --durations=25 tests/browser

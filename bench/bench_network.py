@@ -22,11 +22,12 @@ DevTools protocol (Network.emulateNetworkConditions: a latency added to every re
 a download and upload rate shared by all of them, the worker's included) at PROFILES.
 Each load is cold (a fresh browser context, so an empty HTTP cache) or warm (a second tab
 in the same context, after the cold one: the immutable files come from the cache, the
-pages are revalidated). And each is made with the memory snapshot the hosted site
-restores Python from, and without it: the server answers 404 for `*.snapshot.gz`, and the
-worker starts Python the plain way, as it does for any host that refuses the file
-(runtime.js has no switch of its own; the page names the snapshot and the worker falls
-back). Columns, seconds from navigation start, medians:
+pages are revalidated). And each starts Python one of three ways: "auto", as a reader's
+page does (runtime.js restores the memory snapshot on a link it estimates fast enough,
+and starts Python the plain way, with the standard library as bytecode, on a slower
+one); "snapshot" and "plain", forced with `?python=snapshot` / `?python=plain` in the
+page's address, to measure both sides of that choice. Columns, seconds from navigation
+start, medians:
   MB over the wire   what the server sent by the time the page was interactive
   at link rate       those bytes at the profile's download rate alone: the floor a load
                      of that size cannot beat on that link
@@ -40,9 +41,9 @@ Then, for the first widget page of the chapter, every file fetched on the fastes
 with its bytes over the wire, largest first: what to cut.
 
 The slow profile costs a minute or more per cold load, so by default it measures only the
-chapter's first widget page, and the loads without the snapshot are made on that page
-only (the snapshot is the same file for every page). BENCH_FULL=1 measures every page at
-every profile both ways. BENCH_COLD (3) and BENCH_WARM (2) set the loads per cell.
+chapter's first widget page, and the forced starts are made on that page only (the
+snapshot is the same file for every page). BENCH_FULL=1 measures every page at every
+profile all three ways. BENCH_COLD (3) and BENCH_WARM (2) set the loads per cell.
 
 Run: .venv/bin/python bench/bench_network.py   (after `make site`; ~12 minutes on 2 cores)
 """
@@ -172,7 +173,6 @@ class Host:
         self.bodies: dict[tuple[str, str], bytes] = {}
         self.lock = threading.Lock()
         self.log: list[dict] = []  # one entry per response, in the order they ended
-        self.refuse_snapshot = False
         self.accept_encoding: set[str] = set()
 
     def precompress(self):
@@ -229,8 +229,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def answer(self, path: str) -> dict:
         self.host.accept_encoding.add(self.headers.get("Accept-Encoding", ""))
         file = (self.host.root / path).resolve()
-        refused = self.host.refuse_snapshot and path.endswith(".snapshot.gz")
-        if refused or not file.is_relative_to(self.host.root) or not file.is_file():
+        if not file.is_relative_to(self.host.root) or not file.is_file():
             return self.send(404, b"not found\n", {"Content-Type": "text/plain", "Cache-Control": REVALIDATE})
         encoding = self.encoding_for(path)
         if path == "sitemap.xml":  # the URLs of this server, for instant navigation
@@ -366,14 +365,15 @@ def visit(browser, host: Host, url: str, profile: Profile, warm: bool) -> list[d
 
 # ------------------------------------------------------------------ the plan and the tables
 
-def cells(pages: list[str]) -> list[tuple[Profile, str, bool]]:
-    """(profile, page, snapshot) to measure: see the docstring for what is left out."""
+MODES = ("auto", "snapshot", "plain")  # how Python starts: the page's choice, or forced
+
+
+def cells(pages: list[str]) -> list[tuple[Profile, str, str]]:
+    """(profile, page, mode) to measure: see the docstring for what is left out."""
     out = []
     for profile in PROFILES:
         for i, page in enumerate(pages if profile.every_page or FULL else pages[:1]):
-            out.append((profile, page, True))
-            if i == 0 or FULL:
-                out.append((profile, page, False))
+            out.extend((profile, page, mode) for mode in (MODES if i == 0 or FULL else MODES[:1]))
     return out
 
 
@@ -384,7 +384,7 @@ def seconds(values) -> str:
 
 def summary_rows(results: dict, profile: Profile) -> list[list]:
     rows = []
-    for (p, page, snapshot), loads in results.items():
+    for (p, page, mode), loads in results.items():
         if p != profile:
             continue
         for kind, group in (("cold", [v[0] for v in loads]), ("warm", [v[1] for v in loads if len(v) > 1])):
@@ -392,7 +392,7 @@ def summary_rows(results: dict, profile: Profile) -> list[list]:
                 continue
             wire = statistics.median(g["wire"] for g in group)
             failed = [g["why"] for g in group if not g["ok"]]
-            rows.append([page, "on" if snapshot else "off (404)", kind, len(group), f"{wire / 1e6:.2f}",
+            rows.append([page, mode, kind, len(group), f"{wire / 1e6:.2f}",
                          f"{wire * 8 / (profile.down_mbit * 1e6):.2f}",
                          seconds(g["fcp"] for g in group), seconds(g["prerendered"] for g in group),
                          seconds(g["interactive"] for g in group),
@@ -458,9 +458,9 @@ def run(host: Host, pages: list[str], pages_found: dict[str, list[str]]):
             # Runs outermost, so each cell's loads are spread over the profile's minutes.
             for i in range(COLD):
                 for cell in [c for c in plan if c[0] == profile]:
-                    _, page, snapshot = cell
-                    host.refuse_snapshot = not snapshot
-                    url = f"{base}{page}#widget-{pages_found[page][0]}"
+                    _, page, mode = cell
+                    query = "" if mode == "auto" else f"?python={mode}"
+                    url = f"{base}{page}{query}#widget-{pages_found[page][0]}"
                     results[cell].append(visit(browser, host, url, profile, warm=i < WARM))
             print(f"  ({profile.name}: done at {time.monotonic() - began:.0f} s)", file=sys.stderr)
         browser.close()
@@ -474,21 +474,21 @@ def run(host: Host, pages: list[str], pages_found: dict[str, list[str]]):
     for profile in PROFILES:
         print()
         print(f"{profile.name} (latency {profile.latency_ms:.0f} ms; seconds from navigation start)")
-        print(table(["page", "snapshot", "cache", "loads", "MB over the wire", "at link rate", "first paint",
+        print(table(["page", "start", "cache", "loads", "MB over the wire", "at link rate", "first paint",
                      "pre-rendered", "interactive", "snapshot used", "failed"], summary_rows(results, profile)))
     print()
     if not FULL:
-        print(f"Without the snapshot: the first widget page only (the snapshot is one file for every page)"
+        print(f"Forced starts (snapshot, plain): the first widget page only (the snapshot is one file for every page)"
               + (f"; {', '.join(only_first)}: the first widget page only" if only_first else ""))
     print("at link rate: the bytes over the wire at the profile's download rate alone (no latency, no CPU)")
 
     first = pages[0]
     fastest = PROFILES[0]
-    on, off = results[(fastest, first, True)][0], results[(fastest, first, False)][0]
+    on, off = results[(fastest, first, "snapshot")][0], results[(fastest, first, "plain")][0]
     print()
     print(f"{first}: every file fetched on {fastest.name}, first run, by its bytes over the wire (KB; "
           f"headers included; a file asked for twice shows both)")
-    print(table(["file", "type", "encoding", "on disk KB", "cold, snapshot", "cold, no snapshot (404)",
+    print(table(["file", "type", "encoding", "on disk KB", "cold, snapshot", "cold, plain",
                  "warm, snapshot", "cache"], file_rows(host.root, on[0], off[0], on[1] if len(on) > 1 else None)))
 
 

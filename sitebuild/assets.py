@@ -148,6 +148,8 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
         "worker": up + assets[WORKER].path,
         "package": "pysim",
         "sizes": runtime["sizes"],
+        # The standard library: its sources for a restored Python, bytecode for a plain start.
+        "stdlib": {kind: up + path for kind, path in runtime["stdlib"].items()},
         # Python's memory with pysim imported (sitebuild/snapshot.py); the hosted build's only.
         "snapshot": up + runtime["snapshot"] if runtime.get("snapshot") else None,
         # Every widget's, not this page's only: runtime.js reads its settings once per

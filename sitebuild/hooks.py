@@ -52,8 +52,8 @@ for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebu
     del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
-                       katex, narrow, offline_zip, prerender, pyodide_runtime, snapshot, tables,
-                       wheel, write_files)
+                       katex, narrow, offline_zip, prerender, pyodide_runtime, snapshot, stdlib,
+                       tables, wheel, write_files)
 import sitebuild.plots  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.pysim")
@@ -75,6 +75,7 @@ class Build:
     navigation: assets.Asset | None = None     # widgets/navigation.js, on every hosted page
     wheel: Path | None = None
     snapshot: Path | None = None   # Python with pysim imported (the hosted build only)
+    stdlib_compiled: bytes | None = None  # the page's standard library as bytecode (plain start)
     runtime: dict = field(default_factory=dict)  # the worker's settings, paths in the site
 
 
@@ -131,10 +132,14 @@ def on_pre_build(config, **kwargs):
                                       if sim.data_files is not None})
     build.wheel = wheel.build_wheel(Path(tempfile.mkdtemp(prefix="pysim-wheel-")))
     pyodide_dir = pyodide_runtime.site_dir()
+    build.stdlib_compiled = stdlib.compiled(pyodide_runtime.page_stdlib(), pyodide_runtime.NPM_DIR)
     build.runtime = {"pyodide": pyodide_dir, "lock": pyodide_dir + wheel.lock_name(build.wheel),
-                     "sizes": {**pyodide_runtime.download_sizes(), build.wheel.name: build.wheel.stat().st_size}}
+                     "stdlib": {"source": pyodide_dir + stdlib.site_name(pyodide_runtime.page_stdlib(), compiled=False),
+                                "compiled": pyodide_dir + stdlib.site_name(build.stdlib_compiled, compiled=True)},
+                     "sizes": {**pyodide_runtime.download_sizes(compiled=build.stdlib_compiled),
+                               build.wheel.name: build.wheel.stat().st_size}}
     log.info("pysim wheel %s", build.wheel.name)
-    build.snapshot = None if build.offline else snapshot.make(build.wheel)
+    build.snapshot = None if build.offline else snapshot.make(build.wheel, stdlib=pyodide_runtime.page_stdlib())
     if build.snapshot:
         build.runtime["snapshot"] = pyodide_dir + build.snapshot.name
         build.runtime["sizes"][build.snapshot.name] = build.snapshot.stat().st_size
@@ -214,7 +219,7 @@ def on_post_build(config, **kwargs):
     pyodide_dir = pyodide_runtime.site_dir()
     lock = wheel.lock_file(build.wheel, pyodide_runtime.NPM_DIR / "pyodide-lock.json")
     write_files(site, {
-        **pyodide_runtime.runtime_files(),
+        **pyodide_runtime.runtime_files(compiled=build.stdlib_compiled),
         **katex.katex_files(),
         **assets.files(build.assets),
         **assets.data_files(build.data),

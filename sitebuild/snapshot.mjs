@@ -1,7 +1,10 @@
 // Boot Pyodide in Node, install the pysim wheel, import pysim, and write a gzipped
 // memory snapshot of that interpreter: sitebuild/snapshot.py's helper.
 //
-//   node sitebuild/snapshot.mjs <pyodide npm dir> <wheel> <out.gz>
+//   node sitebuild/snapshot.mjs <pyodide npm dir> <wheel> <out.gz> <python_stdlib.zip>
+//
+// The standard library is the one the site ships (sitebuild/stdlib.py's cut): the
+// restored Python reads its modules from that zip, so it must be the same file.
 //
 // The browser's worker hands the snapshot to loadPyodide (`_loadSnapshot`), which puts
 // this memory back instead of starting Python and importing pysim again. The wheel is
@@ -12,9 +15,10 @@ import path from "node:path";
 import zlib from "node:zlib";
 
 async function main() {
-  const [npmDir, wheel, out] = process.argv.slice(2);
+  const [npmDir, wheel, out, stdlib] = process.argv.slice(2);
   const { loadPyodide } = await import(path.resolve(npmDir, "pyodide.mjs"));
-  const py = await loadPyodide({ indexURL: path.resolve(npmDir) + "/", _makeSnapshot: true, stdout: () => {} });
+  const py = await loadPyodide({ indexURL: path.resolve(npmDir) + "/", _makeSnapshot: true, stdout: () => {},
+                                     ...(stdlib ? { stdLibURL: path.resolve(stdlib) } : {}) });
   py.FS.writeFile("/tmp/pysim.whl", fs.readFileSync(wheel));
   py.runPython(`
 import gc, importlib, pkgutil, site, zipfile

@@ -33,23 +33,33 @@ CACHE = ROOT / ".cache" / "snapshot"  # one snapshot per wheel and Pyodide versi
 HASH_CHARS = 12
 
 
-def name(wheel: Path, npm_dir: Path = NPM_DIR) -> str:
-    """`pysim-<hash>.snapshot.gz`, the hash of what it was made from: the wheel and Pyodide."""
-    made_from = hashlib.sha256(wheel.read_bytes() + version(npm_dir).encode()).hexdigest()
+def name(wheel: Path, npm_dir: Path = NPM_DIR, stdlib: bytes = b"") -> str:
+    """`pysim-<hash>.snapshot.gz`, the hash of what it was made from: the wheel, Pyodide
+    and the standard library the site ships."""
+    made_from = hashlib.sha256(wheel.read_bytes() + version(npm_dir).encode() + stdlib).hexdigest()
     return f"pysim-{made_from[:HASH_CHARS]}.snapshot.gz"
 
 
-def make(wheel: Path, npm_dir: Path = NPM_DIR, cache: Path = CACHE) -> Path:
-    """The gzipped snapshot for `wheel` (made once, then taken from the cache)."""
-    out = cache / name(wheel, npm_dir)
+def make(wheel: Path, npm_dir: Path = NPM_DIR, cache: Path = CACHE, stdlib: bytes = b"") -> Path:
+    """The gzipped snapshot for `wheel` (made once, then taken from the cache), with
+    `stdlib` as Python's standard library (Pyodide's own zip if empty)."""
+    out = cache / name(wheel, npm_dir, stdlib)
     if out.exists():
         return out
     if shutil.which("node") is None:
         raise BuildError("node is needed to make the Python snapshot (run `npm ci`; see README)")
     cache.mkdir(parents=True, exist_ok=True)
     partial = out.with_suffix(".part")
-    done = subprocess.run(["node", str(SCRIPT), str(npm_dir), str(wheel), str(partial)],
-                          capture_output=True, text=True)
+    args = ["node", str(SCRIPT), str(npm_dir), str(wheel), str(partial)]
+    if stdlib:
+        zipped = out.with_suffix(".stdlib.zip")  # the zip the site ships, for Node to read
+        zipped.write_bytes(stdlib)
+        args.append(str(zipped))
+    try:
+        done = subprocess.run(args, capture_output=True, text=True)
+    finally:
+        if stdlib:
+            zipped.unlink()
     if done.returncode != 0:
         raise BuildError(f"making the Python snapshot failed: {done.stderr.strip()[-800:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -22,6 +22,49 @@
     return new URL(url, document.baseURI).href;
   }
 
+  // Snapshot or plain start, chosen by the link. The hosted build ships a snapshot of
+  // Python's memory (sitebuild/snapshot.py): restoring it skips Python's start and the
+  // import of pysim, seconds of CPU on our 2-core test machines, but it is 6.3 MB to
+  // download, while a plain start downloads the standard library compiled instead
+  // (sitebuild/stdlib.py), 1.05 MB more than its sources. Which is sooner depends on the
+  // link: bench/bench_network.py measured both ways (README "Deploying"). On our 2-core
+  // machines, cold, the snapshot was sooner at 100 Mbit/s (6.3 s against 8.2), the two
+  // tied at 20 Mbit/s (8.7 s each), and the plain start was sooner at 1.6 Mbit/s (35 s
+  // against 61). The threshold below sits between 20 Mbit/s and 4 (see the estimates).
+  // So the page estimates the link from what it has just downloaded (the page itself,
+  // its scripts, stylesheets and fonts: Resource Timing, bodies that came whole over the
+  // network) and restores the snapshot only on a link at least this fast, or when it
+  // cannot tell (everything came from the cache: a return visit, whose runtime files
+  // are likely cached too). The estimate is the fastest single body of at least
+  // RATE_MIN_BYTES: no body comes faster than the link allows, while a busy main thread
+  // or TCP's slow start only make one look slower, so it reads low (DevTools' throttling,
+  // a gzip host: 15 to 41 at 100 Mbit/s, 11 to 12 at 20, 1.3 at 4, 0.8 at 1.6), and a
+  // doubt goes to the smaller download. When Python starts, a compressing host has sent only small
+  // bodies (the page, 26 KB; its stylesheet, 23 KB), so small ones count too. navigator.connection cannot decide it: Chromium caps its
+  // downlink at 10 Mbit/s and, before it has an estimate, says 1.3 Mbit/s on loopback.
+  const SNAPSHOT_MIN_MBIT_S = 8;
+  const RATE_MIN_BYTES = 4000; // at 20 Mbit/s 1.6 ms: fast links read low, slow ones do not
+
+  // The link's rate in Mbit/s as the page's own downloads show it, or null.
+  function linkRate() {
+    if (!window.performance || !performance.getEntriesByType) return null;
+    let best = null;
+    for (const e of [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]) {
+      if (e.encodedBodySize < RATE_MIN_BYTES || e.transferSize < e.encodedBodySize) continue; // small or cached
+      const mbit = (e.encodedBodySize * 8) / (Math.max(1, e.responseEnd - e.responseStart) * 1000);
+      best = best === null ? mbit : Math.max(best, mbit);
+    }
+    return best;
+  }
+
+  // `?python=plain` or `?python=snapshot` in the page's address overrides the estimate
+  // (bench/bench_network.py measures each way so; a reader who knows their link may too).
+  function snapshotFor(rate) {
+    const asked = new URLSearchParams(location.search).get("python");
+    if (!settings.snapshot || asked === "plain") return false;
+    return asked === "snapshot" || rate === null || rate >= SNAPSHOT_MIN_MBIT_S;
+  }
+
   // ------------------------------------------------------------- the worker
 
   class Runtime {
@@ -35,6 +78,7 @@
       this.booting = null;
       this.bootMs = null;
       this.restored = null;
+      this.link = null; // {mbit_s, snapshot}: the link estimate that chose how Python starts
       this.progress = null; // {loaded, total} bytes while Python downloads
       this.checked = new Map(); // verify(): simulation and payload -> the answer's promise
       this.bootSoon = false; // Python will start right after the first paint (search.js asks)
@@ -113,13 +157,24 @@
           fail(this.earlyError);
           return;
         }
+        const rate = linkRate();
+        const snapshot = snapshotFor(rate);
+        this.link = { mbit_s: rate, snapshot }; // what decided the start (bench, tests)
+        // The progress line counts what this start downloads: the snapshot and the
+        // standard library's sources, or neither and its bytecode.
+        const name = (url) => url.split("/").pop();
+        const stdlib = settings.stdlib[snapshot ? "source" : "compiled"];
+        const sizes = Object.assign({}, settings.sizes);
+        if (settings.snapshot && !snapshot) delete sizes[name(settings.snapshot)];
+        delete sizes[name(settings.stdlib[snapshot ? "compiled" : "source"])];
         worker.postMessage({
           type: "boot",
           pyodide: absolute(settings.pyodide),
           lock: absolute(settings.lock),
           package: settings.package,
-          sizes: settings.sizes,
-          snapshot: settings.snapshot ? absolute(settings.snapshot) : null,
+          sizes,
+          snapshot: snapshot ? absolute(settings.snapshot) : null,
+          stdlib: absolute(stdlib),
           files: [...wantedFiles()].map(([path, url]) => [path, absolute(url)]), // download while it starts
         });
       });

@@ -1,7 +1,7 @@
 // The Python side of the page: one module Web Worker that boots Pyodide from this
 // site's own files and answers simulation calls through pysim.bridge.
 //
-// Messages in:  {type: "boot", pyodide, lock, package, sizes, snapshot, files?: [[path, url], ...]}
+// Messages in:  {type: "boot", pyodide, lock, package, sizes, snapshot, stdlib, files?: [[path, url], ...]}
 //               {type: "call", id, name, payload, files?: [[path, url], ...]}
 //               {type: "stats"}  (bench/bench_page.py: how much memory Python holds)
 // Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python, restored}
@@ -27,6 +27,22 @@ function post(message) {
   self.postMessage(message);
 }
 
+// What the status line says while Python downloads. On a fast link, the count; once the
+// rate so far says the rest takes more than SLOW_S seconds, what is left and that the
+// page need not wait: its text and pre-rendered pictures are all there, and only the
+// widgets' controls need Python. (No count of seconds: the bytes counted are the files'
+// own, unpacked as they arrive, and the wasm unpacks to nearly three times what crosses
+// the wire while the zips do not, so the rate so far is a poor clock.)
+const SLOW_S = 4;
+const SETTLE_MS = 500; // the rate of the first half second is mostly the round trip
+function downloading(loaded, total, ms) {
+  const mb = (n) => (n / 1e6).toFixed(1);
+  const left = ms >= SETTLE_MS && loaded > 0 ? ((total - loaded) / (loaded / ms)) / 1000 : 0;
+  if (left <= SLOW_S) return `Downloading Python: ${mb(loaded)} of ${mb(total)} MB`;
+  return `Downloading Python: ${mb(total - loaded)} of ${mb(total)} MB left. ` +
+    "The text and pictures are ready to read; only the controls wait for it.";
+}
+
 // Download progress in bytes. Pyodide fetches the wasm and the standard library, and
 // this worker the lock file, the snapshot and the wheel, all with fetch(); we read a
 // clone of each response to count its bytes as they arrive, and hand on the original
@@ -40,14 +56,15 @@ function countDownloads(sizes) {
   let started = false;
   let done = false;
   const mb = (n) => (n / 1e6).toFixed(1);
+  let firstByte = null;
   const add = (n) => {
     loaded += n;
     const now = performance.now();
+    if (firstByte === null) firstByte = now;
     if (done || !total) return;
     if (loaded < total && now - lastPost >= 100) {
       lastPost = now;
-      post({ type: "progress", stage: "download", loaded, total,
-             text: `Downloading Python: ${mb(loaded)} of ${mb(total)} MB` });
+      post({ type: "progress", stage: "download", loaded, total, text: downloading(loaded, total, now - firstByte) });
     } else if (loaded >= total && !started) {
       started = true;
       post({ type: "progress", stage: "start", loaded: Math.min(loaded, total), total,
@@ -136,7 +153,7 @@ async function fetchSnapshot(url) {
   return new Uint8Array(await new Response(unzipped).arrayBuffer());
 }
 
-async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, files }) {
+async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib, files }) {
   const t0 = performance.now();
   const watch = watchBoot(snapshot);
   const progress = countDownloads(sizes);
@@ -160,6 +177,9 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, files 
     import(base + "pyodide.asm.mjs").then(() => progress.module("pyodide.asm.mjs"), () => {});
     const options = {
       indexURL: base,
+      // The page's standard library (sitebuild/stdlib.py): the sources the snapshot was
+      // made with, or, for a plain start, the same modules compiled (runtime.js chooses).
+      stdLibURL: stdlib,
       lockFileContents: lockText,
       // Every package comes from this site: with packageBaseUrl set, Pyodide has no
       // reason to fall back to a CDN, and the browser tests check that it never does.

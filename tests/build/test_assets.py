@@ -47,7 +47,8 @@ def fake_assets():
     return {n: Asset(f"assets/x/{n.rsplit('/', 1)[-1]}", b"") for n in names}
 
 
-RUNTIME = {"pyodide": "assets/pyodide/1.2.3/", "lock": "assets/pyodide/1.2.3/lock.json", "sizes": {"a.whl": 5}}
+RUNTIME = {"pyodide": "assets/pyodide/1.2.3/", "lock": "assets/pyodide/1.2.3/lock.json", "sizes": {"a.whl": 5},
+           "stdlib": {"source": "assets/pyodide/1.2.3/s.zip", "compiled": "assets/pyodide/1.2.3/c.zip"}}
 
 
 def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
@@ -61,6 +62,7 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
     settings = json.loads(page.runtime)
     assert settings == {"pyodide": "../assets/pyodide/1.2.3/", "lock": "../assets/pyodide/1.2.3/lock.json",
                         "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
+                        "stdlib": {"source": "../assets/pyodide/1.2.3/s.zip", "compiled": "../assets/pyodide/1.2.3/c.zip"},
                         "snapshot": None,  # the download build's: Python starts the usual way
                         "later": {EDITOR: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR_LATER[EDITOR]]},
                         "widget_pages": []}

@@ -1,6 +1,8 @@
 """The Pyodide runtime's files, and the wheel with its lock file."""
 
+import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -14,10 +16,19 @@ def test_the_runtime_is_served_under_its_version(tmp_path):
     (tmp_path / "package.json").write_text(json.dumps({"version": "9.8.7"}))
     for i, name in enumerate(pyodide_runtime.FILES):
         (tmp_path / name).write_bytes(b"x" * (i + 1))
-    files = pyodide_runtime.runtime_files(tmp_path)
-    assert files == {f"assets/pyodide/9.8.7/{n}": tmp_path / n for n in pyodide_runtime.FILES}
-    assert pyodide_runtime.download_sizes(tmp_path) == {"pyodide.mjs": 1, "pyodide.asm.mjs": 2,
-                                                         "pyodide.asm.wasm": 3, "python_stdlib.zip": 4}
+    with zipfile.ZipFile(tmp_path / "python_stdlib.zip", "w") as full:
+        full.writestr("os.py", "")
+        full.writestr("smtplib.py", "# not the page's")
+    files = pyodide_runtime.runtime_files(tmp_path, compiled=b"bytecode")
+    [source_name] = [p for p in files if re.fullmatch(r"assets/pyodide/9\.8\.7/python_stdlib\.[0-9a-f]{10}\.zip", p)]
+    [compiled_name] = [p for p in files if p.endswith(".pyc.zip")]
+    cut = files.pop(source_name)
+    assert files.pop(compiled_name) == b"bytecode"
+    assert files == {f"assets/pyodide/9.8.7/{n}": tmp_path / n for n in pyodide_runtime.FILES if n != "python_stdlib.zip"}
+    assert "os.py" in zipfile.ZipFile(io.BytesIO(cut)).namelist()  # the page's cut, not npm's whole zip
+    assert "smtplib.py" not in zipfile.ZipFile(io.BytesIO(cut)).namelist()
+    assert pyodide_runtime.download_sizes(tmp_path) == {"pyodide.mjs": 1, "pyodide.asm.mjs": 2, "pyodide.asm.wasm": 3,
+                                                         source_name.rsplit("/", 1)[1]: len(cut)}
 
 
 def test_a_missing_runtime_says_how_to_get_it(tmp_path):
