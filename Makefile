@@ -29,16 +29,15 @@ help:
 
 # ------------------------------------------------------------------ set-up
 
+# (The pip each venv comes with installs these; upgrading it first only cost time.)
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
 $(LOCK_VENV)/.installed:
 	@test -n "$(PY312)" || { echo "Python >= 3.12 is needed for pyodide-build (set PY312=/path/to/python3.12)"; exit 1; }
 	$(PY312) -m venv $(LOCK_VENV)
-	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
 	$(LOCK_VENV)/bin/python -m pip install -q 'pyodide-build>=0.30' 'pyodide-lock[wheel]'
 	touch $@
 
@@ -82,10 +81,13 @@ serve: setup
 
 # ------------------------------------------------------------------ tests
 
+# The set-up's downloads (two virtual environments, npm's packages) run side by side.
 # The CPython and the Pyodide suites each keep one core busy: on two cores they run side
 # by side (each one's output printed whole when it ends); the browser suite, which needs
-# both cores, runs after them.
-test: site $(WHEELS_FOR_PYODIDE)/.installed chromium
+# both cores (two workers), runs after them.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target setup $(WHEELS_FOR_PYODIDE)/.installed chromium
+	$(MAKE) --no-print-directory site
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-pyodide
 	$(MAKE) --no-print-directory test-browser
 
@@ -102,8 +104,11 @@ test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
 	for zip in site/assets/pyodide/*/python_stdlib.*.zip; do \
 		node tests/pyodide/cut_stdlib.mjs $$zip $$(ls site/assets/pyodide/*/pysim-*.whl) || exit 1; done
 
+# Two workers, each with its own Chromium and server; a test goes to whichever is free.
+# BROWSER_WORKERS=0 runs them in this one process (easier to read when one fails).
+BROWSER_WORKERS ?= 2
 test-browser: $(VENV)/.installed
-	$(VENV)/bin/pytest -p no:cacheprovider --durations=25 tests/browser
+	$(VENV)/bin/pytest -p no:cacheprovider --durations=25 -n $(BROWSER_WORKERS) --dist worksteal tests/browser
 
 bench: site $(WHEELS_FOR_PYODIDE)/.installed chromium
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

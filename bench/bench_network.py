@@ -34,7 +34,7 @@ start, medians:
   first paint        first-contentful-paint (PerformanceObserver 'paint')
   pre-rendered       every widget mounted from its build-time model, and the frame after
                      that painted (bench_page.py's mark)
-  interactive        every widget on the page recomputed its default in Pyodide: its
+  interactive        every widget on the page answers the reader (Python is up): its
                      data-live is set and no longer "pending"
   snapshot used      loads whose worker restored Python from the snapshot
 Then, for the first widget page of the chapter, every file fetched on the fastest profile

@@ -11,7 +11,8 @@ start:
                  screen: mounted, then the end of the next frame (laid out and painted)
   Python start   the page told its worker to boot (the first Pyodide byte comes after)
   Python ready   Pyodide and pysim loaded in the worker (for the floor: its end)
-  interactive    every widget recomputed its default in Pyodide (data-live set)
+  interactive    every widget answers the reader: Python is up and the widget has gone
+                 live on it (data-live="ready")
   vs floor       interactive over the floor's, load by load against the floor load just
                  before it, median (and range) over the runs
 and bytes: the page without Python (HTML, CSS, fonts, our scripts: what a reader who
@@ -23,8 +24,8 @@ Then instant navigation (issue 18; the hosted build, mkdocs.yml): in one browser
 per run, the first widget page opened and live, then each next widget page entered by a
 click on the sidebar's link, as a reader does. Columns, in ms from the click: `drawn`
 (every widget mounted from its model, and the frame after that painted) and
-`interactive` (every widget recomputed its default on the Python already running:
-data-live set). Three ways (CLICKS), each page left LOOK_MS after it went live: clicked
+`interactive` (every widget live on the Python already running: data-live="ready").
+Three ways (CLICKS), each page left LOOK_MS after it went live: clicked
 at once (the pointer lands and presses, as Playwright's click does, or a finger taps),
 and after resting on the link HOVER_MS first (Material's prefetch has fetched the page
 by then); and clicked at once READ_MS after, as by a reader who read the page first
@@ -107,7 +108,7 @@ new MutationObserver(() => {
     afterNextFrame(() => { __marks.prerendered = performance.now(); });
   }
   if (!__marks.ready && widgets[0].dataset.runtime === 'ready') __marks.ready = performance.now();
-  if (!__marks.interactive && widgets.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'))
+  if (!__marks.interactive && widgets.every(w => w.dataset.live === 'ready'))
     __marks.interactive = performance.now();
 }).observe(document, {subtree: true, childList: true, attributes: true});
 """
@@ -142,7 +143,7 @@ new MutationObserver(() => {
     n.mounted = performance.now();
     afterNextFrame(() => { n.drawn = performance.now(); });
   }
-  if (!n.interactive && widgets.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'))
+  if (!n.interactive && widgets.every(w => w.dataset.live === 'ready'))
     n.interactive = performance.now();
 }).observe(document, {subtree: true, childList: true, attributes: true});
 """
@@ -155,7 +156,7 @@ STATS = """() => new Promise((resolve) => {
 })"""
 
 ALL_LIVE = ("() => { const ws = [...document.querySelectorAll('.pysim-widget')]; "
-            "return ws.length > 0 && ws.every(w => w.dataset.live === 'same' || w.dataset.live === 'updated'); }")
+            "return ws.length > 0 && ws.every(w => w.dataset.live === 'ready'); }")
 
 
 def click_to(page, page_file: str, hover_ms: int) -> dict:

@@ -157,7 +157,7 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
         # loaded until a widget asks.) So every widget page carries the same settings.
         "later": {n: [up + assets[rel].path for rel in files] for n, files in VENDOR_LATER.items()},
         # The pages that hold widgets, in the nav's order (hooks.on_nav): with Python
-        # idle, navigation.js has the ones next to the reader's page checked ahead.
+        # idle, navigation.js looks ahead at the ones next to the reader's page.
         "widget_pages": [up + url for url in runtime.get("widget_pages", [])],
     }
     return PageAssets(

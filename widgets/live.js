@@ -10,8 +10,9 @@
 //   - the state in the URL hash ("NAME.key=value&..."), read back through the bridge: a
 //     link is never judged here, so a bad one shows pysim's message and the default
 //     picture;
-//   - the live-equals-pre-rendered check once Python is up (pysim is deterministic, so
-//     they must be equal; `data-live` says "same");
+//   - the widget goes live once Python is up: it keeps the pre-rendered picture (the
+//     build computed it with the same pysim, and the browser tests prove Pyodide agrees),
+//     and `data-live` says it now answers the reader;
 //   - a worker that crashed is restarted by runtime.js; answers lost with it settle
 //     here as "Python is not available";
 //   - unmount(): every listener, timer, observer and canvas the widget took, released.
@@ -27,7 +28,7 @@
 //       w.body.append(controls.root, w.messages, chart);  // where they go (else: on top)
 //       return {
 //         draw(view, state, why) { ... }, // the view pysim computed for state; why:
-//                                         // "mount", "change", "link" or "live"
+//                                         // "mount", "change" or "link"
 //         linkState() { return { step } },  // optional: values of the `link` keys
 //         busy(on) { ... },                 // optional: a computation starts / ends
 //         refused(error) { ... },           // optional: pysim refused the reader's change
@@ -43,14 +44,15 @@
 // setting that starts over), act(action) and replay(actions) for simulations that take
 // actions, recompute(), call(payload) for a run of the widget's own (a pinned
 // comparison, the reader's code; options as runtime.call's), whenLive (a promise: the
-// live check is done), offline (no Python here, a copy opened from disk: what needs it
+// widget answers the reader now), offline (no Python here, a copy opened from disk: what needs it
 // is disabled), saveLink() after its own state changed; and, released by unmount:
 // listen(target, type, fn, opts), timeout(fn, ms), interval(fn, ms), frame(fn),
 // observe(observer), canvas(attrs), onRuntime(listener) (runtime.subscribe),
 // onScheme(fn) (a light/dark switch: a new data-md-color-scheme, not the same one again).
 //
-// Data attributes on w.root, for tests and styles: data-live (pending, same, updated,
-// failed), data-busy (computing), data-error (the field pysim refused), data-compute-ms.
+// Data attributes on w.root, for tests and styles: data-live ("ready": Python is up and
+// the widget answers; "pending" while a link's state is still being computed),
+// data-busy (computing), data-error (the field pysim refused), data-compute-ms.
 (function () {
   "use strict";
   const { h, runtime, register, buildControls, labelOf } = window.PySim;
@@ -202,19 +204,11 @@
     register(name, (body, { prerendered, root }) => mountLive(name, spec, body, prerendered, root));
   }
 
-  // What a pre-rendered model was computed from (the widget starts there, and checks
-  // it): its fields' defaults under the page's own config (data-config), no actions.
+  // What a pre-rendered model was computed from (the widget starts there): its fields'
+  // defaults under the page's own config (data-config), no actions.
   function baseOf(prerendered) {
     const defaults = Object.fromEntries((prerendered.fields || []).map((f) => [f.name, f.default]));
     return { config: merged(defaults, prerendered.config || {}), actions: [] };
-  }
-
-  // The check goLive makes, asked ahead by navigation.js: the same payload, so the
-  // runtime answers both with one call.
-  function verifyModel(name, prerendered) {
-    const base = baseOf(prerendered);
-    return window.PySim.runtime.verify(name, { config: base.config, actions: base.actions },
-                                       { files: prerendered.files || null });
   }
 
   function mountLive(name, spec, body, prerendered, root) {
@@ -401,28 +395,18 @@
     draw(view, shown, "mount");
 
     const linkWanted = !same(link.state, base);
-    // When Python is up: check the pre-rendered model, and compute the link's state.
+    // When Python is up the widget answers the reader. Its picture stays: the build drew
+    // it with the same pysim, and pysim is deterministic (the browser tests compare the
+    // two for every widget, so no reader's machine has to). A link's state is computed
+    // now; data-live waits for it ("pending"), so a test reading "ready" sees that state.
     async function goLive() {
-      root.dataset.live = "pending";
-      const asked = seq;
-      const check = runtime.verify(name, payloadOf(base), { files }).catch(() => null);
-      if (linkWanted) compute(link.state, { fromLink: true });
-      const answer = await check;
-      if (!alive) return;
-      if (!answer || !answer.ok) {
-        root.dataset.live = "failed";
-        wentLive("failed");
-        return;
+      if (linkWanted) {
+        root.dataset.live = "pending";
+        await compute(link.state, { fromLink: true });
+        if (!alive) return;
       }
-      const equal = same(answer.result, prerendered.view);
-      if (!equal) console.error(`pysim: the pre-rendered ${name} view differs from what Pyodide computed`);
-      root.dataset.live = equal ? "same" : "updated";
-      wentLive(root.dataset.live);
-      if (!root.dataset.computeMs) root.dataset.computeMs = answer.ms.toFixed(2);
-      if (!equal && seq === asked) {
-        view = answer.result;
-        draw(view, shown, "live");
-      }
+      root.dataset.live = "ready";
+      wentLive("ready");
     }
     // A link that holds a state asks for Python at once: the reader came for that state.
     if (linkWanted) runtime.start().catch(() => {});
@@ -455,5 +439,5 @@
     };
   }
 
-  Object.assign(window.PySim, { widget, verifyModel, readLink, writeLink, encodeActions, decodeActions });
+  Object.assign(window.PySim, { widget, readLink, writeLink, encodeActions, decodeActions });
 })();

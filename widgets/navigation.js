@@ -17,11 +17,9 @@
 //      Python's start by the same rules as a page load (PySim.pageChanged).
 // A page loaded the ordinary way does all of this itself; step 4 then finds nothing to do.
 //
-// And ahead of a click, so the page entered is live the moment it is drawn. A look
-// ahead at a page fetches it (from the HTTP cache, once Material has prefetched it),
-// runs its widget scripts, applies its stylesheets here, and, with Python running and idle,
-// has its widgets' checks computed (their pre-rendered models against Pyodide:
-// PySim.verifyModel), which the page entered then finds done. It happens
+// And ahead of a click, so the page entered is drawn without waiting for its files. A
+// look ahead at a page fetches it (from the HTTP cache, once Material has prefetched it),
+// runs its widget scripts and applies its stylesheets here. It happens
 //   - when the pointer or the keyboard focus rests on a link to a page (Material
 //     prefetches the page then too: navigation.instant.prefetch);
 //   - while the reader reads: once Python has been idle IDLE_MS, for the widget pages
@@ -77,11 +75,11 @@
   const runtime = () => window.PySim && PySim.runtime;
   const idle = () => {
     const r = runtime();
-    return Boolean(r && r.state === "ready" && !r.pending.size && PySim.verifyModel);
+    return Boolean(r && r.state === "ready" && !r.pending.size);
   };
 
-  // Look ahead at the page at `pathname` (this site's); resolves when its checks are in.
-  const seen = new Set(); // pages looked ahead at: each once per visit (the checks stay)
+  // Look ahead at the page at `pathname` (this site's); resolves when its scripts are asked for.
+  const seen = new Set(); // pages looked ahead at: each once per visit
   function lookAheadAt(pathname) {
     if (seen.has(pathname) || pathname === location.pathname) return Promise.resolve();
     seen.add(pathname); // (a page that could not be fetched is not asked for again)
@@ -89,8 +87,7 @@
       .then((response) => (response.ok ? response.text() : ""))
       .then((text) => {
         const page = new DOMParser().parseFromString(text, "text/html");
-        const roots = page.querySelectorAll(".pysim-widget[data-widget]");
-        if (!roots.length) return null;
+        if (!page.querySelector(".pysim-widget[data-widget]")) return;
         // Its scripts run now (a widget script only registers its widget), and its
         // stylesheets join this page's <head>, so the swap waits for neither. Each styles
         // its own classes only (a widget's, its prefix's; KaTeX's and uPlot's, theirs), so
@@ -106,16 +103,8 @@
           early.setAttribute("href", new URL(link.getAttribute("href"), base).href);
           if (!here.has(early.href)) document.head.append(early);
         }
-        if (!idle()) {
-          seen.delete(pathname); // the checks are still to do: look again later
-          return null;
-        }
-        return Promise.all([...roots].map((root) => {
-          const data = root.querySelector("template.pysim-prerender");
-          return data && PySim.verifyModel(root.dataset.widget, JSON.parse(data.content.textContent));
-        }));
       })
-      .catch(() => {}); // only a head start: the page checks its widgets itself anyway
+      .catch(() => {}); // only a head start: the page entered loads what it lacks itself
   }
 
   let swapping = false; // from Material's swap until the widgets entered are mounted
@@ -149,7 +138,6 @@
   let reading = 0;
   function readAhead() {
     const mine = ++reading;
-    const tries = new Map(); // page -> look-aheads begun from this page (a reader's call may cut one short)
     let quietSince = null;
     const tick = () => {
       if (mine !== reading) return;
@@ -158,9 +146,8 @@
       if (!idle()) quietSince = null;
       else if (quietSince === null) quietSince = performance.now();
       else if (performance.now() - quietSince >= IDLE_MS) {
-        const page = neighbours().find((p) => !seen.has(p) && (tries.get(p) || 0) < 3);
+        const page = neighbours().find((p) => !seen.has(p));
         if (!page) return; // both done
-        tries.set(page, (tries.get(page) || 0) + 1);
         quietSince = null;
         lookAheadAt(page).then(() => setTimeout(tick, IDLE_MS / 4));
         return;

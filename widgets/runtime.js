@@ -80,7 +80,6 @@
       this.restored = null;
       this.link = null; // {mbit_s, snapshot}: the link estimate that chose how Python starts
       this.progress = null; // {loaded, total} bytes while Python downloads
-      this.checked = new Map(); // verify(): simulation and payload -> the answer's promise
       this.bootSoon = false; // Python will start right after the first paint (search.js asks)
     }
 
@@ -213,20 +212,6 @@
         const urls = files && Object.entries(files).map(([path, url]) => [path, absolute(url)]);
         this.worker.postMessage({ type: "call", id, name, payload: JSON.stringify(payload), files: urls });
       });
-    }
-
-    // The check of a pre-rendered model (live.js): Pyodide's answer for the payload the
-    // model was made from, asked once per visit. With instant navigation a reader comes
-    // back to pages whose widgets were checked already; pysim is deterministic, so the
-    // answer still holds. An answer that failed is asked for again next time.
-    verify(name, payload, options = {}) {
-      const key = name + " " + JSON.stringify(payload);
-      if (!this.checked.has(key)) {
-        const answer = this.call(name, payload, options);
-        this.checked.set(key, answer);
-        answer.then((a) => { if (!a.ok) this.checked.delete(key); }, () => this.checked.delete(key));
-      }
-      return this.checked.get(key);
     }
 
     teardown(reason) {

@@ -9,9 +9,8 @@
   // the whole search index and builds it, a few hundred ms of CPU. On a page with a
   // widget that lands exactly while Pyodide's WebAssembly compiles, and a reader's
   // machine may have two cores. So on these pages Material gets a stand-in worker that
-  // keeps its messages, and the real one starts when Python is up and has answered the
-  // widgets' first calls (or cannot start), or the moment the reader reaches for the
-  // search box; on a page opened far from its widgets (Python waits for a scroll), once
+  // keeps its messages, and the real one starts when Python is up (or cannot start), or
+  // the moment the reader reaches for the search box; on a page opened far from its widgets (Python waits for a scroll), once
   // the page has loaded. Search answers exactly as before, only its index is built
   // later. (From file:// Python never runs: nothing is deferred.)
   const SEARCH_WAIT_MS = 10000; // the longest search waits, whatever Python does
@@ -79,12 +78,8 @@
       },
     });
 
-    // Once Python is ready, the widgets' first answers go first: search starts when no
-    // call is in flight any more (they are sent in the same task as "ready").
-    const whenQuiet = () => (runtime.pending.size ? setTimeout(whenQuiet, 50) : startAll());
     runtime.subscribe((state) => {
-      if (state === "ready") setTimeout(whenQuiet, 0);
-      else if (state !== "idle" && state !== "loading") startAll();
+      if (state !== "idle" && state !== "loading") startAll(); // ready, failed or unavailable
     });
     window.addEventListener("load", () => { if (runtime.state === "idle" && !runtime.bootSoon) startAll(); });
     document.addEventListener("focusin", (e) => { if (e.target.closest && e.target.closest(".md-search")) startAll(); });

@@ -163,37 +163,114 @@ def _without_eval(wait_for_function):
     return wait
 
 
+def _watched_page(browser, current, *, width=1280, height=900, color_scheme="light",
+                  reduced_motion="no-preference", **kwargs):
+    """A page in a context of its own that records requests (the worker's too) and errors
+    into `current()` (a PageWatch), and aborts any request that would leave 127.0.0.1."""
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  color_scheme=color_scheme, reduced_motion=reduced_motion, **kwargs)
+
+    def route(route_, request):
+        if _is_local(request.url):
+            route_.continue_()
+        else:
+            current().outside.append(request.url)
+            route_.abort()
+
+    context.route("**/*", route)
+    context.on("request", lambda r: current().requests.append(r.url))
+    page = context.new_page()
+    page.on("console", lambda m: m.type == "error" and current().errors.append("console: " + m.text))
+    page.on("pageerror", lambda e: current().errors.append(f"pageerror: {e}"))
+    page.wait_for_function = _without_eval(page.wait_for_function)
+    return context, page
+
+
+def _check(watch):
+    assert watch.outside == [], f"requests left the machine: {watch.outside}"
+    assert watch.unexpected_errors() == [], f"errors in the page: {watch.unexpected_errors()}"
+
+
 @pytest.fixture
 def make_page(browser, watch):
-    """Open pages in a fresh context that records requests (the worker's too) and
-    aborts any that would leave 127.0.0.1."""
+    """Open pages in a fresh context (a cold cache, a Python of their own)."""
     contexts = []
 
-    def make(*, width=1280, height=900, color_scheme="light", reduced_motion="no-preference", **kwargs):
-        context = browser.new_context(viewport={"width": width, "height": height},
-                                      color_scheme=color_scheme, reduced_motion=reduced_motion, **kwargs)
+    def make(**kwargs):
+        context, page = _watched_page(browser, lambda: watch, **kwargs)
         contexts.append(context)
-
-        def route(route_, request):
-            if _is_local(request.url):
-                route_.continue_()
-            else:
-                watch.outside.append(request.url)
-                route_.abort()
-
-        context.route("**/*", route)
-        context.on("request", lambda r: watch.requests.append(r.url))
-        page = context.new_page()
-        page.on("console", lambda m: m.type == "error" and watch.errors.append("console: " + m.text))
-        page.on("pageerror", lambda e: watch.errors.append(f"pageerror: {e}"))
-        page.wait_for_function = _without_eval(page.wait_for_function)
         return page
 
     yield make
     for context in contexts:
         context.close()
-    assert watch.outside == [], f"requests left the machine: {watch.outside}"
-    assert watch.unexpected_errors() == [], f"errors in the page: {watch.unexpected_errors()}"
+    _check(watch)
+
+
+@pytest.fixture(scope="session")
+def _open_pages(browser):
+    """The pages live_page keeps open for the whole run: site page name -> (page, whose
+    watch records it now)."""
+    kept = {}
+    yield kept
+    for page, _ in kept.values():
+        page.context.close()
+
+
+# Python and every widget of the page answer (live.js: data-live), nothing is computing.
+# (The exercise marks its own runs data-busy="true" / "false".)
+ALL_LIVE = ("[...document.querySelectorAll('.pysim-widget')].every("
+            "w => w.dataset.live === 'ready' && [undefined, 'false'].includes(w.dataset.busy))")
+
+# Records every Content-Security-Policy violation the page reports, from its start.
+CSP_PROBE = """
+window.__violations = [];
+document.addEventListener('securitypolicyviolation', e => __violations.push(
+  {directive: e.violatedDirective, blocked: e.blockedURI, sample: e.sample}), true);
+"""
+
+
+@pytest.fixture
+def live_page(_open_pages, browser, site_url, watch):
+    """open(name) -> the hosted page NAME.html, 1280 x 900 in the light scheme, every
+    widget live. Booting Python takes a few seconds, so each page is opened once per run
+    and shared by the tests that ask for it: between them its widgets are unmounted and
+    mounted again from their pre-rendered models (as instant navigation does), with no
+    state in the link or the page's storage, so each test starts from the picture a reader first sees, on the
+    Python already running. A page a test took elsewhere (another URL, another scheme, a
+    Python not ready) is loaded again. For a test that needs a page of its own (a route,
+    an init script, another screen, a crash), make_page gives a fresh one."""
+    used = []
+
+    def open_(name: str):
+        url = page_url(site_url, name)
+        if name not in _open_pages:
+            _open_pages[name] = (_watched_page(browser, lambda: _open_pages[name][1][0])[1], [watch])
+            _open_pages[name][0].add_init_script(CSP_PROBE)
+        page, current = _open_pages[name]
+        current[0] = watch
+        used.append(current)
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.emulate_media(media="screen", color_scheme="light", reduced_motion="no-preference")
+        as_left = page.url.split("#")[0] == url and page.evaluate(
+            "() => !!(window.PySim && PySim.runtime.state === 'ready')"
+            " && document.body.getAttribute('data-md-color-scheme') === 'default'")
+        if as_left:
+            # (The exercise keeps the reader's code in localStorage: that goes too.)
+            page.evaluate("() => { PySim.unmountAll(); history.replaceState(null, '', location.pathname);"
+                          " localStorage.clear(); sessionStorage.clear();"
+                          " document.activeElement && document.activeElement.blur(); scrollTo(0, 0);"
+                          " PySim.mountAll(); }")
+        else:
+            page.goto(url)
+            wait_for_python(page)
+        until(page, ALL_LIVE)
+        return page
+
+    yield open_
+    for current in used:
+        current[0] = PageWatch()  # what the page does between tests is no test's
+    _check(watch)
 
 
 @pytest.fixture

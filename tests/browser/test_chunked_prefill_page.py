@@ -74,7 +74,7 @@ def step_label(page):
     return page.locator(f"{ROOT} .pysim-step-label").inner_text()
 
 
-def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
+def test_prerendered_before_python(page, site_url):
     page.goto(page_url(site_url, PAGE))
     page.wait_for_selector('.budget-table[data-finished="true"]')
     default = expected()
@@ -86,17 +86,11 @@ def test_prerendered_before_python_then_same_in_pyodide(page, site_url, watch):
     assert default["model"]["label"] in page.locator(".budget-model").inner_text()
     assert default["model"]["formula"] in page.locator(".budget-model").inner_text()
     assert "the serving lab's clock" in page.locator(".budget-model").inner_text()
-    wait_for_python(page)
-    page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.live !== 'pending'")
-    assert root_data(page, "live") == "same"
-    pyodide_view = page.evaluate("PySim.runtime.call('chunked_prefill', {config: {}}).then(a => a.result)")
-    assert pyodide_view == default
-    assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
+    # (That this model is what Pyodide computes: test_widget_pages.py.)
 
 
-def test_long_document_trade_read_from_the_table(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_long_document_trade_read_from_the_table(live_page):
+    page = live_page(PAGE)
     page.locator(ROOT).get_by_label("Pace").select_option("1")  # real time: 1.3 s per run
     read = {}
     for budget in (2048, 16384):
@@ -113,9 +107,8 @@ def test_long_document_trade_read_from_the_table(page, site_url):
     assert read[16384]["itl_max"] > 5 * read[2048]["itl_max"]
 
 
-def test_pin_one_run_and_compare_with_the_next(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_pin_one_run_and_compare_with_the_next(live_page):
+    page = live_page(PAGE)
     choose(page, "long_document", 2048)
     page.locator(ROOT).get_by_role("button", name="Pin this run").click()
     choose(page, budget=16384)
@@ -202,9 +195,8 @@ def test_each_step_stays_visible_in_the_close_up(page, site_url):
     assert step_label(page) == f"Step 9 of {len(expected()['steps'])}"
 
 
-def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(live_page):
+    page = live_page(PAGE)
     before = summary(page)
     box = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] input[type="number"]')
     box.fill("10")
@@ -224,9 +216,8 @@ def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(page, site_ur
     assert summary(page) == expected_summary(expected("long_document", 4096))
 
 
-def test_state_lives_in_the_url_hash(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_state_lives_in_the_url_hash(live_page):
+    page = live_page(PAGE)
     choose(page, "mixed", 8192)
     page.locator(ROOT).get_by_role("button", name="Pin this run").click()
     choose(page, budget=512)

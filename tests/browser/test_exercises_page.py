@@ -58,8 +58,7 @@ def test_editor_holds_the_toy_and_python_agrees(make_page, site_url, watch):
     assert page.locator(f"{ROOT} .ace_gutter-cell").count() > 5
     # (The first screen is the module's docstring, long lines wrapped: a string token.)
     assert page.locator(f"{ROOT} .ace_string, {ROOT} .ace_keyword").count() > 0
-    until(page, f"['same', 'updated', 'failed'].includes(document.querySelector(\"{ROOT}\").dataset.live)")
-    assert root.get_attribute("data-live") == "same"
+    assert root.get_attribute("data-live") == "ready"
 
 
 def test_touching_the_text_area_brings_ace_keeping_text_caret_and_focus(make_page, site_url, watch):
@@ -79,9 +78,8 @@ def test_touching_the_text_area_brings_ace_keeping_text_caret_and_focus(make_pag
     assert code.replace("MAX_NUM_BATCHED_TOKENS = 92048", "MAX_NUM_BATCHED_TOKENS = 1024") == exercises.starter_code()
 
 
-def test_correct_solution_passes_and_wrong_one_names_the_step(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_correct_solution_passes_and_wrong_one_names_the_step(live_page):
+    page = live_page(PAGE)
     paste(page, exercises.solution_code())
     verdict = press(page, "Check")
     assert "all checks pass" in verdict.lower()
@@ -94,9 +92,8 @@ def test_correct_solution_passes_and_wrong_one_names_the_step(page, site_url):
     assert "request 2 expected 62 prefill tokens, got 64" in verdict
 
 
-def test_run_shows_results_and_errors_name_the_line(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_run_shows_results_and_errors_name_the_line(live_page):
+    page = live_page(PAGE)
     paste(page, exercises.solution_code() + "\nprint('hello')\n")
     press(page, "Run")
     assert page.locator(ROOT).get_attribute("data-result") == "ran"
@@ -154,11 +151,10 @@ def click_line(page, text):
     page.mouse.click(x, y)
 
 
-def test_a_syntax_error_is_marked_on_its_line_and_long_lines_wrap(page, site_url):
+def test_a_syntax_error_is_marked_on_its_line_and_long_lines_wrap(live_page):
     """Issue 16: a syntax error's line was named in the message but not marked in the
     editor, and long starter lines ran out of sight at 1280 px."""
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+    page = live_page(PAGE)
     until(page, f"document.querySelector(\"{ROOT}\").dataset.editor === 'ace'")
     # Every line of the starter is within the editor's width: long ones wrap.
     scroller, widest = ace(page, "[e.renderer.scroller.clientWidth, e.session.getScreenWidth() * e.renderer.characterWidth]")

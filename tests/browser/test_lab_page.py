@@ -52,7 +52,7 @@ def open_ready(page, site_url, fragment=""):
         timeout=60000)
 
 
-def test_default_run_is_prerendered_and_equals_pyodide(page, site_url):
+def test_default_run_is_prerendered_and_the_traces_come_with_python(page, site_url):
     want = computed()
     asked = []  # requests in the order they were made, and when Python said it was ready
     page.on("request", lambda r: asked.append(r.url))
@@ -66,8 +66,8 @@ def test_default_run_is_prerendered_and_equals_pyodide(page, site_url):
     assert card(page, "Goodput") == f"{want['summary']['request_goodput']:.2f}"
     assert card(page, "Preemptions") == f"{want['summary']['num_preemptions']:,}"
     wait_for_python(page)
-    page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.live !== 'pending'", timeout=60000)
-    assert page.get_attribute(WIDGET, "data-live") == "same"
+    page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.live === 'ready'", timeout=60000)
+    # (That the cards' model is what Pyodide computes: test_widget_pages.py.)
     # The traces come with Python's boot, not before it (a reader who never reaches a
     # widget downloads neither), and not after it (they download while Python starts).
     first = lambda pred: next((i for i, u in enumerate(asked) if pred(u)), None)
@@ -82,8 +82,8 @@ def test_default_run_is_prerendered_and_equals_pyodide(page, site_url):
     assert rows >= 15
 
 
-def test_trace_and_slo_targets_give_pysims_numbers(page, site_url):
-    open_ready(page, site_url)
+def test_trace_and_slo_targets_give_pysims_numbers(live_page):
+    page = live_page(PAGE)
     root = page.locator(WIDGET)
     root.get_by_label("Trace", exact=True).select_option("code")
     wait_idle(page)
@@ -108,8 +108,8 @@ def ms(x: float) -> str:
     return f"{x:.1f} ms" if x >= 10 else f"{x:.2f} ms"
 
 
-def test_out_of_range_setting_names_its_bounds_and_keeps_the_run(page, site_url):
-    open_ready(page, site_url)
+def test_out_of_range_setting_names_its_bounds_and_keeps_the_run(live_page):
+    page = live_page(PAGE)
     before = card(page, "Goodput")
     box = page.locator(f'{WIDGET} .pysim-control[data-field="window_minutes"] input[type="number"]')
     box.fill("20")
@@ -120,8 +120,8 @@ def test_out_of_range_setting_names_its_bounds_and_keeps_the_run(page, site_url)
     assert card(page, "Goodput") == before
 
 
-def test_capacity_sweep_progress_cancel_and_answer(page, site_url):
-    open_ready(page, site_url)
+def test_capacity_sweep_progress_cancel_and_answer(live_page):
+    page = live_page(PAGE)
     root = page.locator(WIDGET)
     run, cancel = root.get_by_role("button", name="Run the capacity sweep"), root.get_by_role("button", name="Cancel")
     assert cancel.is_disabled()
@@ -150,8 +150,8 @@ def test_capacity_sweep_progress_cancel_and_answer(page, site_url):
     assert root.locator(".lab-sweep-chart .u-wrap[role=img]").count() == 1
 
 
-def test_pin_and_compare(page, site_url):
-    open_ready(page, site_url)
+def test_pin_and_compare(live_page):
+    page = live_page(PAGE)
     root = page.locator(WIDGET)
     clear = root.get_by_role("button", name="Clear pin")
     assert clear.is_disabled()
@@ -187,8 +187,8 @@ def real_record(record_id: str) -> str:
     raise KeyError(record_id)
 
 
-def test_pasted_real_run_is_replayed_beside_its_measurement_and_broken_text_named(page, site_url):
-    open_ready(page, site_url)
+def test_pasted_real_run_is_replayed_beside_its_measurement_and_broken_text_named(live_page):
+    page = live_page(PAGE)
     root = page.locator(WIDGET)
     # Llama 3.1 8B on one H100 (the lab's default machine), 640 requests at concurrency 64,
     # from vLLM issue #24684.
@@ -225,8 +225,8 @@ def test_pasted_real_run_is_replayed_beside_its_measurement_and_broken_text_name
     assert card(page, "Goodput") == f"{computed()['summary']['request_goodput']:.2f}"
 
 
-def test_benchmark_traffic_prints_what_vllm_bench_serve_would(page, site_url):
-    open_ready(page, site_url)
+def test_benchmark_traffic_prints_what_vllm_bench_serve_would(live_page):
+    page = live_page(PAGE)
     root = page.locator(WIDGET)
     root.get_by_label("Traffic", exact=True).select_option("benchmark")
     until(page, f"!document.querySelector('{WIDGET} .lab-printed').closest('details').hidden", timeout=60)

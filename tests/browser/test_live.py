@@ -131,7 +131,7 @@ def test_unmount_leaves_nothing_running(page, site_url, widget):
     page.goto(page_url(site_url, LIVE[widget]))
     root = f'.pysim-widget[data-widget="{widget}"]'
     wait_for_python(page)
-    until(page, f"document.querySelector('{root}').dataset.live === 'same'")
+    until(page, f"document.querySelector('{root}').dataset.live === 'ready'")
     mounted = page.evaluate(CENSUS)
     # The probe sees what the widget holds while mounted (live.js's hashchange listener
     # at least; charts' canvases and observers), so it would see them left behind.
@@ -155,7 +155,7 @@ def test_unmount_leaves_nothing_running(page, site_url, widget):
     # Mounted and unmounted again and again, it leaves exactly as much as before.
     for _ in range(4):
         page.evaluate("PySim.mountAll()")
-        until(page, f"document.querySelector('{root}').dataset.live === 'same'")
+        until(page, f"document.querySelector('{root}').dataset.live === 'ready'")
         assert page.locator(f"{root} .pysim-body").count() == 1
         page.evaluate("PySim.unmountAll()")
     page.wait_for_timeout(500)
@@ -178,7 +178,7 @@ def test_back_and_forward_follow_the_link(page, offline_site_url):
     page.goto(page_url(site_url, "batch-size", "#batch_size.gpu=H100"))
     wait_for_python(page)
     root = '.pysim-widget[data-widget="batch_size"]'
-    until(page, f"document.querySelector('{root}').dataset.live === 'same'")
+    until(page, f"document.querySelector('{root}').dataset.live === 'ready'")
     answer = f"document.querySelector('{root} .bs-answer').textContent"
     default = page.evaluate(answer)
     gpu = "document.querySelector('.pysim-control[data-field=\"gpu\"] :is(select, input)').value"

@@ -13,7 +13,7 @@ from conftest import page_url, wait_for_python, until
 from test_offline import PLAIN_PAGES, PROBE, WIDGET_PAGES, far_widget_page, is_pyodide, pysim_workers, search
 
 CHAPTER = [name for name in WIDGET_PAGES]  # the widget pages, in name order
-LIVE = "['same', 'updated'].includes(w.dataset.live)"
+LIVE = "w.dataset.live === 'ready'"
 ALL_LIVE = f"(() => {{ const ws = [...document.querySelectorAll('.pysim-widget')]; return ws.length > 0 && ws.every(w => {LIVE}); }})()"
 
 
@@ -69,8 +69,7 @@ def test_every_widget_page_goes_live_on_the_python_of_the_first(make_page, site_
     assert page.evaluate("PySim.runtime.listeners.size") == listeners
 
 
-# A widget goes live when its pre-rendered model is checked; the link's state, asked for
-# right after the check, reaches the controls a moment later (widgets/live.js, goLive).
+# A widget with a link goes live once the link's state is computed (widgets/live.js, goLive).
 SHOWS_H200 = "document.querySelector('.pysim-control[data-field=\"gpu\"] :is(select, input)').value === 'H200'"
 
 
@@ -171,61 +170,55 @@ def test_a_crashed_worker_is_restarted_once_for_the_page_in_view(make_page, site
     assert len(pysim_workers(page)) == 2
 
 
-def checks(page, widget: str) -> int:
-    """How many checks of `widget`'s pre-rendered models the runtime holds."""
-    return page.evaluate(f"[...PySim.runtime.checked.keys()].filter(k => k.startsWith('{widget} ')).length")
+def script_of(widget: str) -> str:
+    """Whether `widget`'s script has been put on this page (a look ahead runs it)."""
+    return f"document.querySelector('script[src*=\"/{widget}.\"]') !== null"
 
 
-def test_a_link_rested_on_gets_its_pages_widgets_checked_before_the_click(make_page, site_url):
-    """With Python idle, resting the pointer on a link to a widget page has that page's
-    pre-rendered models checked against Pyodide (navigation.js); the page entered then
-    asks for no check of its own, and neither does a page visited before. (The pointer
-    crosses other links on its way: their pages may be looked ahead at too.)"""
+def test_a_link_rested_on_gets_its_pages_scripts_run_before_the_click(make_page, site_url):
+    """With Python idle, resting the pointer on a link to a widget page runs that page's
+    widget scripts here (navigation.js); the page entered then goes live on the running
+    Python without asking it anything: its widgets keep their pre-rendered pictures. (The
+    pointer crosses other links on its way: their pages may be looked ahead at too.)"""
     page = make_page()
-    # Not next to each other in the chapter: the page read has its neighbours checked
-    # anyway, once Python is idle (the test below).
+    # Not next to each other in the chapter: the page read has its neighbours looked
+    # ahead at anyway, once Python is idle (the test below).
     first, second = "batch-size", "exercises"
     page.goto(page_url(site_url, first, f"#widget-{WIDGET_PAGES[first][0]}"))
     go_live(page, first)
-    [mine] = WIDGET_PAGES[first][:1]
     [theirs] = WIDGET_PAGES[second][:1]
-    assert checks(page, theirs) == 0 and checks(page, mine) == 1
+    assert not page.evaluate(script_of(theirs))
     link = page.locator(f'nav.md-nav--primary a.md-nav__link[href$="/{second}.html"]').first
     link.hover()
-    until(page, f"[...PySim.runtime.checked.keys()].some(k => k.startsWith('{theirs} '))", timeout=30)
+    until(page, script_of(theirs), timeout=30)
+    calls = page.evaluate("PySim.runtime.nextId")
     swapped(page, link.click)
     page.wait_for_url(f"**/{second}.html*")
     go_live(page, second)
-    assert checks(page, theirs) == 1
-    click_to(page, first)
-    go_live(page, first)
-    assert checks(page, mine) == 1
+    assert page.evaluate("PySim.runtime.nextId") == calls, "a widget asked Python for its default view"
 
 
-def test_the_widget_pages_next_to_the_one_read_are_checked_while_the_reader_reads(make_page, site_url):
+def test_the_widget_pages_next_to_the_one_read_are_looked_ahead_at_while_the_reader_reads(make_page, site_url):
     """With Python idle a second, the widget pages just before and after the reader's in
     the chapter (paged-kv-cache: naive-batching before it, past a page without widgets,
-    and toy-scheduler after it) get their scripts run and their widgets checked, with
-    no pointer or focus on any link; no other page does. The next page entered is then
-    live without asking Python anything."""
+    and toy-scheduler after it) get their scripts run, with no pointer or focus on any
+    link; no other page does. The next page entered is then live without asking Python
+    anything."""
     page = make_page()
     page.goto(page_url(site_url, "paged-kv-cache", "#widget-paged_kv_cache"))
     go_live(page, "paged-kv-cache")
-    until(page, "document.querySelector('script[src*=\"/toy_scheduler.\"]') !== null", timeout=30)
-    until(page, "[...PySim.runtime.checked.keys()].some(k => k.startsWith('toy_scheduler '))"
-                " && [...PySim.runtime.checked.keys()].some(k => k.startsWith('naive_batching '))", timeout=30)
+    until(page, f"{script_of('toy_scheduler')} && {script_of('naive_batching')}", timeout=30)
     page.wait_for_timeout(1500)  # longer than a look ahead waits: nothing further is looked at
     others = [w for name, widgets in WIDGET_PAGES.items() if name not in ("naive-batching", "paged-kv-cache", "toy-scheduler")
               for w in widgets]
-    assert [w for w in others if checks(page, w)] == []
+    assert [w for w in others if page.evaluate(script_of(w))] == []
     calls = page.evaluate("PySim.runtime.nextId")
     # The keyboard, not the pointer: a link under the pointer would be looked ahead at.
     link = page.locator('nav.md-nav--primary a.md-nav__link[href$="/toy-scheduler.html"]').first
     swapped(page, lambda: (link.focus(), page.keyboard.press("Enter")))
     page.wait_for_url("**/toy-scheduler.html*")
     until(page, ALL_LIVE, timeout=30)
-    assert page.evaluate("PySim.runtime.nextId") == calls, "the page entered asked Python for its check again"
-    assert page.evaluate("document.querySelector('.pysim-widget').dataset.live") == "same"
+    assert page.evaluate("PySim.runtime.nextId") == calls, "the page entered asked Python for something"
 
 
 HEAD_WATCH = """(() => {
@@ -250,8 +243,7 @@ def test_a_page_looked_ahead_at_comes_in_with_its_stylesheets_already_applied(ma
     go_live(page, "paged-kv-cache")
     box = page.locator(".pysim-widget").first.bounding_box()
     # The read ahead looks at both neighbours, toy-scheduler first (the test above).
-    until(page, "[...PySim.runtime.checked.keys()].some(k => k.startsWith('toy_scheduler '))"
-                " && [...PySim.runtime.checked.keys()].some(k => k.startsWith('naive_batching '))", timeout=30)
+    until(page, f"{script_of('toy_scheduler')} && {script_of('naive_batching')}", timeout=30)
     styles = "[...document.head.querySelectorAll('link[rel=stylesheet]')].map(l => l.href.split('/').pop().split('.')[0])"
     assert {"toy_scheduler", "naive_batching"} <= set(page.evaluate(styles))
     assert page.locator(".pysim-widget").first.bounding_box() == box, "a page looked at restyled this one"

@@ -261,7 +261,7 @@ def test_widget_page_text_and_pictures_before_python(make_page, site_url, watch,
     for widget in WIDGET_PAGES[name]:
         page.locator(f'.pysim-widget[data-widget="{widget}"]').scroll_into_view_if_needed()
         page.wait_for_function(
-            f"() => ['same', 'updated'].includes(document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live)",
+            f"() => document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live === 'ready'",
             timeout=30000)
     assert len(pysim_workers(page)) == 1
     fetched = [u.rsplit("/", 1)[-1] for u in watch.requests if is_pyodide(u)]
@@ -277,8 +277,7 @@ def search_workers(page) -> list[dict]:
 
 def test_search_index_is_built_after_python_on_a_widget_page(make_page, site_url):
     """Material's search worker (it builds the index: CPU that Pyodide's start needs on a
-    small machine) starts only once Python is ready and every widget has its first
-    answer; search then works as usual."""
+    small machine) starts only once Python is ready; search then works as usual."""
     name, widgets = next(iter(WIDGET_PAGES.items()))
     page = make_page()
     page.add_init_script(PROBE)
@@ -288,7 +287,7 @@ def test_search_index_is_built_after_python_on_a_widget_page(make_page, site_url
     [worker] = search_workers(page)
     # Search waits for Python at most SEARCH_WAIT_MS (widgets/search.js): a machine too
     # busy to start Python in that time gets its search anyway, and no sooner.
-    waited = worker["python"] == "ready" and worker["live"]
+    waited = worker["python"] == "ready"
     assert waited or worker["at_ms"] >= SEARCH_WAIT_MS, worker
     assert search(page, "preemption") > 0
 
@@ -363,29 +362,12 @@ def test_every_page_and_widget_works_with_the_network_cut(make_page, request, wa
         for widget in WIDGET_PAGES.get(name, []):
             page.locator(f'.pysim-widget[data-widget="{widget}"]').scroll_into_view_if_needed()
             page.wait_for_function(
-                f"() => ['same', 'updated'].includes(document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live)",
+                f"() => document.querySelector('.pysim-widget[data-widget=\"{widget}\"]').dataset.live === 'ready'",
                 timeout=90000)
     assert watch.outside == []
 
 
 # ---------------------------------------------------------------- small screens and paper
-
-
-@pytest.mark.parametrize("name", WIDGET_PAGES)
-def test_widgets_fit_a_375px_screen(make_page, site_url, name):
-    page = make_page(width=375, height=800)
-    page.goto(page_url(site_url, name))
-    for widget in WIDGET_PAGES[name]:
-        root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
-        root.scroll_into_view_if_needed()
-        box = root.bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= 375 + 0.5, (widget, box)
-        # Every control can be reached without scrolling sideways.
-        for control in root.locator("input, select, button").all():
-            if control.is_visible():
-                b = control.bounding_box()
-                assert b["x"] >= 0 and b["x"] + b["width"] <= 375 + 0.5, (widget, control.evaluate("e => e.outerHTML.slice(0, 120)"))
-    assert page.evaluate("document.documentElement.scrollWidth") <= 375
 
 
 @pytest.mark.parametrize("name", WIDGET_PAGES)

@@ -42,26 +42,21 @@ def wait_rows(page, n):
     until(page, f"document.querySelectorAll(\"{ROOT} .toy-runs tbody tr\").length === {n}")
 
 
-def test_prerendered_then_same_in_pyodide(page, site_url):
+def test_prerendered_before_python(page, site_url):
     page.goto(page_url(site_url, PAGE))
     view = expected()
     # Drawn from the embedded model before Python has started.
     assert card(page, "iterations") == f"{view['results']['iterations']:,}"
     assert card(page, "finished") == "200 of 200"
-    wait_for_python(page)
-    until(page, f"document.querySelector(\"{ROOT}\").dataset.live && "
-                f"document.querySelector(\"{ROOT}\").dataset.live !== 'pending'")
-    assert page.evaluate(f"document.querySelector(\"{ROOT}\").dataset.live") == "same"
-    assert page.evaluate("PySim.runtime.call('toy_scheduler', {config: {}}).then(a => a.result)") == view
+    # (That this model is what Pyodide computes: test_widget_pages.py.)
     # The chart has a text alternative and a visible table.
     label = page.locator(f"{ROOT} svg.toy-chart").get_attribute("aria-label")
     assert label.startswith(f"Batch size over {view['results']['iterations']:,} iterations")
     assert page.locator(f"{ROOT} .toy-series-table tbody tr").count() == len(view["series"]["start"])
 
 
-def test_two_policies_run_in_the_browser_and_read_back(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_two_policies_run_in_the_browser_and_read_back(live_page):
+    page = live_page(PAGE)
     wait_rows(page, 1)
     fcfs = row_values(page, "fcfs")
     page.get_by_label("Policy").select_option("shortest")
@@ -88,9 +83,8 @@ def test_two_policies_run_in_the_browser_and_read_back(page, site_url):
     assert "num_gpu_blocks=2000" in page.url and "policy=shortest" in page.url
 
 
-def test_bad_value_is_shown_beside_its_control_and_the_picture_stays(page, site_url):
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+def test_bad_value_is_shown_beside_its_control_and_the_picture_stays(live_page):
+    page = live_page(PAGE)
     before = card(page, "iterations")
     box = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] input[type="number"]')
     box.fill("500")
@@ -125,23 +119,11 @@ def test_link_restores_a_run_and_crafted_text_stays_text(page, site_url):
     assert page.locator(f"{ROOT} img").count() == 0
 
 
-def test_narrow_dark_screen(make_page, site_url):
-    page = make_page(width=375, color_scheme="dark")
-    page.goto(page_url(site_url, PAGE))
-    page.locator(ROOT).scroll_into_view_if_needed()
-    widths = page.evaluate(f"""() => {{
-        const r = document.querySelector("{ROOT}");
-        return [r.getBoundingClientRect().width, document.documentElement.scrollWidth, window.innerWidth];
-    }}""")
-    assert widths[0] <= 375 and widths[1] <= widths[2]
-
-
-def test_runs_keep_their_numbers_and_the_compared_columns_stay_in_view(page, site_url):
+def test_runs_keep_their_numbers_and_the_compared_columns_stay_in_view(live_page):
     """Issue 16: at 1280 px the runs table hid Mean, Max, Urgent TTFT and Preempted past
     its right edge, and going back to FCFS renumbered the runs, so the page's "your first
     row" changed meaning. A run keeps its number; the table fits the column."""
-    page.goto(page_url(site_url, PAGE))
-    wait_for_python(page)
+    page = live_page(PAGE)
     wait_rows(page, 1)
     policy = page.get_by_label("Policy")
     number = lambda: page.locator(f'{ROOT} .toy-runs tr[data-current="true"] th').inner_text()
