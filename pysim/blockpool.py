@@ -154,9 +154,11 @@ class BlockPool:
         # sentinel to the block after them (their own links are rewritten on return).
         s, nxt, ref, hashes, cached = self.num_gpu_blocks, self._next, self._ref, self._hash, self._cached
         out = []
+        take = out.append
+        evicted = 0
         b = nxt[s]
         for _ in range(n):
-            assert ref[b] == 0
+            assert not ref[b]
             h = hashes[b]
             if h is not None:  # evict: the block's content is no longer cached
                 entry = cached[h]
@@ -164,10 +166,11 @@ class BlockPool:
                 if not entry:
                     del cached[h]
                 hashes[b] = None
-                self.num_evictions += 1
+                evicted += 1
             ref[b] = 1
-            out.append(b)
+            take(b)
             b = nxt[b]
+        self.num_evictions += evicted
         nxt[s] = b
         self._prev[b] = s
         self._num_free -= n
@@ -180,10 +183,11 @@ class BlockPool:
         `BlockPool.cache_full_blocks`)."""
         assert self.enable_prefix_caching
         ref, hashes, cached = self._ref, self._hash, self._cached
+        get = cached.get
         for b, h in zip(block_ids, block_hashes):
-            assert ref[b] > 0 and hashes[b] is None, "a block never changes its hash while in use"
+            assert ref[b] and hashes[b] is None, "a block never changes its hash while in use"
             hashes[b] = h
-            entry = cached.get(h)
+            entry = get(h)
             if entry is None:
                 cached[h] = {b: None}
             else:
@@ -199,11 +203,16 @@ class BlockPool:
         """
         ref, hashes = self._ref, self._hash
         to_tail, to_head = [], []
+        tail, head = to_tail.append, to_head.append
         for b in ordered_block_ids:
-            assert ref[b] > 0, f"block {b} freed more often than held"
-            ref[b] -= 1
-            if ref[b] == 0:
-                (to_tail if hashes[b] is not None else to_head).append(b)
+            n = ref[b] - 1
+            assert n >= 0, f"block {b} freed more often than held"
+            ref[b] = n
+            if not n:
+                if hashes[b] is None:
+                    head(b)
+                else:
+                    tail(b)
         s = self.num_gpu_blocks
         if to_tail:
             self._link_chain(self._prev[s], to_tail)
@@ -296,7 +305,11 @@ class KVCacheManager:
             return [], 0
         bs, cached = pool.block_size, pool._cached
         hits: list[int] = []
-        for h in hash_full_blocks(token_ids, bs, block_hashes, stop=max(0, len(token_ids) - 1) // bs):
+        stop = max(0, len(token_ids) - 1) // bs
+        # Known hashes are read as they are; only blocks beyond them are hashed.
+        hashes = block_hashes[:stop] if stop <= len(block_hashes) else \
+            hash_full_blocks(token_ids, bs, block_hashes, stop=stop)
+        for h in hashes:
             blocks = cached.get(h)
             if not blocks:
                 break  # chained: every later block misses too
