@@ -104,7 +104,8 @@ test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
 	for zip in site/assets/pyodide/*/python_stdlib.*.zip; do \
 		node tests/pyodide/cut_stdlib.mjs $$zip $$(ls site/assets/pyodide/*/pysim-*.whl) || exit 1; done
 
-# Two workers, each with its own Chromium and server; a test goes to whichever is free.
+# Two workers, each with its own Chromium and server; a test goes to whichever is free
+# (so no test may count on another having run before it on the same page).
 # BROWSER_WORKERS=0 runs them in this one process (easier to read when one fails).
 BROWSER_WORKERS ?= 2
 test-browser: $(VENV)/.installed

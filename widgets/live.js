@@ -322,7 +322,18 @@
           syncControls();
           return;
         }
-        const control = controls && controls.has(field) ? controls.get(field) : null;
+        let control = controls && controls.has(field) ? controls.get(field) : null;
+        const unseen = control && control.root.closest("[hidden]");
+        if (unseen && !same(next.config[field], shown.config[field])) {
+          // Another choice now hides this field (the cluster's replica counts under the
+          // other layout), so the reader can neither see its message nor fix it: its
+          // refused value gives way to the last one pysim took, and the change goes on.
+          draft.config = merged(draft.config, { [field]: shown.config[field] });
+          syncControls();
+          if (debounce === null) return compute(clone(draft));
+          return; // a newer change is waiting and takes the reverted value with it
+        }
+        if (unseen) control = null; // said where the reader can read it
         if (control) control.showError(`${labelFor(field)}: ${message}`);
         else if (slots.has(field)) slots.get(field).textContent = `${labelFor(field)}: ${message}`;
         else general.textContent = `${labelFor(field)}: ${message}`;

@@ -6,8 +6,9 @@ progress and ends with pysim's answer, and another sweep can be cancelled midway
 pinned run is compared with a new one; an out-of-range value gets pysim's message beside
 its control while the page keeps working.
 
-The tests share one page (a module-scoped browser context): each starts from where the
-last one left the widget, as a reader who keeps going would."""
+Each test starts from the page a reader first sees (conftest's `live_page`, Python
+already running) and sets its own starting point, so any test runs alone, in any order,
+on any xdist worker."""
 
 from __future__ import annotations
 
@@ -66,32 +67,29 @@ def shown(page, field: str) -> bool:
     return page.locator(f'{WIDGET} .pysim-control[data-field="{field}"]').is_visible()
 
 
-@pytest.fixture(scope="module")
-def reader(browser):
-    """One page for the module, opened once; no request leaves the machine and nothing
-    is logged as an error (as conftest's `make_page` checks for one test)."""
-    from conftest import _is_local
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    outside, errors = [], []
-    context.route("**/*", lambda route, req: route.continue_() if _is_local(req.url) else (outside.append(req.url), route.abort()))
-    page = context.new_page()
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    yield page
-    context.close()
-    assert outside == [] and errors == [], (outside, errors)
+MENUS = {"router": "Router", "layout": "Layout", "kv_link": "KV link"}  # the choices' labels
 
 
-@pytest.fixture(scope="module")
-def site(site_url):
-    return site_url
+def opened(live_page, **config):
+    """The live page, its window cut to one minute (every run then takes well under a
+    second), then `config` set through the controls, a reader's way."""
+    page = live_page(PAGE)
+    type_value(page, "window_minutes", 1)
+    root = page.locator(WIDGET)
+    for name, value in config.items():
+        if name in MENUS:
+            root.get_by_label(MENUS[name], exact=True).select_option(value)
+            wait_idle(page)
+        else:
+            type_value(page, name, value)
+    want = computed(**config)
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+    return page
 
 
-def test_default_run_is_prerendered_then_goes_live(reader, site):
-    page = reader
+def test_default_run_is_prerendered_then_goes_live(page, site_url):
     want = pysim_view("cluster", {})
-    page.goto(page_url(site, PAGE))
+    page.goto(page_url(site_url, PAGE))
     # Before Python: the cards already hold pysim's numbers, and the charts are drawn.
     assert card(page, "Goodput per GPU") == f"{want['summary']['goodput_per_gpu']:.3f}"
     assert card(page, "Prefix-cache hit rate") == pct(want["prefix_cache"]["hit_rate"])
@@ -111,10 +109,9 @@ def test_default_run_is_prerendered_then_goes_live(reader, site):
     assert shown(page, "cache_threshold")
 
 
-def test_router_changes_the_hit_rate(reader, site):
-    page = reader
+def test_router_changes_the_hit_rate(live_page):
+    page = opened(live_page)
     root = page.locator(WIDGET)
-    type_value(page, "window_minutes", 1)  # from here on, a one-minute window keeps every run quick
     root.get_by_label("Router", exact=True).select_option("round_robin")
     wait_idle(page)
     want = computed(router="round_robin")
@@ -125,8 +122,8 @@ def test_router_changes_the_hit_rate(reader, site):
     assert "router=round_robin" in page.url
 
 
-def test_adding_replicas(reader, site):
-    page = reader
+def test_adding_replicas(live_page):
+    page = opened(live_page, router="round_robin")
     type_value(page, "replicas", 6)
     want = computed(router="round_robin", replicas=6)
     until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
@@ -135,8 +132,8 @@ def test_adding_replicas(reader, site):
     assert card(page, "TTFT p90") == ms(want["ttft_ms"]["p90"])
 
 
-def test_out_of_range_value_gets_pysims_message_and_the_page_keeps_working(reader, site):
-    page = reader
+def test_out_of_range_value_gets_pysims_message_and_the_page_keeps_working(live_page):
+    page = opened(live_page, router="round_robin")
     before = card(page, "Goodput per GPU")
     type_value(page, "replicas", 40)
     error = page.locator(f'{WIDGET} .pysim-control[data-field="replicas"] .pysim-error').inner_text()
@@ -149,10 +146,9 @@ def test_out_of_range_value_gets_pysims_message_and_the_page_keeps_working(reade
     until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
 
 
-def test_disaggregated_layout_shows_its_fields_and_the_transfer(reader, site):
-    page = reader
+def test_disaggregated_layout_shows_its_fields_and_the_transfer(live_page):
+    page = opened(live_page)
     root = page.locator(WIDGET)
-    root.get_by_label("Router", exact=True).select_option("cache_aware")
     root.get_by_label("Layout", exact=True).select_option("disaggregated")
     # The fields switch at once, before pysim answers.
     assert shown(page, "prefill_replicas") and shown(page, "decode_replicas") and shown(page, "kv_link")
@@ -168,8 +164,29 @@ def test_disaggregated_layout_shows_its_fields_and_the_transfer(reader, site):
     assert card(page, "Load imbalance") == ", ".join(f"{k} x{v:.2f}" for k, v in want["imbalance"].items())
 
 
-def test_pin_and_compare(reader, site):
-    page = reader
+def test_a_refused_value_the_other_layout_hides_gives_way(live_page):
+    """A reader types a bad prefill count, then picks the colocated layout, which hides
+    that field: its message could not be read nor the value fixed, so the value goes back
+    to the last one pysim took and the colocated run is drawn (a random-actions run found
+    the widget stuck refusing a field it had hidden)."""
+    page = opened(live_page, layout="disaggregated")
+    root = page.locator(WIDGET)
+    type_value(page, "prefill_replicas", 40)
+    assert page.get_attribute(WIDGET, "data-error") == "prefill_replicas"
+    root.get_by_label("Layout", exact=True).select_option("colocated")
+    wait_idle(page)
+    want = computed()
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+    assert page.get_attribute(WIDGET, "data-error") is None
+    root.get_by_label("Layout", exact=True).select_option("disaggregated")
+    wait_idle(page)
+    assert page.locator(f'{WIDGET} .pysim-control[data-field="prefill_replicas"] input[type="number"]').input_value() == "2"
+    want = computed(layout="disaggregated")
+    until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
+
+
+def test_pin_and_compare(live_page):
+    page = opened(live_page, layout="disaggregated")
     root = page.locator(WIDGET)
     clear = root.get_by_role("button", name="Clear pin")
     assert clear.is_disabled()
@@ -190,8 +207,8 @@ def test_pin_and_compare(reader, site):
     assert root.locator(".cluster-results thead th").count() == 2 and clear.is_disabled()
 
 
-def test_gpu_sweep_progress_answer_and_cancel(reader, site):
-    page = reader
+def test_gpu_sweep_progress_answer_and_cancel(live_page):
+    page = opened(live_page)
     root = page.locator(WIDGET)
     run, cancel = root.get_by_role("button", name="Find the fewest GPUs"), root.get_by_role("button", name="Cancel")
     assert cancel.is_disabled()
