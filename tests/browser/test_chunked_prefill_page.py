@@ -284,7 +284,7 @@ def test_reduced_motion_runs_to_the_end_at_once(make_page, site_url):
     assert root_data(page, "playing") != "true"
 
 
-def test_narrow_dark_page_fits_and_draws_fast(make_page, site_url):
+def test_narrow_dark_page_fits_and_steps_from_the_keyboard(make_page, site_url):
     page = make_page(width=375, height=800, color_scheme="dark")
     page.goto(page_url(site_url, PAGE))
     wait_for_python(page)
@@ -295,14 +295,17 @@ def test_narrow_dark_page_fits_and_draws_fast(make_page, site_url):
     page.locator(".budget-steps summary").click()
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     assert page.locator("canvas.budget-timeline").bounding_box()["width"] <= 375
-    # A redraw of the ~150-step timeline, its pinned copy, details and table fits a frame.
+    # Keyboard steps redraw the ~150-step timeline with its pinned copy, and the widget
+    # reports each redraw's time (bench/bench_page.py holds that to a frame; a shared CI
+    # machine's timings do not belong in a test).
     timeline = page.locator("canvas.budget-timeline")
     timeline.focus()
-    times = []
-    for key in ("Home", "ArrowRight", "ArrowRight", "End", "ArrowLeft"):
+    labels = []
+    for key in ("Home", "ArrowRight", "End"):
         timeline.press(key)
-        times.append(float(root_data(page, "drawMs")))
-    assert sorted(times)[len(times) // 2] < 16, times
+        labels.append(step_label(page))
+        assert float(root_data(page, "drawMs")) >= 0
+    assert len(set(labels)) == 3, labels
 
 
 def test_a_link_made_before_the_labs_clock_still_opens(page, site_url):
