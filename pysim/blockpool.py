@@ -81,10 +81,12 @@ class BlockPool:
         self.enable_prefix_caching = enable_prefix_caching
         self._ref = [0] * num_gpu_blocks
         self._hash: list[BlockHash | None] = [None] * num_gpu_blocks
-        # hash -> {block id: None}: a dict keeps insertion order, so the first block
-        # registered under a hash that is still present is the first key (as vLLM's
-        # `BlockPool.get_cached_block`).
-        self._cached: dict[BlockHash, dict[int, None]] = {}
+        # hash -> the block id holding it, or, for a hash held by two blocks or more,
+        # {block id: None}. Most hashes have one block, and an int costs far less than a
+        # dict per block (vLLM's `BlockHashToBlockMap` keeps the same union, to spare its
+        # garbage collector). A dict keeps insertion order, so the first block registered
+        # under a hash that is still present is the first key (vLLM: `get_one_block`).
+        self._cached: dict[BlockHash, int | dict[int, None]] = {}
         # The free queue: a circular doubly-linked list over arrays indexed by block id,
         # with a sentinel at index num_gpu_blocks, so unlinking any block is O(1).
         s = num_gpu_blocks
@@ -118,7 +120,7 @@ class BlockPool:
     def get_cached_block(self, h: BlockHash) -> int | None:
         """A block holding the content of hash `h`, or None (the first inserted, as vLLM `BlockPool.get_cached_block`)."""
         blocks = self._cached.get(h)
-        return next(iter(blocks)) if blocks else None
+        return blocks if blocks is None or type(blocks) is int else next(iter(blocks))
 
     def free_queue(self) -> list[int]:
         """Block ids from head (handed out next) to tail (evicted last)."""
@@ -162,9 +164,13 @@ class BlockPool:
             h = hashes[b]
             if h is not None:  # evict: the block's content is no longer cached
                 entry = cached[h]
-                del entry[b]
-                if not entry:
+                if type(entry) is int:
+                    assert entry == b
                     del cached[h]
+                else:
+                    del entry[b]
+                    if not entry:
+                        del cached[h]
                 hashes[b] = None
                 evicted += 1
             ref[b] = 1
@@ -189,7 +195,9 @@ class BlockPool:
             hashes[b] = h
             entry = get(h)
             if entry is None:
-                cached[h] = {b: None}
+                cached[h] = b
+            elif type(entry) is int:
+                cached[h] = {entry: None, b: None}
             else:
                 entry[b] = None
 
@@ -252,6 +260,7 @@ class BlockPool:
             assert holders == self._ref, "ref count != number of tables holding the block"
         entries = 0
         for h, blocks in self._cached.items():
+            blocks = (blocks,) if type(blocks) is int else blocks
             assert blocks, "empty cache entry"
             for b in blocks:
                 assert self._hash[b] == h
@@ -311,9 +320,10 @@ class KVCacheManager:
             hash_full_blocks(token_ids, bs, block_hashes, stop=stop)
         for h in hashes:
             blocks = cached.get(h)
-            if not blocks:
+            if blocks is None:
                 break  # chained: every later block misses too
-            hits.append(next(iter(blocks)))  # the first inserted (vLLM: `BlockPool.get_cached_block`)
+            # the block, or the first inserted of several (vLLM: `BlockPool.get_cached_block`)
+            hits.append(blocks if type(blocks) is int else next(iter(blocks)))
         return hits, len(hits) * bs
 
     def blocks_needed(self, req_id, num_tokens_total: int, hit_blocks: Sequence[int] = ()) -> int:

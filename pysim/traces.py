@@ -198,8 +198,12 @@ class PromptTokens:
         """Block g's name: id * (blocks per id) + its place + 1 (never 0, which reads as "no parent")."""
         assert TRACE_BLOCK % block_size == 0, "a block must divide the trace's 512"
         per = TRACE_BLOCK // block_size
-        places = range(1, per + 1)
-        return [k * per + j for k in self.ids for j in places][:self.num_prompt_tokens // block_size]
+        out: list[int] = []
+        grow = out.extend
+        for k in self.ids:
+            grow(range(k * per + 1, k * per + per + 1))
+        del out[self.num_prompt_tokens // block_size:]
+        return out
 
 
 def window(trace: Trace, start_min: float, minutes: float) -> range:
