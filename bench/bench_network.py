@@ -5,9 +5,11 @@ pictures and the live widgets take on a fast link, an ordinary one and a slow ph
 The hosted build (site/, or $PYSIM_SITE_DIR) is served the way a static host serves it:
 a threaded HTTP/1.1 server on 127.0.0.1 that
   - compresses by content type (HTML, CSS, JavaScript, JSON, SVG, XML, text, .wasm, .ttf)
-    with gzip, or Brotli where the `brotli` module is importable and the browser offers
-    `br`; files that are compressed already (the `.gz` snapshot and traces, `.zip`,
-    `.whl`, images, woff fonts) go as they are;
+    with Brotli where the browser offers `br` (it does), else gzip: it sends the build's
+    precompressed FILE.br / FILE.gz where there is one (sitebuild/precompress.py: Brotli
+    11, gzip 9), as nginx's `brotli_static` / `gzip_static` do, and compresses the rest
+    itself (Brotli 11, gzip 6); files that are compressed already (the `.gz` snapshot and
+    traces, `.zip`, `.whl`, images, woff fonts) go as they are;
   - sends the cache headers README "Deploying" recommends: `Cache-Control: public,
     max-age=31536000, immutable` for the files named by content hash or version number
     (its table), `no-cache` for everything else (pages, search/, sitemap.xml, images),
@@ -72,10 +74,7 @@ from bench_page import AFTER_NEXT_FRAME, chapter_order, widget_pages  # noqa: E4
 from conftest import LAUNCH_ARGS, chromium_path, sitemap_here  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-try:
-    import brotli
-except ImportError:
-    brotli = None
+import brotli
 
 SITE = Path(os.environ.get("PYSIM_SITE_DIR", ROOT / "site"))
 COLD = int(os.environ.get("BENCH_COLD", "3"))
@@ -169,7 +168,7 @@ class Host:
 
     def __init__(self, root: Path):
         self.root = root.resolve()
-        self.encodings = ("br", "gzip") if brotli else ("gzip",)
+        self.encodings = ("br", "gzip")
         self.bodies: dict[tuple[str, str], bytes] = {}
         self.lock = threading.Lock()
         self.log: list[dict] = []  # one entry per response, in the order they ended
@@ -186,7 +185,11 @@ class Host:
     def body(self, path: str, encoding: str) -> bytes:
         key = (path, encoding)
         if key not in self.bodies:
-            self.bodies[key] = encode((self.root / path).read_bytes(), encoding)
+            ready = self.root / (path + {"br": ".br", "gzip": ".gz"}.get(encoding, ""))
+            if encoding != "identity" and ready.is_file():
+                self.bodies[key] = ready.read_bytes()  # the build's copy, as a static host sends it
+            else:
+                self.bodies[key] = encode((self.root / path).read_bytes(), encoding)
         return self.bodies[key]
 
     def record(self, **entry):
@@ -443,9 +446,9 @@ def main():
 def run(host: Host, pages: list[str], pages_found: dict[str, list[str]]):
     t0 = time.monotonic()
     host.precompress()
-    print(f"Compression: {' and '.join(host.encodings)}"
-          + ("" if brotli else " only (no `brotli` module in this Python, so no Brotli)")
-          + f"; every compressible file compressed once ahead, in {time.monotonic() - t0:.1f} s")
+    ready = sum(1 for _ in host.root.rglob("*.br"))
+    print(f"Compression: {' and '.join(host.encodings)}; the build's precompressed copies of {ready} files, the "
+          f"rest compressed once ahead, in {time.monotonic() - t0:.1f} s")
     server = serve(host)
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     plan = cells(pages)

@@ -21,7 +21,8 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
     on_post_page       csp, under `mkdocs serve` only: a policy allowing inline scripts
     on_post_build      every file written; the lock file; csp: one policy for every page;
                        offline_zip: the zip (the download build), or the zip that build
-                       made, copied in (the hosted build)
+                       made, copied in (the hosted build); precompress: .br and .gz
+                       copies of the hosted build's text files, for hosts that serve them
 
 What a build needs lives in one `Build` object; on_pre_build refreshes it from the
 working tree at every (re)build.
@@ -52,7 +53,7 @@ for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebu
     del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
-                       katex, narrow, offline_zip, prerender, pyodide_runtime, snapshot, stdlib,
+                       katex, narrow, offline_zip, precompress, prerender, pyodide_runtime, snapshot, stdlib,
                        tables, wheel, write_files)
 import sitebuild.plots  # noqa: E402
 
@@ -246,3 +247,6 @@ def on_post_build(config, **kwargs):
                         "`mkdocs build -f mkdocs-offline.yml` has run")
         else:
             write_files(site, {offline_zip.PATH: made})
+        if build.command != "serve":  # (mkdocs serve's own server ignores such copies)
+            files, saved = precompress.write_copies(site)
+            log.info("precompressed %d files (.br and .gz), %.1f MB saved over the originals", files, saved / 1e6)

@@ -146,6 +146,29 @@ def test_nothing_is_loaded_from_another_host():
     assert "iframe-worker" not in (SITE / "index.html").read_text()  # the hosted site searches by fetch()
 
 
+def test_precompressed_copies_match_their_files():
+    """The hosted build's .br and .gz copies (sitebuild/precompress.py) hold exactly the
+    file beside them, the search index MkDocs writes at the end included: a host that
+    serves them sends what the file says. The download holds none."""
+    import gzip
+
+    import brotli
+
+    from sitebuild import precompress
+
+    copies = sorted(SITE.rglob("*.br"))
+    assert any(p.name == "pyodide.asm.wasm.br" for p in copies) and (SITE / "search" / "search_index.json.br").is_file()
+    for br in copies:
+        original = br.with_name(br.name[:-3]).read_bytes()
+        assert brotli.decompress(br.read_bytes()) == original, br
+        gz = br.with_name(br.name[:-3] + ".gz")
+        assert not gz.exists() or gzip.decompress(gz.read_bytes()) == original, gz
+    # Every file worth it has its copies (those too random to pay are left out).
+    text = [p for p in SITE.rglob("*") if p.is_file() and precompress.wanted(p) and p.suffix in (".html", ".js", ".css", ".wasm")]
+    assert all(p.with_name(p.name + ".br").is_file() for p in text), [p for p in text if not p.with_name(p.name + ".br").is_file()][:5]
+    assert not any(OFFLINE_SITE.rglob("*.br"))
+
+
 def test_front_end_files_are_named_by_content_or_version():
     """Everything a widget page loads from assets/ can be cached for long: a hash or a
     version number is in its path."""
