@@ -313,6 +313,7 @@ new MutationObserver(() => {
 
 DONE = "() => !!(window.__net && ((window.__net.interactive && window.__net.prerendered) || window.__net.failed))"
 RESULT = ("() => Object.assign({}, window.__net, {restored: window.PySim && PySim.runtime ? PySim.runtime.restored : null,"
+          " estimate: window.PySim && PySim.runtime && PySim.runtime.link ? PySim.runtime.link.mbit_s : null,"
           " status: (document.querySelector('.pysim-status') || {}).textContent || ''})")
 
 
@@ -349,7 +350,7 @@ def load(context, host: Host, url: str, profile: Profile) -> dict:
     return {"ok": ok, "files": files, "wire": sum(f["wire"] for f in files),
             "fcp": marks.get("fcp"), "prerendered": marks.get("prerendered"),
             "interactive": marks.get("interactive") if ok else None,
-            "restored": marks.get("restored"), "live": marks.get("live"),
+            "restored": marks.get("restored"), "live": marks.get("live"), "estimate": marks.get("estimate"),
             "why": None if ok else (marks.get("status") or "timed out")}
 
 
@@ -479,6 +480,12 @@ def run(host: Host, pages: list[str], pages_found: dict[str, list[str]]):
         print(f"{profile.name} (latency {profile.latency_ms:.0f} ms; seconds from navigation start)")
         print(table(["page", "start", "cache", "loads", "MB over the wire", "at link rate", "first paint",
                      "pre-rendered", "interactive", "snapshot used", "failed"], summary_rows(results, profile)))
+        # What runtime.js read the link as, on the loads it decided itself (cold: warm ones
+        # have no estimate when every file came from the cache).
+        seen = sorted(r["estimate"] for (pr, _, mode), loads in results.items() if pr == profile and mode == "auto"
+                      for visit in loads for r in visit if r.get("estimate") is not None)
+        print(f"the page's link estimate, auto loads: {seen[0]:.1f} to {seen[-1]:.1f} Mbit/s, median "
+              f"{statistics.median(seen):.1f} ({len(seen)} loads)" if seen else "the page's link estimate: none")
     print()
     if not FULL:
         print(f"Forced starts (snapshot, plain): the first widget page only (the snapshot is one file for every page)"

@@ -152,16 +152,7 @@ class ClusterConfig:
                               f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
                               f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
         check_fits(self.gpu, self.model)
-        try:
-            span = int(traces.load(self.trace).span_minutes)
-        except FileNotFoundError:
-            raise ConfigError("trace", f"the {self.trace} trace is not loaded; in the page, the "
-                                       f"widget downloads it with its first call") from None
-        if self.window_start_min + self.window_minutes > span:
-            raise ConfigError("window_start_min",
-                              f"got {self.window_start_min}, but the {self.trace} trace has {span} "
-                              f"whole minutes; expected a whole number from 0 to "
-                              f"{span - self.window_minutes} for a {self.window_minutes}-minute window")
+        traces.check_window(self.trace, self.window_start_min, self.window_minutes)
 
 
 # --- the router ------------------------------------------------------------------------

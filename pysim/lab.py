@@ -196,16 +196,7 @@ class LabConfig:
                                               "request rate: expected a number from 0.01 to 1,000")
 
     def _check_trace(self) -> None:
-        try:
-            span = int(traces.load(self.trace).span_minutes)
-        except FileNotFoundError:
-            raise ConfigError("trace", f"the {self.trace} trace is not loaded; in the page, the lab "
-                                       f"downloads it with its first call") from None
-        if self.window_start_min + self.window_minutes > span:
-            raise ConfigError("window_start_min",
-                              f"got {self.window_start_min}, but the {self.trace} trace has {span} "
-                              f"whole minutes; expected a whole number from 0 to "
-                              f"{span - self.window_minutes} for a {self.window_minutes}-minute window")
+        traces.check_window(self.trace, self.window_start_min, self.window_minutes)
 
 
 # --- the parts of a run ---------------------------------------------------------------

@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import ConfigError
 from .prng import SplitMix64
 
 TRACES = {"conv": "conversation service", "code": "coding service",
@@ -204,6 +205,21 @@ class PromptTokens:
             grow(range(k * per + 1, k * per + per + 1))
         del out[self.num_prompt_tokens // block_size:]
         return out
+
+
+def check_window(name: str, start_min: int, minutes: int) -> None:
+    """Refuse, naming the field, a trace the worker has not fetched or a window that runs
+    past the trace's end (the lab's and the cluster's `trace` and `window_start_min`)."""
+    try:
+        span = int(load(name).span_minutes)
+    except FileNotFoundError:
+        raise ConfigError("trace", f"the {name} trace is not loaded; in the page, the widget "
+                                   f"downloads it with its first call") from None
+    if start_min + minutes > span:
+        raise ConfigError("window_start_min",
+                          f"got {start_min}, but the {name} trace has {span} whole minutes; "
+                          f"expected a whole number from 0 to {span - minutes} for a "
+                          f"{minutes}-minute window")
 
 
 def window(trace: Trace, start_min: float, minutes: float) -> range:

@@ -24,25 +24,27 @@
 
   // Snapshot or plain start, chosen by the link. The hosted build ships a snapshot of
   // Python's memory (sitebuild/snapshot.py): restoring it skips Python's start and the
-  // import of pysim, seconds of CPU on our 2-core test machines, but it is 6.3 MB to
-  // download, while a plain start downloads the standard library compiled instead
-  // (sitebuild/stdlib.py), 1.05 MB more than its sources. Which is sooner depends on the
-  // link: bench/bench_network.py measured both ways (README "Deploying"). On our 2-core
-  // machines, cold, the snapshot was sooner at 100 Mbit/s (6.3 s against 8.2), the two
-  // tied at 20 Mbit/s (8.7 s each), and the plain start was sooner at 1.6 Mbit/s (35 s
-  // against 61). The threshold below sits between 20 Mbit/s and 4 (see the estimates).
+  // import of pysim, but it is 6.4 MB to download, where a plain start downloads the
+  // standard library compiled instead (sitebuild/stdlib.py), 1.05 MB more than its
+  // sources. bench/bench_network.py measured both ways on our 2-core machines at rest,
+  // behind a Brotli host (README "Deploying"): cold, the plain start was sooner on every
+  // link (interactive 1.86 s against 2.20 at 100 Mbit/s, 3.57 against 5.66 at 20, 29
+  // against 56 at 1.6); the snapshot saves only its CPU, about 0.25 s (1.30 s against
+  // 1.55 warm), which its extra 5.3 MB repay only above some 170 Mbit/s.
   // So the page estimates the link from what it has just downloaded (the page itself,
   // its scripts, stylesheets and fonts: Resource Timing, bodies that came whole over the
-  // network) and restores the snapshot only on a link at least this fast, or when it
-  // cannot tell (everything came from the cache: a return visit, whose runtime files
-  // are likely cached too). The estimate is the fastest single body of at least
-  // RATE_MIN_BYTES: no body comes faster than the link allows, while a busy main thread
-  // or TCP's slow start only make one look slower, so it reads low (DevTools' throttling,
-  // a gzip host: 15 to 41 at 100 Mbit/s, 11 to 12 at 20, 1.3 at 4, 0.8 at 1.6), and a
-  // doubt goes to the smaller download. When Python starts, a compressing host has sent only small
-  // bodies (the page, 26 KB; its stylesheet, 23 KB), so small ones count too. navigator.connection cannot decide it: Chromium caps its
-  // downlink at 10 Mbit/s and, before it has an estimate, says 1.3 Mbit/s on loopback.
-  const SNAPSHOT_MIN_MBIT_S = 8;
+  // network) and restores the snapshot only on a link at least SNAPSHOT_MIN_MBIT_S fast.
+  // The estimate is the fastest single body of at least RATE_MIN_BYTES: no body comes
+  // faster than the link allows, while a busy main thread or TCP's slow start only make
+  // one look slower, so it reads low (DevTools' throttling: 15 to 41 at 100 Mbit/s, about
+  // 1 at 1.6), and a doubt goes to the smaller download. When everything came from the
+  // cache (a return visit) there is no estimate, and the page starts the way it started
+  // last time (remembered in localStorage), whose files the cache holds: a visit that
+  // started plain must not fetch the snapshot on its return. navigator.connection cannot
+  // decide it: Chromium caps its downlink at 10 Mbit/s and, before it has an estimate,
+  // says 1.3 Mbit/s on loopback.
+  const SNAPSHOT_MIN_MBIT_S = 100;
+  const LAST_START = "pysim.python-start"; // localStorage: "snapshot" or "plain"
   const RATE_MIN_BYTES = 4000; // at 20 Mbit/s 1.6 ms: fast links read low, slow ones do not
 
   // The link's rate in Mbit/s as the page's own downloads show it, or null.
@@ -62,7 +64,17 @@
   function snapshotFor(rate) {
     const asked = new URLSearchParams(location.search).get("python");
     if (!settings.snapshot || asked === "plain") return false;
-    return asked === "snapshot" || rate === null || rate >= SNAPSHOT_MIN_MBIT_S;
+    if (asked === "snapshot") return true;
+    if (rate === null) return stored(LAST_START) === "snapshot"; // all cached: as last time
+    return rate >= SNAPSHOT_MIN_MBIT_S;
+  }
+
+  // (Storage may be refused: a private window, a file:// page in some browsers.)
+  function stored(key) {
+    try { return localStorage.getItem(key); } catch (err) { return null; }
+  }
+  function store(key, value) {
+    try { localStorage.setItem(key, value); } catch (err) { /* the next visit estimates again */ }
   }
 
   // ------------------------------------------------------------- the worker
@@ -139,6 +151,7 @@
             clearTimeout(timer);
             this.bootMs = msg.ms;
             this.restored = msg.restored; // from the build's snapshot, or started afresh
+            store(LAST_START, msg.restored ? "snapshot" : "plain");
             this.progress = null;
             this.setState("ready", `Python ${msg.python} ready`);
             resolve(this);
