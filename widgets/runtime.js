@@ -36,11 +36,12 @@
   // network) and restores the snapshot only on a link at least SNAPSHOT_MIN_MBIT_S fast.
   // The estimate is the fastest single body of at least RATE_MIN_BYTES: no body comes
   // faster than the link allows, while a busy main thread or TCP's slow start only make
-  // one look slower, so it reads low (DevTools' throttling: 15 to 41 at 100 Mbit/s, about
-  // 1 at 1.6), and a doubt goes to the smaller download. When everything came from the
-  // cache (a return visit) there is no estimate, and the page starts the way it started
-  // last time (remembered in localStorage), whose files the cache holds: a visit that
-  // started plain must not fetch the snapshot on its return. navigator.connection cannot
+  // one look slower, so it reads low (DevTools' throttling, a Brotli host: 9 to 77 at
+  // 100 Mbit/s, median 12; 3 to 18 at 20; 0.6 at 1.6), and a doubt goes to the smaller
+  // download. When everything came from the cache (a return visit) there is no
+  // estimate, and the page starts the way it started last time (remembered in
+  // localStorage), whose files the cache holds: a visit that started plain must not
+  // fetch the snapshot on its return. navigator.connection cannot
   // decide it: Chromium caps its downlink at 10 Mbit/s and, before it has an estimate,
   // says 1.3 Mbit/s on loopback.
   const SNAPSHOT_MIN_MBIT_S = 100;
