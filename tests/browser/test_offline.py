@@ -334,10 +334,18 @@ def test_search_answers_at_once_while_python_loads(make_page, site_url):
     name, widgets = next(iter(WIDGET_PAGES.items()))
     page = make_page()
     page.add_init_script(PROBE)
+    # Python's wasm is held back until search has answered, so Python is surely still
+    # loading meanwhile (on a busy machine a race with the boot could go either way).
+    held = []
+    page.context.route("**/*.wasm", lambda route, request: held.append(route))
     page.goto(page_url(site_url, name, f"#widget-{widgets[0]}"))
     assert search(page, "preemption") > 0
     [worker] = search_workers(page)
     assert worker["python"] in ("idle", "loading"), worker
+    assert page.evaluate("document.querySelector('.pysim-widget').dataset.runtime") in ("idle", "loading")
+    page.context.unroute("**/*.wasm")
+    for route in held:
+        route.fallback()
     page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
     assert len(search_workers(page)) == 1
 
