@@ -241,7 +241,8 @@ worker.onmessage = (e) => {{ if (e.data.type === "ready") window.__marks.ready =
 window.__marks.python = performance.now();
 worker.postMessage(Object.assign({json.dumps(boot)}, {{
   pyodide: location.origin + {json.dumps(absolute(runtime['pyodide']))},
-  lock: location.origin + {json.dumps(absolute(runtime['lock']))}, snapshot: {snapshot}}}));
+  lock: location.origin + {json.dumps(absolute(runtime['lock']))}, snapshot: {snapshot},
+  stdlib: location.origin + {json.dumps(absolute(runtime['stdlib']['source' if runtime.get('snapshot') else 'compiled']))}}}));
 </script>"""
 
 
@@ -309,7 +310,7 @@ def timeline_redraws(browser, base: str) -> list[float]:
     root = '.pysim-widget[data-widget="chunked_prefill"]'
     context = browser.new_context(viewport={"width": 375, "height": 800}, color_scheme="dark")
     page = context.new_page()
-    page.goto(base + "chunked-prefill.html")
+    page.goto(base + "chunked-prefill.html#widget-chunked_prefill")  # Python starts at once
     page.wait_for_function("() => window.PySim && PySim.runtime.state === 'ready'", timeout=120_000)
     wait_idle = f"() => !document.querySelector('{root}').dataset.busy"
     widget = page.locator(root)
