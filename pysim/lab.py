@@ -50,6 +50,8 @@ from dataclasses import dataclass
 
 from . import bench_serve, benchsummary, fit, slo, traces
 from .catalog import GPUS, MODELS
+from . import fields
+from .utils import percentile
 from .config import ConfigError, bounded, choice, data
 from .replay import engine_config, replay
 from .registry import Simulation
@@ -110,24 +112,14 @@ class LabConfig:
                           "the traffic: a window of a production trace, or a benchmark as "
                           "vllm bench serve --dataset-name random sends it", label="Traffic",
                           option_labels={"trace": "Production trace", "benchmark": "vllm bench serve"})
-    trace: str = choice("conv", tuple(traces.TRACES),
-                        "the production trace: Azure's conversation (conv) or coding (code) "
-                        "service, or Mooncake's Kimi conversation (mooncake_conv) or synthetic "
-                        "(mooncake_synth) trace, whose shared prefixes run with prefix caching on",
-                        label="Trace", option_labels={"conv": "Azure conversation", "code": "Azure coding",
-                                                      "mooncake_conv": "Mooncake conversation",
-                                                      "mooncake_synth": "Mooncake synthetic"})
+    trace: str = fields.trace("conv", tuple(traces.TRACES))
     arrivals: str = choice("trace", ("trace", "poisson"),
                            "real arrival times, or Poisson arrivals at the same mean rate",
                            label="Arrivals", option_labels={"trace": "Real", "poisson": "Poisson"})
-    window_start_min: int = bounded(10, 0, 56, "where the window starts, minutes into the hour",
-                                    label="Window start", unit="min")
-    window_minutes: int = bounded(5, 1, 10, "how many minutes of traffic to replay",
-                                  label="Window", unit="min")
-    rate_scale: float = bounded(1.0, 0.25, 8.0, "arrival rate multiplier (gaps divided by it)",
-                                integer=False, label="Rate scale", unit="x", scale="log")
-    seed: int = bounded(0, 0, 1_000_000, "seed of the random arrivals (and of a benchmark's "
-                        "lengths)", label="Seed", slider_max=100)
+    window_start_min: int = fields.window_start_min(10, 0, 56)
+    window_minutes: int = fields.window_minutes(5, 1, 10)
+    rate_scale: float = fields.rate_scale(1.0, 0.25, 8.0)
+    seed: int = fields.seed(0, 0, 1_000_000, slider_max=100)  # Poisson arrivals, a benchmark's lengths
     # The benchmark's flags, under vllm bench serve's own names (defaults: its defaults).
     num_prompts: int = bounded(1000, 1, fit.MAX_PROMPTS, "requests the benchmark sends (--num-prompts)",
                                label="num_prompts", unit="requests", scale="log")
@@ -151,20 +143,12 @@ class LabConfig:
     max_concurrency: int = bounded(0, 0, fit.MAX_PROMPTS, "requests in flight at most "
                                    "(--max-concurrency); 0 sets no cap",
                                    label="max_concurrency", unit="requests", slider_max=512)
-    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, 16-bit weights and KV)",
-                      label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
-    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
-                        option_labels={k: m.name for k, m in MODELS.items()})
-    max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once (--max-num-seqs)",
-                                label="max_num_seqs", unit="requests", scale="log")
-    max_num_batched_tokens: int = bounded(8192, 512, 16384,
-                                          "token budget per step (--max-num-batched-tokens)",
-                                          label="max_num_batched_tokens", unit="tokens",
-                                          scale="log")
-    slo_ttft_ms: float = bounded(1000.0, 10, 60_000, "TTFT target, ms", integer=False,
-                                 label="TTFT target", unit="ms", scale="log")
-    slo_tpot_ms: float = bounded(50.0, 1, 1000, "TPOT target, ms", integer=False,
-                                 label="TPOT target", unit="ms", scale="log")
+    gpu: str = fields.gpu("H100")  # 16-bit weights and KV
+    model: str = fields.model("llama-3.1-8b")
+    max_num_seqs: int = fields.max_num_seqs(1024, 16, 1024, scale="log")
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(8192, 512, 16384, scale="log")
+    slo_ttft_ms: float = fields.slo_ttft_ms(1000.0, 10, 60_000)
+    slo_tpot_ms: float = fields.slo_tpot_ms(50.0, 1, 1000)
     sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1,
                                "which sweep rate a sweep_point call runs", label="Sweep point")
     sweep_points: list = data(list, "sweep points already computed (mode capacity)", _check_points,
@@ -432,8 +416,8 @@ def _traffic(config: LabConfig, t: Traffic) -> dict:
     n = len(t.arrivals)
     prompts, outputs = sorted(t.prompt_tokens), sorted(t.output_tokens)
     out = {"traffic": config.traffic, "num_requests": n,
-           "num_prompt_tokens_median": slo.percentile(prompts, 50),
-           "max_tokens_median": slo.percentile(outputs, 50), "arrivals": config.arrivals}
+           "num_prompt_tokens_median": percentile(prompts, 50),
+           "max_tokens_median": percentile(outputs, 50), "arrivals": config.arrivals}
     if t.bench is not None:
         b = t.bench
         rate = b.request_rate

@@ -23,6 +23,8 @@
 //     link: ["step"],            // the widget's own keys in the hash (not config; optional)
 //     retired: { key: "why" },   // settings a link may still hold that pysim dropped:
 //                                // skipped, and the reader told why (optional)
+//     renamed: { old: "new" },   // settings pysim renamed: an older link's key is read
+//                                // under its new name, and the link rewritten (optional)
 //     mount(w) {                 // once per widget on the page, before Python starts
 //       const controls = w.controls({ skip: ["seed"] }); // every other described field
 //       w.body.append(controls.root, w.messages, chart);  // where they go (else: on top)
@@ -219,6 +221,7 @@
     const linked = spec.link !== false;
     const unlinked = spec.unlinked || []; // fields the link never holds (a long paste)
     const retired = spec.retired || {}; // keys older links hold that pysim no longer has
+    const renamed = spec.renamed || {}; // old key -> the key pysim reads now
     // spec.timeoutMs: how long a recompute may run before the worker is thought stuck
     // (runtime.call's default, 20 s, unless the widget's simulation is known to be slow).
     const files = prerendered.files || null; // data files the calls read (the lab's traces)
@@ -242,7 +245,8 @@
       const ui = {};
       const pairs = linked ? readLink(name) : [];
       const dropped = [];
-      for (const [key, text] of pairs) {
+      for (const [oldKey, text] of pairs) {
+        const key = Object.hasOwn(renamed, oldKey) ? renamed[oldKey] : oldKey;
         if (Object.hasOwn(retired, key)) dropped.push(`${key}: ${retired[key]}`);
         else if (linkKeys.includes(key)) ui[key] = text;
         else if (key === "actions") state.actions = decodeActions(text);

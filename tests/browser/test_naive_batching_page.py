@@ -83,7 +83,7 @@ def test_bad_value_shows_beside_its_control_and_keeps_the_picture(live_page):
     error = page.locator('.pysim-control[data-field="num_gpu_blocks"] .pysim-error')
     error.wait_for(state="visible")
     message = error.inner_text()
-    assert "Pool blocks" in message and "-5" in message and "2,000" in message
+    assert "num_gpu_blocks" in message and "-5" in message and "2,000" in message
     assert table_steps(page) == before  # the last good picture stays
     # A good value clears the message and redraws.
     box.fill("100")
@@ -137,7 +137,7 @@ def test_requests_has_one_range_everywhere(live_page):
 
 
 def test_a_change_shows_the_finished_race_at_once(live_page):
-    """Issue 16: changing Pool blocks or Seed emptied the timelines at step 0 until Run
+    """Issue 16: changing num_gpu_blocks or Seed emptied the timelines at step 0 until Run
     was pressed. The new race is drawn finished at once; Run replays it."""
     page = live_page(PAGE)
     root = page.locator('.pysim-widget[data-widget="naive_batching"]')

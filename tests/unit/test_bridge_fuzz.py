@@ -255,18 +255,18 @@ def test_exercise_code_bound_and_the_readers_exits():
     from pysim import exercises
 
     limit = exercises.MAX_CODE_CHARS
-    refused(ask("exercises", json.dumps({"config": {"mode": "run", "code": "#" * (limit + 1)}})),
+    refused(ask("exercises", json.dumps({"config": {"code": "#" * (limit + 1)}, "actions": ["run"]})),
             "code", f"at most {limit:,}")
     # The reader's own code may end the program, raise, or print without end: each is
     # reported in the answer (before the fix, sys.exit() escaped bridge.call).
     for code in ("raise SystemExit(3)", "import sys; sys.exit()", "raise KeyboardInterrupt",
                  "class X(BaseException): pass\nraise X()", "def f(: pass", "1/0",
                  "print('x' * 1_000_000)"):
-        for mode in ("run", "check"):
-            answer = ask("exercises", json.dumps({"config": {"mode": mode, "code": code}}))
+        for action in exercises.ACTIONS:
+            answer = ask("exercises", json.dumps({"config": {"code": code}, "actions": [action]}))
             assert answer["ok"], answer
             view = answer["result"]
-            assert view["error"], (code, mode)
+            assert view["error"], (code, action)
             assert len(view["output"]) <= exercises.MAX_OUTPUT_CHARS + 100
 
 

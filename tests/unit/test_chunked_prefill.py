@@ -16,7 +16,6 @@ from pysim.chunked_prefill import (BUDGET_PRESETS, SCENARIOS, ChunkedPrefillConf
                                    scenario_requests, simulate)
 from pysim.steptime import Coefficients, StepTimeModel
 from pysim.config import ConfigError, from_mapping
-from pysim.utils import nearest_rank
 
 
 def view_of(**settings_) -> dict:
@@ -197,13 +196,6 @@ def test_priority_policy_serves_chats_before_documents_in_mixed():
     chats = [r["id"] for r in fcfs["requests"] if r["id"].startswith("c")]
     worst = lambda v: max(v["summary"]["ttft_ms"][c] for c in chats)  # noqa: E731
     assert worst(prio) < worst(fcfs)  # 106.91 vs 225.75 ms: c11 and c12 jump the queue
-
-
-def test_nearest_rank():
-    assert nearest_rank([4, 1, 3, 2], 0.5) == 2  # ceil(2) = 2nd smallest
-    assert nearest_rank([3, 1, 2], 0.5) == 2  # ceil(1.5) = 2nd
-    assert nearest_rank([7], 0.5) == 7
-    assert nearest_rank([], 0.5) is None
 
 
 # --- configuration and the command line --------------------------------------------------
