@@ -347,7 +347,7 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
     message = page.locator(f"{WIDGET} .pysim-hash-message")
     message.wait_for(state="visible")
     assert message.inner_text().startswith("Ignored the link")
-    assert message.inner_text().endswith("Prefix caching: " + refused["error"]["message"])
+    assert message.inner_text().endswith("enable_prefix_caching: " + refused["error"]["message"])
     assert page.locator(f"{WIDGET} img").count() == 0
     assert page.locator(f"{WIDGET} script").count() == 0
     assert page.locator('.kv-block[data-state="free"]').count() == 23
