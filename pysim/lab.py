@@ -31,13 +31,15 @@ What is left out, and why:
   `--scheduling-policy priority` would have nothing to sort by;
 - `block_size` is vLLM's default, 16.
 
-Modes (`mode`):
-- "replay": one run, the full view (distributions, gauges over time, goodput);
-- "sweep": the capacity sweep in one call, every rate in SWEEP_RATES (CLI, build);
-- "sweep_point": one rate of the sweep, SWEEP_RATES[sweep_index] (the page calls
-  these one by one, so it can show progress and stop between calls);
-- "capacity": the sweep's conclusion from points already computed (`sweep_points`,
-  as "sweep_point" returned them), without running anything again.
+Four questions, four simulations in the registry, one config and one engine:
+- `lab` (`run`): one replay, the full view (distributions, gauges over time, goodput);
+- `lab_sweep` (`sweep_view`): the capacity sweep in one call, every rate in
+  SWEEP_RATES (the CLI);
+- `lab_sweep_point` (`sweep_point_view`): one rate of the sweep,
+  SWEEP_RATES[sweep_index] (the page asks for these one by one, so it can show
+  progress and stop between calls);
+- `lab_capacity` (`capacity_view`): the sweep's conclusion from points already computed
+  (`sweep_points`, as lab_sweep_point returned them), without running anything again.
 
 Pin and compare: a pinned configuration is the view model the page already has; the
 widget keeps it and draws it beside the new one. Nothing is recomputed for it.
@@ -102,12 +104,6 @@ def _check_points(value):
 
 @dataclass(frozen=True)
 class LabConfig:
-    mode: str = choice("replay", ("replay", "sweep", "sweep_point", "capacity"),
-                       "replay one run; sweep the rate scale; one sweep point; or the "
-                       "capacity from sweep points", label="Mode",
-                       option_labels={"replay": "Replay", "sweep": "Capacity sweep",
-                                      "sweep_point": "One sweep point",
-                                      "capacity": "Capacity from points"})
     traffic: str = choice("trace", ("trace", "benchmark"),
                           "the traffic: a window of a production trace, or a benchmark as "
                           "vllm bench serve --dataset-name random sends it", label="Traffic",
@@ -149,10 +145,6 @@ class LabConfig:
     max_num_batched_tokens: int = fields.max_num_batched_tokens(8192, 512, 16384, scale="log")
     slo_ttft_ms: float = fields.slo_ttft_ms(1000.0, 10, 60_000)
     slo_tpot_ms: float = fields.slo_tpot_ms(50.0, 1, 1000)
-    sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1,
-                               "which sweep rate a sweep_point call runs", label="Sweep point")
-    sweep_points: list = data(list, "sweep points already computed (mode capacity)", _check_points,
-                              label="Sweep points")
     bench_text: str = data(str, "a pasted vllm bench serve summary or --save-result JSON "
                                 "(fits the step-time coefficients)", _check_bench_text,
                            label="vllm bench serve output")
@@ -175,12 +167,32 @@ class LabConfig:
             fit.check(run, "random_input_len")
         except ConfigError as err:
             raise ConfigError("random_input_len", err.message.replace("the benchmark: ", "")) from None
-        if self.mode in ("sweep", "sweep_point") and not self.request_rate:
-            raise ConfigError("request_rate", "got 0 (all at once); the capacity sweep scales the "
-                                              "request rate: expected a number from 0.01 to 1,000")
 
     def _check_trace(self) -> None:
         traces.check_window(self.trace, self.window_start_min, self.window_minutes)
+
+
+@dataclass(frozen=True)
+class SweepConfig(LabConfig):
+    """The lab's settings, for a sweep: it scales the request rate, so a benchmark needs one."""
+
+    def check(self) -> None:
+        super().check()
+        if self.traffic == "benchmark" and not self.request_rate:
+            raise ConfigError("request_rate", "got 0 (all at once); the capacity sweep scales the "
+                                              "request rate: expected a number from 0.01 to 1,000")
+
+
+@dataclass(frozen=True)
+class SweepPointConfig(SweepConfig):
+    sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1, "which rate of the sweep to replay "
+                               "(its place in the sweep's list, from the lowest)", label="Sweep point")
+
+
+@dataclass(frozen=True)
+class CapacityConfig(LabConfig):
+    sweep_points: list = data(list, "sweep points already computed (as lab_sweep_point returns "
+                              "them)", _check_points, label="Sweep points")
 
 
 # --- the parts of a run ---------------------------------------------------------------
@@ -288,19 +300,32 @@ CALIBRATION_FIGURES = ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tp
 
 # --- views ----------------------------------------------------------------------------
 def run(config: LabConfig, actions: list) -> dict:
+    """The `lab` simulation: one replay."""
     assert not actions
-    if config.mode == "capacity":
-        return {"config": _echo(config), "capacity": capacity(config, config.sweep_points)}
+    return replay_view(config, *calibrate(config))
+
+
+def sweep_view(config: SweepConfig, actions: list) -> dict:
+    """The `lab_sweep` simulation: every rate of the sweep, and the capacity they give."""
+    assert not actions
     coefficients, calibration = calibrate(config)
-    if config.mode == "sweep_point":
-        return {"config": _echo(config),
-                "point": sweep_point(config, SWEEP_RATES[config.sweep_index], coefficients),
-                "num_points": len(SWEEP_RATES)}
-    if config.mode == "sweep":
-        points = [sweep_point(config, rate, coefficients) for rate in SWEEP_RATES]
-        return {"config": _echo(config), "points": points, "capacity": capacity(config, points),
-                "coefficients": coefficients.record(), "calibration": calibration}
-    return replay_view(config, coefficients, calibration)
+    points = [sweep_point(config, rate, coefficients) for rate in SWEEP_RATES]
+    return {"config": _echo(config), "points": points, "capacity": capacity(config, points),
+            "coefficients": coefficients.record(), "calibration": calibration}
+
+
+def sweep_point_view(config: SweepPointConfig, actions: list) -> dict:
+    """The `lab_sweep_point` simulation: one rate of the sweep."""
+    assert not actions
+    coefficients, _calibration = calibrate(config)
+    return {"config": _echo(config), "point": sweep_point(config, SWEEP_RATES[config.sweep_index], coefficients),
+            "num_points": len(SWEEP_RATES)}
+
+
+def capacity_view(config: CapacityConfig, actions: list) -> dict:
+    """The `lab_capacity` simulation: the conclusion from the points the page has."""
+    assert not actions
+    return {"config": _echo(config), "capacity": capacity(config, config.sweep_points)}
 
 
 def sweep_point(config: LabConfig, rate: float, coefficients: Coefficients) -> dict:
@@ -371,6 +396,7 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
     view = {
         "config": _echo(config),
         "note": NOTE,
+        "sweep_rates": list(SWEEP_RATES),  # the rate scales the page's sweep asks lab_sweep_point for
         "hardware": hardware,
         "traffic": _traffic(config, t),
         "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
@@ -589,7 +615,7 @@ def figures() -> dict:
         "sweep_lo": SWEEP_RATES[0], "sweep_hi": SWEEP_RATES[-1],
     }
     for key, gpu in (("h100", "H100"), ("l40s", "L40S")):
-        sweep = run(LabConfig(mode="sweep", gpu=gpu), [])
+        sweep = sweep_view(SweepConfig(gpu=gpu), [])
         cap = sweep["capacity"]
         assert cap["rate_scale"] is not None, f"{gpu}: the page expects a crossing"
         out[f"{key}_scale"] = cap["rate_scale"]
@@ -603,7 +629,7 @@ def figures() -> dict:
             out[f"{key}_tpot_p90_{i}"] = p["tpot_p90_ms"]
     for i, rate in enumerate(SWEEP_RATES):
         out[f"rate_{i}"] = rate
-    small = run(LabConfig(mode="sweep", max_num_batched_tokens=2048, max_num_seqs=256), [])
+    small = sweep_view(SweepConfig(max_num_batched_tokens=2048, max_num_seqs=256), [])
     out["h100_2048_scale"] = small["capacity"]["rate_scale"]
     out["h100_2048_replicas"] = small["capacity"]["replicas"]
     for gpu, c in DEFAULTS.items():  # the model's coefficients, GPU by GPU

@@ -44,8 +44,9 @@
 // (the `link` keys' text from the hash), messages (an element for pysim's messages);
 // set(patch, delayMs, actions?) to change the config (and the actions with it: a
 // setting that starts over), act(action) and replay(actions) for simulations that take
-// actions, recompute(), call(payload) for a run of the widget's own (a pinned
-// comparison, the reader's code; options as runtime.call's), whenLive (a promise: the
+// actions, recompute(), call(payload, options) for a run of the widget's own (a pinned
+// comparison, the reader's code, a companion simulation named by options.simulation;
+// other options as runtime.call's), whenLive (a promise: the
 // widget answers the reader now), offline (no Python here, a copy opened from disk: what needs it
 // is disabled), saveLink() after its own state changed; and, released by unmount:
 // listen(target, type, fn, opts), timeout(fn, ms), interval(fn, ms), frame(fn),
@@ -387,7 +388,9 @@
         return flush();
       },
       recompute: flush,
-      call: (payload, options) => runtime.call(name, payload, Object.assign({ files }, options)),
+      // A run of the widget's own: of its simulation, or of a companion one named by
+      // `simulation` (the lab's sweep points), with the widget's data files.
+      call: (payload, { simulation = name, ...options } = {}) => runtime.call(simulation, payload, { files, ...options }),
       // Where pysim's message about a data field goes (the widget's own editor for it).
       errorSlot(field, element) { slots.set(field, element); },
       whenLive: new Promise((resolve) => { wentLive = resolve; }),

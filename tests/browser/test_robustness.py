@@ -153,7 +153,7 @@ def race_answers(page):
 
     root = page.locator(root_of("naive_batching"))
     page.get_by_label("Schedulers to show").select_option("all")
-    for name, value in (("requests", 60), ("num_gpu_blocks", 160), ("max_num_seqs", 16), ("seed", 3)):
+    for name, value in (("num_requests", 60), ("num_gpu_blocks", 160), ("max_num_seqs", 16), ("seed", 3)):
         box = root.locator(f'.pysim-control[data-field="{name}"] input[type="number"]')
         box.fill(str(value))
         box.press("Enter")

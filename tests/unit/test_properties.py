@@ -720,7 +720,7 @@ DIGESTS = [
     ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
      "20c374393556d8a61e65dd7efe88a9253683e0a23470f509f327c01631b05aa6"),
     ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
-     "ab62fdb7a410f5f4935824b2d6c1686e93cb5795452af0199f223cebbfad7eee"),
+     "f327f0f66b6c5ede8ad748ccf39febece6ccdf320c042baf99778a9f18e70712"),
 ]
 
 
