@@ -410,7 +410,7 @@ def test_readers_code_cannot_reach_the_page(page, site_url):
     # Messages it forges to the page (even with the id of a pending call) are data: the
     # widget shows them as text at most, and nothing in them becomes markup or runs.
     forged = json.dumps({"ok": True, "result": {
-        "mode": "run", "ok": False, "summary": None, "output": "<script>window.__pwned=1</script>",
+        "action": "run", "ok": False, "summary": None, "output": "<script>window.__pwned=1</script>",
         "error": '<img src=x onerror="window.__pwned=1">', "run_settings": {}}})
     code = ("import js, json\nfrom pyodide.ffi import to_js\n"
             f"text = {forged!r}\n"
