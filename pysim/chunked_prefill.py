@@ -212,8 +212,8 @@ def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_s
             "admitted": result.admitted,
             "preempted": result.preempted,
             "finished": result.finished,
-            "running": result.num_requests_running,
-            "waiting": result.num_requests_waiting,
+            "num_requests_running": result.num_requests_running,
+            "num_requests_waiting": result.num_requests_waiting,
         })
     requests, ttft, gaps_all = [], {}, []
     for s in specs:

@@ -136,7 +136,7 @@ def test_every_scenario_and_preset(scenario, budget):
         assert kinds == sorted(kinds, key=lambda k: k != "decode")  # decodes first
         assert s["decode_tokens"] + s["prefill_tokens"] == sum(p[2] for p in s["parts"]) <= budget
         assert s["decode_tokens"] == kinds.count("decode")
-        assert s["running"] <= 128
+        assert s["num_requests_running"] <= 128
         for rid, _, n in s["parts"]:
             served[rid] += n
     for r in view["requests"]:
@@ -255,6 +255,6 @@ def test_any_setting_finishes_within_budget(scenario, budget, seqs, pool, cachin
                    enable_prefix_caching=caching, policy=policy)
     for s in view["steps"]:
         assert 0 < s["decode_tokens"] + s["prefill_tokens"] <= budget
-        assert s["running"] <= seqs
+        assert s["num_requests_running"] <= seqs
     for r in view["requests"]:
         assert len(r["token_ms"]) == r["max_tokens"] - r["streaming_at_start"]

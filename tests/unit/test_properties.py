@@ -412,7 +412,7 @@ def test_budget_time_tokens_and_arrivals(config):
             served[rid] += n
         assert set(s["admitted"]) <= set(ids)
         assert not set(s["preempted"]) & set(s["finished"])
-        assert s["running"] <= config.max_num_seqs
+        assert s["num_requests_running"] <= config.max_num_seqs
     for r in reqs:
         # Tokens are conserved: a request is served its prompt and answer but the last
         # sampled token (a stream at t = 0 had its prompt done already), less what the
@@ -699,10 +699,10 @@ DIGESTS = [
     ("paged_kv_cache", '{"config": {"enable_prefix_caching": false, "num_gpu_blocks": 12}, "actions": ["run"]}',
      "0f6e7f25526a3b9f934381b4fd358cac61b2ebc96c46d73c67c309c4f440f9f1"),
     ("chunked_prefill", '{"config": {}}',
-     "8ec1d1466f74acd06741dbc1cd1e95f13ff591e02482b508beb72d49bda6013a"),
+     "c04ea942d758a4548010d9d8f5f62f55cab7192d53e82f7eb39888af3758ecc8"),
     ("chunked_prefill", '{"config": {"scenario": "mixed", "max_num_batched_tokens": 512, "enable_prefix_caching": true, '
                '"policy": "priority", "num_gpu_blocks": 1200}}',
-     "8efb9ffbce262abdc634f7088996a4d44f8df9c7fce5d8241afe27ec3616fe06"),
+     "7281bfb93983db43592f3fcea15c8b6e4f3078d3ddf1523c3392dadbc4782e88"),
     ("batch_size", '{"config": {}}',
      "ead1da14cc7344b937f48275c51074ce3a662e6b76fc2d33dccacf347ee1256d"),
     ("toy_scheduler", '{"config": {"num_requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
