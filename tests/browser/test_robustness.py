@@ -388,7 +388,7 @@ def test_without_the_snapshot_python_starts_the_usual_way(make_page, site_url, o
 # ===================================================================== the reader's code
 
 def run_code(page, code: str, timeout_ms: int = 30000):
-    return page.evaluate("""([code, t]) => PySim.runtime.call('exercises', {config: {mode: 'run', code}},
+    return page.evaluate("""([code, t]) => PySim.runtime.call('exercises', {config: {code}, actions: ['run']},
                                                              {timeoutMs: t})
                             .then(a => a, e => ({rejected: String(e && e.message)}))""", [code, timeout_ms])
 
