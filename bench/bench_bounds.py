@@ -72,10 +72,10 @@ def smallest_allowed(name: str, field: str, config: dict) -> int | None:
 # ------------------------------------------------------------------ candidates
 
 def race_candidates():
-    n = hi("naive_batching", "requests")
+    n = hi("naive_batching", "num_requests")
     for pmin, pmax in ((1, hi("naive_batching", "prompt_blocks_max")), (hi("naive_batching", "prompt_blocks_max"),) * 2):
         for amin, amax in ((1, hi("naive_batching", "answer_blocks_max")), (hi("naive_batching", "answer_blocks_max"),) * 2):
-            base = {"requests": n, "prompt_blocks_min": pmin, "prompt_blocks_max": pmax,
+            base = {"num_requests": n, "prompt_blocks_min": pmin, "prompt_blocks_max": pmax,
                     "answer_blocks_min": amin, "answer_blocks_max": amax}
             least = smallest_allowed("naive_batching", "num_gpu_blocks", base)
             for pool in sorted({least, least + pmax + amax, hi("naive_batching", "num_gpu_blocks")}):
@@ -157,23 +157,23 @@ def batch_size_candidates():
 
 
 def toy_candidates():
-    n = hi("toy_scheduler", "requests")
+    n = hi("toy_scheduler", "num_requests")
     for bs in (1, 16, hi("toy_scheduler", "block_size")):
         least = smallest_allowed("toy_scheduler", "num_gpu_blocks", {"block_size": bs})
         for blocks in sorted({least, 2 * least, hi("toy_scheduler", "num_gpu_blocks")}):
             for budget in (lo("toy_scheduler", "max_num_batched_tokens"), hi("toy_scheduler", "max_num_batched_tokens")):
                 for seqs in (1, hi("toy_scheduler", "max_num_seqs")):
-                    yield {"config": {"requests": n, "block_size": bs, "num_gpu_blocks": blocks,
+                    yield {"config": {"num_requests": n, "block_size": bs, "num_gpu_blocks": blocks,
                                       "max_num_batched_tokens": budget, "max_num_seqs": seqs}}
 
 
 def exercise_candidates():
     from pysim import exercises
 
-    yield {"config": {"mode": "start"}}
-    yield {"config": {"mode": "run"}}
-    yield {"config": {"mode": "check"}, "_label": "check, the starter code"}
-    yield {"config": {"mode": "check", "code": exercises.solution_code()},
+    yield {"config": {}, "_label": "the starter code"}
+    yield {"config": {}, "actions": ["run"], "_label": "run, the starter code"}
+    yield {"config": {}, "actions": ["check"], "_label": "check, the starter code"}
+    yield {"config": {"code": exercises.solution_code()}, "actions": ["check"],
            "_label": "check, the worked solution"}
 
 

@@ -45,7 +45,7 @@ def replay_x1():
 
 def sweep():
     for i in range(len(lab.SWEEP_RATES)):
-        lab.run(default(mode="sweep_point", sweep_index=i), [])
+        lab.sweep_point_view(config.from_mapping(lab.SweepPointConfig, {"sweep_index": i}), [])
 
 def benchmark_1000():
     # `vllm bench serve`'s defaults: 1,000 prompts of 1,024 + 128 tokens, all sent at once.

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from .registry import Simulation
 from .catalog import GB, GPU, GPUS, MODELS, Model
-from .config import ConfigError, bounded, choice, flag, to_mapping
+from . import fields
+from .config import ConfigError, bounded, flag, to_mapping
 
 # --gpu-memory-utilization 0.9, as a fraction kept exact: memory x 9 // 10.
 MEMORY_UTILIZATION = (9, 10)
@@ -65,10 +66,8 @@ PRESETS: dict[str, dict] = {
 
 @dataclass(frozen=True)
 class BatchSizeConfig:
-    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, no tensor parallelism)", label="GPU",
-                      option_labels={k: g.label for k, g in GPUS.items()})
-    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
-                        option_labels={k: m.name for k, m in MODELS.items()})
+    gpu: str = fields.gpu("H100")
+    model: str = fields.model("llama-3.1-8b")
     context_tokens: int = bounded(2_048, 128, 131_072,
                                   "tokens of context each running request holds "
                                   "(at most the model's own maximum)",

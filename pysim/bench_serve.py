@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from .prng import SplitMix64
 from .replay import ReplayResult
-from .slo import percentile
+from .utils import percentile
 
 DATASETS = ("random", "sharegpt", "other")
 # The figures a summary prints and --save-result writes (the JSON's names).

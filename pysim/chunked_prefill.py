@@ -29,8 +29,8 @@ Metrics (all in milliseconds):
   that was already going at t = 0 has no time for its earlier token, so its first gap
   starts at its first token in step 0.
 - "Streaming users" in the summary are all requests once they have their first token:
-  `itl_p50_ms` and `itl_max_ms` are over every gap of every request (p50 by the
-  nearest-rank rule: the ceil(n/2)-th smallest). This counts a new prompt's own
+  `itl_p50_ms` and `itl_max_ms` are over every gap of every request (p50 as
+  `vllm bench serve` takes it: `pysim.utils.percentile`). This counts a new prompt's own
   answer as well as the users already streaming, so "Burst of chats", which has no
   streams at t = 0, shows the trade too.
 """
@@ -41,8 +41,9 @@ from dataclasses import dataclass
 
 from .catalog import GPUS, MODELS
 from .registry import Simulation
-from .utils import cdiv, nearest_rank
-from .config import ConfigError, bounded, choice, flag, to_mapping
+from .utils import cdiv, percentile
+from . import fields
+from .config import ConfigError, choice, to_mapping
 from .engine import Engine, EngineConfig, run_timed
 from .prng import SplitMix64
 from .steptime import StepTimeModel, check_fits, microseconds, step_parts_ms, step_time_model
@@ -120,25 +121,14 @@ def scenario_requests(name: str) -> list[Spec]:
 class ChunkedPrefillConfig:
     scenario: str = choice("long_document", tuple(SCENARIOS), "the workload", label="Scenario",
                            option_labels={k: v[0] for k, v in SCENARIOS.items()})
-    max_num_batched_tokens: int = bounded(2048, 64, 65_536, "tokens one step may process "
-                                          "(--max-num-batched-tokens)",
-                                          label="Budget", unit="tokens", scale="log")
-    max_num_seqs: int = bounded(128, 1, 512, "most requests running at once (--max-num-seqs)",
-                                 label="Max running requests")
-    gpu: str = choice("H100", tuple(GPUS), "the GPU whose step times the page uses (the "
-                      "serving lab's clock)", label="GPU",
-                      option_labels={k: g.label for k, g in GPUS.items()})
-    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
-                        option_labels={k: m.name for k, m in MODELS.items()})
-    num_gpu_blocks: int = bounded(4096, 64, 65_536, "KV-cache blocks of 16 tokens, vLLM's null block included",
-                                 label="KV blocks", unit="blocks")
-    enable_prefix_caching: bool = flag(False, "reuse cached KV blocks of identical prompt prefixes",
-                                       label="Prefix caching")
-    enable_chunked_prefill: bool = flag(True, "cut prompts that do not fit the budget into chunks",
-                                        label="Chunked prefill")
-    policy: str = choice("fcfs", ("fcfs", "priority"), "order of the waiting queue and of "
-                         "preemption", label="Policy",
-                         option_labels={"fcfs": "First come, first served", "priority": "Priority"})
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(2048, 64, 65_536, scale="log")
+    max_num_seqs: int = fields.max_num_seqs(128, 1, 512)
+    gpu: str = fields.gpu("H100")
+    model: str = fields.model("llama-3.1-8b")
+    num_gpu_blocks: int = fields.num_gpu_blocks(4096, 64, 65_536)
+    enable_prefix_caching: bool = fields.enable_prefix_caching(False)
+    enable_chunked_prefill: bool = fields.enable_chunked_prefill(True)
+    policy: str = fields.policy("fcfs", ("fcfs", "priority"))
 
     def check(self) -> None:
         # vLLM refuses this pair at start-up: SchedulerConfig.verify_max_model_len
@@ -222,8 +212,8 @@ def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_s
             "admitted": result.admitted,
             "preempted": result.preempted,
             "finished": result.finished,
-            "running": result.num_requests_running,
-            "waiting": result.num_requests_waiting,
+            "num_requests_running": result.num_requests_running,
+            "num_requests_waiting": result.num_requests_waiting,
         })
     requests, ttft, gaps_all = [], {}, []
     for s in specs:
@@ -251,7 +241,7 @@ def simulate(specs: list[Spec], *, max_num_batched_tokens: int = 2048, max_num_s
         })
     summary = {
         "ttft_ms": ttft,
-        "itl_p50_ms": None if not gaps_all else _ms(nearest_rank(gaps_all, 0.5)),
+        "itl_p50_ms": None if not gaps_all else _ms(percentile(sorted(gaps_all), 50)),
         "itl_max_ms": None if not gaps_all else _ms(max(gaps_all)),
         "itl_gaps": len(gaps_all),
         "total_ms": _ms(end),

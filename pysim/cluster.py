@@ -60,6 +60,7 @@ from dataclasses import dataclass, replace
 
 from . import slo, traces
 from .catalog import GPUS, MODELS
+from . import fields
 from .config import ConfigError, bounded, choice
 from .registry import Simulation
 from .replay import Server, engine_config
@@ -88,16 +89,10 @@ LINKS = {
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    trace: str = choice("mooncake_conv", traces.PREFIX_TRACES,
-                        "the traffic: Mooncake's Kimi conversation trace, or its synthetic one",
-                        label="Trace", option_labels={"mooncake_conv": "Mooncake conversation",
-                                                      "mooncake_synth": "Mooncake synthetic"})
-    window_start_min: int = bounded(10, 0, 55, "where the window starts, minutes into the trace",
-                                    label="Window start", unit="min")
-    window_minutes: int = bounded(5, 1, 10, "how many minutes of traffic to replay",
-                                  label="Window", unit="min")
-    rate_scale: float = bounded(1.0, 0.25, 4.0, "arrival rate multiplier (gaps divided by it)",
-                                integer=False, label="Rate scale", unit="x", scale="log")
+    trace: str = fields.trace("mooncake_conv", traces.PREFIX_TRACES)
+    window_start_min: int = fields.window_start_min(10, 0, 55)
+    window_minutes: int = fields.window_minutes(5, 1, 10)
+    rate_scale: float = fields.rate_scale(1.0, 0.25, 4.0)
     layout: str = choice("colocated", ("colocated", "disaggregated"),
                          "every replica prefills and decodes, or prefill and decode on separate replicas",
                          label="Layout", option_labels={"colocated": "Colocated",
@@ -125,19 +120,12 @@ class ClusterConfig:
     kv_link: str = choice("infiniband", tuple(LINKS), "the link a request's KV crosses from "
                           "prefill to decode replica", label="KV link",
                           option_labels={k: v[0] for k, v in LINKS.items()})
-    gpu: str = choice("H100", tuple(GPUS), "the GPU of every replica (one card, 16-bit weights and KV)",
-                      label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
-    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
-                        option_labels={k: m.name for k, m in MODELS.items()})
-    max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once on a replica "
-                                "(--max-num-seqs)", label="max_num_seqs", unit="requests", scale="log")
-    max_num_batched_tokens: int = bounded(8192, 512, 16384, "token budget per step "
-                                          "(--max-num-batched-tokens)", label="max_num_batched_tokens",
-                                          unit="tokens", scale="log")
-    slo_ttft_ms: float = bounded(2000.0, 10, 60_000, "TTFT target, ms", integer=False,
-                                 label="TTFT target", unit="ms", scale="log")
-    slo_tpot_ms: float = bounded(100.0, 1, 5_000, "TPOT target, ms", integer=False,
-                                 label="TPOT target", unit="ms", scale="log")
+    gpu: str = fields.gpu("H100")  # every replica's (16-bit weights and KV)
+    model: str = fields.model("llama-3.1-8b")
+    max_num_seqs: int = fields.max_num_seqs(1024, 16, 1024, scale="log")  # per replica
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(8192, 512, 16384, scale="log")
+    slo_ttft_ms: float = fields.slo_ttft_ms(2000.0, 10, 60_000)
+    slo_tpot_ms: float = fields.slo_tpot_ms(100.0, 1, 5_000)
     gpus: int = bounded(4, 2, MAX_GPUS, "GPUs in the cluster (cluster_sweep: one count of the sweep)",
                         label="GPUs", unit="GPUs")
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import toy_scheduler, toy_chunked
-from .config import ConfigError, choice, data
+from .config import ConfigError, data
 from .registry import Simulation
 
 FILENAME = "<your code>"
@@ -60,10 +60,6 @@ def _check_code(value):
 
 @dataclass(frozen=True)
 class ExercisesConfig:
-    mode: str = choice("start", ("start", "run", "check"),
-                       "start: the starter code; run: run your scheduler; check: compare it",
-                       label="Mode", option_labels={"start": "Back to the starter code",
-                                                    "run": "Run", "check": "Check"})
     code: str = data(str, "your program (empty: the starter code)", check=_check_code,
                       label="Python code of your toy scheduler")
 
@@ -314,14 +310,22 @@ def _with_reader_code(code: str, action):
     return result, error, line, out.text()
 
 
-def run(config: ExercisesConfig, actions) -> dict:
-    if config.mode == "start":
-        return {"mode": "start", "starter_code": starter_code(), "time_limit_s": TIME_LIMIT_S,
+# What a call may ask of the reader's code: no action gives the starter code.
+ACTIONS = ("run", "check")
+
+
+def run(config: ExercisesConfig, actions: list) -> dict:
+    """`actions` is empty (the starter code and the settings), ["run"] (drive the reader's
+    scheduler once and summarise it) or ["check"] (compare it with the reference)."""
+    if len(actions) > 1 or (actions and actions[0] not in ACTIONS):
+        raise ConfigError("actions", f"got {str(actions)[:40]}, expected no action or one of {', '.join(ACTIONS)}")
+    if not actions:
+        return {"action": None, "starter_code": starter_code(), "time_limit_s": TIME_LIMIT_S,
                 "checks": [name for name, _, _ in CHECKS],
-                "run_settings": {**RUN_SETTINGS, "requests": RUN_REQUESTS, "seed": RUN_SEED}}
+                "run_settings": {**RUN_SETTINGS, "num_requests": RUN_REQUESTS, "seed": RUN_SEED}}
     code = config.code or starter_code()
 
-    if config.mode == "run":
+    if actions == ["run"]:
         def action(module):
             requests, reports = drive(module, RUN_SETTINGS, toy_scheduler.workload(RUN_REQUESTS, RUN_SEED))
             try:
@@ -334,9 +338,9 @@ def run(config: ExercisesConfig, actions) -> dict:
                     for k, v in toy_scheduler.summarize(requests, reports).items()}
 
         summary, error, line, output = _with_reader_code(code, action)
-        return {"mode": "run", "ok": error is None, "summary": summary, "error": error,
+        return {"action": "run", "ok": error is None, "summary": summary, "error": error,
                 "error_line": line, "output": output,
-                "run_settings": {**RUN_SETTINGS, "requests": RUN_REQUESTS, "seed": RUN_SEED}}
+                "run_settings": {**RUN_SETTINGS, "num_requests": RUN_REQUESTS, "seed": RUN_SEED}}
 
     def check_all(module):
         require_own(module)
@@ -356,16 +360,16 @@ def run(config: ExercisesConfig, actions) -> dict:
         line = failed[0]["line"] if failed else None
     for c in checks or []:
         del c["line"]  # the first failure's line is the view's error_line
-    return {"mode": "check", "passed": error is None and all(c["passed"] for c in checks),
+    return {"action": "check", "passed": error is None and all(c["passed"] for c in checks),
             "message": message, "error": error, "error_line": line, "checks": checks or [],
             "output": output}
 
 
 def text(view: dict) -> str:
-    if view["mode"] == "start":
+    if view["action"] is None:
         return view["starter_code"]
     lines = []
-    if view["mode"] == "run":
+    if view["action"] == "run":
         if view["summary"]:
             lines += [f"{k:22} {v}" for k, v in view["summary"].items()]
         if view["error"]:
@@ -380,4 +384,4 @@ def text(view: dict) -> str:
 
 
 SIMULATION = Simulation(name="exercises", config_cls=ExercisesConfig, run=run, text=text,
-                        runs_reader_code=True)
+                        takes_actions=True, runs_reader_code=True)

@@ -31,13 +31,15 @@ What is left out, and why:
   `--scheduling-policy priority` would have nothing to sort by;
 - `block_size` is vLLM's default, 16.
 
-Modes (`mode`):
-- "replay": one run, the full view (distributions, gauges over time, goodput);
-- "sweep": the capacity sweep in one call, every rate in SWEEP_RATES (CLI, build);
-- "sweep_point": one rate of the sweep, SWEEP_RATES[sweep_index] (the page calls
-  these one by one, so it can show progress and stop between calls);
-- "capacity": the sweep's conclusion from points already computed (`sweep_points`,
-  as "sweep_point" returned them), without running anything again.
+Four questions, four simulations in the registry, one config and one engine:
+- `lab` (`run`): one replay, the full view (distributions, gauges over time, goodput);
+- `lab_sweep` (`sweep_view`): the capacity sweep in one call, every rate in
+  SWEEP_RATES (the CLI);
+- `lab_sweep_point` (`sweep_point_view`): one rate of the sweep,
+  SWEEP_RATES[sweep_index] (the page asks for these one by one, so it can show
+  progress and stop between calls);
+- `lab_capacity` (`capacity_view`): the sweep's conclusion from points already computed
+  (`sweep_points`, as lab_sweep_point returned them), without running anything again.
 
 Pin and compare: a pinned configuration is the view model the page already has; the
 widget keeps it and draws it beside the new one. Nothing is recomputed for it.
@@ -50,6 +52,8 @@ from dataclasses import dataclass
 
 from . import bench_serve, benchsummary, fit, slo, traces
 from .catalog import GPUS, MODELS
+from . import fields
+from .utils import percentile
 from .config import ConfigError, bounded, choice, data
 from .replay import engine_config, replay
 from .registry import Simulation
@@ -100,34 +104,18 @@ def _check_points(value):
 
 @dataclass(frozen=True)
 class LabConfig:
-    mode: str = choice("replay", ("replay", "sweep", "sweep_point", "capacity"),
-                       "replay one run; sweep the rate scale; one sweep point; or the "
-                       "capacity from sweep points", label="Mode",
-                       option_labels={"replay": "Replay", "sweep": "Capacity sweep",
-                                      "sweep_point": "One sweep point",
-                                      "capacity": "Capacity from points"})
     traffic: str = choice("trace", ("trace", "benchmark"),
                           "the traffic: a window of a production trace, or a benchmark as "
                           "vllm bench serve --dataset-name random sends it", label="Traffic",
                           option_labels={"trace": "Production trace", "benchmark": "vllm bench serve"})
-    trace: str = choice("conv", tuple(traces.TRACES),
-                        "the production trace: Azure's conversation (conv) or coding (code) "
-                        "service, or Mooncake's Kimi conversation (mooncake_conv) or synthetic "
-                        "(mooncake_synth) trace, whose shared prefixes run with prefix caching on",
-                        label="Trace", option_labels={"conv": "Azure conversation", "code": "Azure coding",
-                                                      "mooncake_conv": "Mooncake conversation",
-                                                      "mooncake_synth": "Mooncake synthetic"})
+    trace: str = fields.trace("conv", tuple(traces.TRACES))
     arrivals: str = choice("trace", ("trace", "poisson"),
                            "real arrival times, or Poisson arrivals at the same mean rate",
                            label="Arrivals", option_labels={"trace": "Real", "poisson": "Poisson"})
-    window_start_min: int = bounded(10, 0, 56, "where the window starts, minutes into the hour",
-                                    label="Window start", unit="min")
-    window_minutes: int = bounded(5, 1, 10, "how many minutes of traffic to replay",
-                                  label="Window", unit="min")
-    rate_scale: float = bounded(1.0, 0.25, 8.0, "arrival rate multiplier (gaps divided by it)",
-                                integer=False, label="Rate scale", unit="x", scale="log")
-    seed: int = bounded(0, 0, 1_000_000, "seed of the random arrivals (and of a benchmark's "
-                        "lengths)", label="Seed", slider_max=100)
+    window_start_min: int = fields.window_start_min(10, 0, 56)
+    window_minutes: int = fields.window_minutes(5, 1, 10)
+    rate_scale: float = fields.rate_scale(1.0, 0.25, 8.0)
+    seed: int = fields.seed(0, 0, 1_000_000, slider_max=100)  # Poisson arrivals, a benchmark's lengths
     # The benchmark's flags, under vllm bench serve's own names (defaults: its defaults).
     num_prompts: int = bounded(1000, 1, fit.MAX_PROMPTS, "requests the benchmark sends (--num-prompts)",
                                label="num_prompts", unit="requests", scale="log")
@@ -151,24 +139,12 @@ class LabConfig:
     max_concurrency: int = bounded(0, 0, fit.MAX_PROMPTS, "requests in flight at most "
                                    "(--max-concurrency); 0 sets no cap",
                                    label="max_concurrency", unit="requests", slider_max=512)
-    gpu: str = choice("H100", tuple(GPUS), "the GPU (one card, 16-bit weights and KV)",
-                      label="GPU", option_labels={k: g.label for k, g in GPUS.items()})
-    model: str = choice("llama-3.1-8b", tuple(MODELS), "the model served", label="Model",
-                        option_labels={k: m.name for k, m in MODELS.items()})
-    max_num_seqs: int = bounded(1024, 16, 1024, "most requests running at once (--max-num-seqs)",
-                                label="max_num_seqs", unit="requests", scale="log")
-    max_num_batched_tokens: int = bounded(8192, 512, 16384,
-                                          "token budget per step (--max-num-batched-tokens)",
-                                          label="max_num_batched_tokens", unit="tokens",
-                                          scale="log")
-    slo_ttft_ms: float = bounded(1000.0, 10, 60_000, "TTFT target, ms", integer=False,
-                                 label="TTFT target", unit="ms", scale="log")
-    slo_tpot_ms: float = bounded(50.0, 1, 1000, "TPOT target, ms", integer=False,
-                                 label="TPOT target", unit="ms", scale="log")
-    sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1,
-                               "which sweep rate a sweep_point call runs", label="Sweep point")
-    sweep_points: list = data(list, "sweep points already computed (mode capacity)", _check_points,
-                              label="Sweep points")
+    gpu: str = fields.gpu("H100")  # 16-bit weights and KV
+    model: str = fields.model("llama-3.1-8b")
+    max_num_seqs: int = fields.max_num_seqs(1024, 16, 1024, scale="log")
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(8192, 512, 16384, scale="log")
+    slo_ttft_ms: float = fields.slo_ttft_ms(1000.0, 10, 60_000)
+    slo_tpot_ms: float = fields.slo_tpot_ms(50.0, 1, 1000)
     bench_text: str = data(str, "a pasted vllm bench serve summary or --save-result JSON "
                                 "(fits the step-time coefficients)", _check_bench_text,
                            label="vllm bench serve output")
@@ -191,12 +167,32 @@ class LabConfig:
             fit.check(run, "random_input_len")
         except ConfigError as err:
             raise ConfigError("random_input_len", err.message.replace("the benchmark: ", "")) from None
-        if self.mode in ("sweep", "sweep_point") and not self.request_rate:
-            raise ConfigError("request_rate", "got 0 (all at once); the capacity sweep scales the "
-                                              "request rate: expected a number from 0.01 to 1,000")
 
     def _check_trace(self) -> None:
         traces.check_window(self.trace, self.window_start_min, self.window_minutes)
+
+
+@dataclass(frozen=True)
+class SweepConfig(LabConfig):
+    """The lab's settings, for a sweep: it scales the request rate, so a benchmark needs one."""
+
+    def check(self) -> None:
+        super().check()
+        if self.traffic == "benchmark" and not self.request_rate:
+            raise ConfigError("request_rate", "got 0 (all at once); the capacity sweep scales the "
+                                              "request rate: expected a number from 0.01 to 1,000")
+
+
+@dataclass(frozen=True)
+class SweepPointConfig(SweepConfig):
+    sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1, "which rate of the sweep to replay "
+                               "(its place in the sweep's list, from the lowest)", label="Sweep point")
+
+
+@dataclass(frozen=True)
+class CapacityConfig(LabConfig):
+    sweep_points: list = data(list, "sweep points already computed (as lab_sweep_point returns "
+                              "them)", _check_points, label="Sweep points")
 
 
 # --- the parts of a run ---------------------------------------------------------------
@@ -304,19 +300,32 @@ CALIBRATION_FIGURES = ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tp
 
 # --- views ----------------------------------------------------------------------------
 def run(config: LabConfig, actions: list) -> dict:
+    """The `lab` simulation: one replay."""
     assert not actions
-    if config.mode == "capacity":
-        return {"config": _echo(config), "capacity": capacity(config, config.sweep_points)}
+    return replay_view(config, *calibrate(config))
+
+
+def sweep_view(config: SweepConfig, actions: list) -> dict:
+    """The `lab_sweep` simulation: every rate of the sweep, and the capacity they give."""
+    assert not actions
     coefficients, calibration = calibrate(config)
-    if config.mode == "sweep_point":
-        return {"config": _echo(config),
-                "point": sweep_point(config, SWEEP_RATES[config.sweep_index], coefficients),
-                "num_points": len(SWEEP_RATES)}
-    if config.mode == "sweep":
-        points = [sweep_point(config, rate, coefficients) for rate in SWEEP_RATES]
-        return {"config": _echo(config), "points": points, "capacity": capacity(config, points),
-                "coefficients": coefficients.record(), "calibration": calibration}
-    return replay_view(config, coefficients, calibration)
+    points = [sweep_point(config, rate, coefficients) for rate in SWEEP_RATES]
+    return {"config": _echo(config), "points": points, "capacity": capacity(config, points),
+            "coefficients": coefficients.record(), "calibration": calibration}
+
+
+def sweep_point_view(config: SweepPointConfig, actions: list) -> dict:
+    """The `lab_sweep_point` simulation: one rate of the sweep."""
+    assert not actions
+    coefficients, _calibration = calibrate(config)
+    return {"config": _echo(config), "point": sweep_point(config, SWEEP_RATES[config.sweep_index], coefficients),
+            "num_points": len(SWEEP_RATES)}
+
+
+def capacity_view(config: CapacityConfig, actions: list) -> dict:
+    """The `lab_capacity` simulation: the conclusion from the points the page has."""
+    assert not actions
+    return {"config": _echo(config), "capacity": capacity(config, config.sweep_points)}
 
 
 def sweep_point(config: LabConfig, rate: float, coefficients: Coefficients) -> dict:
@@ -387,6 +396,7 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
     view = {
         "config": _echo(config),
         "note": NOTE,
+        "sweep_rates": list(SWEEP_RATES),  # the rate scales the page's sweep asks lab_sweep_point for
         "hardware": hardware,
         "traffic": _traffic(config, t),
         "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
@@ -432,8 +442,8 @@ def _traffic(config: LabConfig, t: Traffic) -> dict:
     n = len(t.arrivals)
     prompts, outputs = sorted(t.prompt_tokens), sorted(t.output_tokens)
     out = {"traffic": config.traffic, "num_requests": n,
-           "num_prompt_tokens_median": slo.percentile(prompts, 50),
-           "max_tokens_median": slo.percentile(outputs, 50), "arrivals": config.arrivals}
+           "num_prompt_tokens_median": percentile(prompts, 50),
+           "max_tokens_median": percentile(outputs, 50), "arrivals": config.arrivals}
     if t.bench is not None:
         b = t.bench
         rate = b.request_rate
@@ -605,7 +615,7 @@ def figures() -> dict:
         "sweep_lo": SWEEP_RATES[0], "sweep_hi": SWEEP_RATES[-1],
     }
     for key, gpu in (("h100", "H100"), ("l40s", "L40S")):
-        sweep = run(LabConfig(mode="sweep", gpu=gpu), [])
+        sweep = sweep_view(SweepConfig(gpu=gpu), [])
         cap = sweep["capacity"]
         assert cap["rate_scale"] is not None, f"{gpu}: the page expects a crossing"
         out[f"{key}_scale"] = cap["rate_scale"]
@@ -619,7 +629,7 @@ def figures() -> dict:
             out[f"{key}_tpot_p90_{i}"] = p["tpot_p90_ms"]
     for i, rate in enumerate(SWEEP_RATES):
         out[f"rate_{i}"] = rate
-    small = run(LabConfig(mode="sweep", max_num_batched_tokens=2048, max_num_seqs=256), [])
+    small = sweep_view(SweepConfig(max_num_batched_tokens=2048, max_num_seqs=256), [])
     out["h100_2048_scale"] = small["capacity"]["rate_scale"]
     out["h100_2048_replicas"] = small["capacity"]["replicas"]
     for gpu, c in DEFAULTS.items():  # the model's coefficients, GPU by GPU

@@ -54,8 +54,9 @@ Metrics (per scheduler)
                       step 0. That is the step it was first admitted, unless it was
                       preempted in that very step before writing; a preemption after
                       its first block does not change it. mean_wait_steps is the mean
-                      over requests; p90_wait_steps uses the nearest-rank rule: sort
-                      the waits ascending and take the ceil(0.9 * n)-th one (1-based).
+                      over requests; p90_wait_steps is their 90th percentile as
+                      `vllm bench serve` takes one (linear between ranks:
+                      pysim.utils.percentile), to 3 decimals.
     mean_running      mean over steps 0..steps_to_finish-1 of the number of requests
                       that wrote a block in that step. Finished static members holding
                       their slot, and requests preempted in the step, do not count.
@@ -107,7 +108,8 @@ from dataclasses import dataclass
 
 from .blockpool import BlockPool, KVCacheManager
 from .registry import Simulation
-from .utils import cdiv, nearest_rank
+from .utils import cdiv, percentile
+from . import fields
 from .config import ConfigError, bounded, choice, to_mapping
 from .prng import SplitMix64
 
@@ -116,14 +118,10 @@ SCHEDULERS = ("static", "continuous_reserved", "continuous_paged")
 
 @dataclass(frozen=True)
 class NaiveBatchingConfig:
-    requests: int = bounded(60, 1, 400, "number of requests, all waiting at step 0",
-                            label="Requests")  # the slider, the box and the message: 1 to 400
-    num_gpu_blocks: int = bounded(160, 1, 2000, "KV-cache pool size in blocks (16 tokens each)",
-                                  label="Pool blocks", unit="blocks", slider_max=640)
-    max_num_seqs: int = bounded(16, 1, 64, "most requests that may run at once (max_num_seqs)",
-                                label="Max running")
-    seed: int = bounded(1, 0, 2**32 - 1, "seed of the workload generator; every scheduler gets the same list",
-                        label="Seed", slider_max=999)
+    num_requests: int = fields.num_requests(60, 1, 400)  # all waiting at step 0
+    num_gpu_blocks: int = fields.num_gpu_blocks(160, 1, 2000, slider_max=640)
+    max_num_seqs: int = fields.max_num_seqs(16, 1, 64)
+    seed: int = fields.seed(1, 0, 2**32 - 1, slider_max=999)  # every scheduler gets the same requests
     prompt_blocks_min: int = bounded(2, 1, 16, "shortest prompt, in blocks",
                                      label="Shortest prompt", unit="blocks")
     prompt_blocks_max: int = bounded(6, 1, 16, "longest prompt, in blocks",
@@ -177,7 +175,7 @@ def workload(config: NaiveBatchingConfig) -> list[tuple[int, int]]:
     """(prompt_blocks, answer_blocks) per request id; draws p0, a0, p1, a1, ..."""
     rng = SplitMix64(config.seed)
     out = []
-    for _ in range(config.requests):
+    for _ in range(config.num_requests):
         prompt = rng.randint(config.prompt_blocks_min, config.prompt_blocks_max)
         answer = rng.randint(config.answer_blocks_min, config.answer_blocks_max)
         out.append((prompt, answer))
@@ -334,7 +332,7 @@ class _Scheduler:
             "steps_to_finish": steps,
             "preemptions": self.preemptions,
             "mean_wait_steps": round(sum(waits) / n, 3),
-            "p90_wait_steps": nearest_rank(waits, 0.9),
+            "p90_wait_steps": round(percentile(waits, 90), 3),
             "mean_running": mean(self.writers),
             "mean_kv": {"prompt": mean([k[0] for k in self.kv]),
                         "answer": mean([k[1] for k in self.kv]),
@@ -485,7 +483,7 @@ def trace_digest(view: dict) -> str:
 def text(view: dict) -> str:
     """The comparison table for the command line."""
     c = view["config"]
-    head = (f"{c['requests']} requests (seed {c['seed']}), pool {c['num_gpu_blocks']} blocks "
+    head = (f"{c['num_requests']} requests (seed {c['seed']}), pool {c['num_gpu_blocks']} blocks "
             f"({view['usable_blocks']} usable), "
             f"at most {c['max_num_seqs']} running, longest possible request {view['longest_blocks']} blocks")
     rows = [("scheduler", "steps to finish", "mean wait", "p90 wait", "mean running", "preemptions")]
@@ -509,7 +507,7 @@ def figures(small_pool=100) -> dict:
     d, sm = default["schedulers"], small["schedulers"]
     longest = c["prompt_blocks_max"] + c["answer_blocks_max"]
     return {
-        "requests": c["requests"], "num_gpu_blocks": c["num_gpu_blocks"], "max_num_seqs": c["max_num_seqs"],
+        "num_requests": c["num_requests"], "num_gpu_blocks": c["num_gpu_blocks"], "max_num_seqs": c["max_num_seqs"],
         "prompt_min": c["prompt_blocks_min"], "prompt_max": c["prompt_blocks_max"],
         "answer_min": c["answer_blocks_min"], "answer_max": c["answer_blocks_max"],
         "longest": longest,

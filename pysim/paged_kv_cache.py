@@ -79,7 +79,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from .blockpool import NULL_BLOCK, BlockPool, KVCacheManager, hash_full_blocks
-from .config import ConfigError, bounded, check_json_depth, data, flag
+from . import fields
+from .config import ConfigError, check_json_depth, data
 from .registry import Simulation
 from .utils import cdiv
 
@@ -150,10 +151,9 @@ def check_requests(value) -> list[dict]:
 
 @dataclass(frozen=True)
 class PagedKVCacheConfig:
-    num_gpu_blocks: int = bounded(24, 2, 4096, "blocks in the KV-cache pool, vLLM's null block included",
-                                 label="KV blocks", unit="blocks")
-    block_size: int = bounded(4, 1, 32, "tokens per block", label="Block size", unit="tokens")
-    enable_prefix_caching: bool = flag(True, "prefix caching on or off", label="Prefix caching")
+    num_gpu_blocks: int = fields.num_gpu_blocks(24, 2, 4096)
+    block_size: int = fields.block_size(4, 1, 32)
+    enable_prefix_caching: bool = fields.enable_prefix_caching(True)
     requests: list = data(default_requests, f"1 to {MAX_REQUESTS} requests, each "
                           "{name, prompt (words), max_tokens}", check_requests,
                           label="Requests")

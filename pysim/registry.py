@@ -29,6 +29,10 @@ MODULES = {
     "toy_scheduler": "toy_scheduler_view",
     "exercises": "exercises",
     "lab": "lab",
+    # The lab's sweep, whole (the CLI), a rate at a time and its conclusion (the page's calls):
+    "lab_sweep": "lab_sweep",
+    "lab_sweep_point": "lab_sweep_point",
+    "lab_capacity": "lab_capacity",
     "cluster": "cluster",
     "cluster_sweep": "cluster_sweep",  # one GPU count of the cluster page's sweep (no widget of its own)
 }

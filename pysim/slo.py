@@ -12,7 +12,7 @@ Source: vllm-project/vllm, `vllm/benchmarks/serve.py`, function `calculate_metri
 - goodput = good requests / benchmark duration; request throughput = completed /
   duration. The duration runs from the first request sent to the last one finished.
 - Percentiles: numpy's `np.percentile` default, linear interpolation between the
-  two nearest ranks (`percentile` below does the same in pure Python).
+  two nearest ranks (`pysim.utils.percentile` does the same in pure Python).
 
 SLO attainment (good / completed) is not printed by vLLM; we add it because the
 capacity sweep asks "at which rate do 90% of requests still meet their targets".
@@ -22,20 +22,7 @@ from __future__ import annotations
 
 import math
 
-
-def percentile(sorted_values: list[float], p: float) -> float:
-    """numpy's default percentile (method "linear") of already sorted values.
-
-    Rank h = (n - 1) x p / 100; the answer is interpolated between the values at
-    floor(h) and ceil(h). Empty input gives 0, as vLLM's `np.percentile(x or 0, p)`.
-    """
-    n = len(sorted_values)
-    if n == 0:
-        return 0.0
-    h = (n - 1) * p / 100
-    lo = math.floor(h)
-    hi = min(lo + 1, n - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (h - lo)
+from .utils import percentile
 
 
 def request_tpot(latency: float, ttft: float, output_tokens: int) -> float | None:

@@ -30,7 +30,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from pysim.config import ConfigError, bounded, choice
+from pysim import fields
+from pysim.config import ConfigError
 from pysim.prng import SplitMix64
 from pysim.utils import cdiv
 
@@ -57,20 +58,14 @@ MAX_ITERATIONS = 200_000  # a scheduler that needs more than this is stuck
 class ToyConfig:
     """The toy's knobs: the constants above, unless the page (or a test) says otherwise."""
 
-    policy: str = choice("fcfs", POLICIES, "which waiting request is admitted first", label="Policy",
-                         option_labels={"fcfs": "First come, first served", "priority": "Priority",
-                                        "shortest": "Shortest prompt first"})
-    block_size: int = bounded(BLOCK_SIZE, 1, 128, "tokens per KV block",
-                              label="Block size (tokens)", unit="tokens", slider_max=64)
-    num_gpu_blocks: int = bounded(NUM_GPU_BLOCKS, 2, 10_000, "blocks in the KV pool, the null block included",
-                                  label="Total blocks", unit="blocks", slider_max=2000)
-    max_num_batched_tokens: int = bounded(MAX_NUM_BATCHED_TOKENS, LONGEST, 8192, "tokens per iteration",
-                                          label="Token budget", unit="tokens", slider_max=4096)
-    max_num_seqs: int = bounded(MAX_NUM_SEQS, 1, 256, "most requests running at once",
-                                label="Max sequences", slider_max=128)
-    requests: int = bounded(200, 1, 300, "requests the driver sends", label="Requests")
-    seed: int = bounded(12, 0, 999_999, "seed of the driver's random arrivals", label="Seed",
-                        slider_max=999)
+    policy: str = fields.policy("fcfs", POLICIES)
+    block_size: int = fields.block_size(BLOCK_SIZE, 1, 128, slider_max=64)
+    num_gpu_blocks: int = fields.num_gpu_blocks(NUM_GPU_BLOCKS, 2, 10_000, slider_max=2000)
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(MAX_NUM_BATCHED_TOKENS, LONGEST, 8192,
+                                                                slider_max=4096)
+    max_num_seqs: int = fields.max_num_seqs(MAX_NUM_SEQS, 1, 256, slider_max=128)
+    num_requests: int = fields.num_requests(200, 1, 300)  # what the driver sends
+    seed: int = fields.seed(12, 0, 999_999, slider_max=999)  # of the driver's random arrivals
 
     def check(self):
         need = blocks_for(LONGEST, self.block_size)
@@ -286,5 +281,5 @@ def summarize(requests, reports) -> dict:
 
 def run_driver(config: ToyConfig = ToyConfig()) -> dict:
     """The page's experiment: the driver's workload under `config`, summarised."""
-    return summarize(*simulate(workload(config.requests, config.seed), config))
+    return summarize(*simulate(workload(config.num_requests, config.seed), config))
 # --8<-- [end:driver]

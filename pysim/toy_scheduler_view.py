@@ -39,7 +39,7 @@ def series(reports, points: int = SERIES_POINTS) -> dict:
 
 def run(config: ToyConfig, actions) -> dict:
     """The driver under `config`: its summary and the batch-size series, for the widget."""
-    requests, reports = simulate(workload(config.requests, config.seed), config)
+    requests, reports = simulate(workload(config.num_requests, config.seed), config)
     return {"config": to_mapping(config), "results": _rounded(summarize(requests, reports)),
             "series": series(reports)}
 
@@ -53,7 +53,7 @@ def compare_policies(config: ToyConfig) -> dict:
 def text(view: dict) -> str:
     """All three policies on the view's workload (the CLI's table; runs the other two)."""
     c = view["config"]
-    head = (f"{c['requests']} requests (seed {c['seed']}), block size {c['block_size']}, "
+    head = (f"{c['num_requests']} requests (seed {c['seed']}), block size {c['block_size']}, "
             f"{c['num_gpu_blocks']} blocks, budget {c['max_num_batched_tokens']}, "
             f"max seqs {c['max_num_seqs']}")
     cols = ("policy", "finished", "iterations", "tokens/iter", "mean batch",

@@ -31,7 +31,7 @@ def gauges(s: ToyScheduler, batch_size: int, preemptions: int) -> dict:
     """What a metrics endpoint would read after one iteration."""
     cfg = s.config
     return {
-        "running": len(s.running), "waiting": len(s.waiting), "batch": batch_size,
+        "num_requests_running": len(s.running), "num_requests_waiting": len(s.waiting), "batch": batch_size,
         "blocks": cfg.num_gpu_blocks - 1 - s.free_blocks,  # (the null block is never in use)
         "blocks_waiting": sum(r.blocks for r in s.waiting),
         "free": s.free_blocks, "preemptions": preemptions,
@@ -77,7 +77,7 @@ def figures(block_size=16, num_gpu_blocks=7, prompts=(40, 44), max_tokens=20) ->
     out = {
         "block_size": block_size, "num_gpu_blocks": num_gpu_blocks, "usable_blocks": num_gpu_blocks - 1,
         "max_tokens": max_tokens,
-        "requests": len(prompts), "step": step,
+        "num_requests": len(prompts), "step": step,
         "prompt_a": prompts[0], "prompt_b": prompts[1],
         "blocks_a": blocks_for(prompts[0], block_size), "blocks_b": blocks_for(prompts[1], block_size),
         "free_slots_a": blocks_for(prompts[0], block_size) * block_size - prompts[0],
@@ -90,5 +90,6 @@ def figures(block_size=16, num_gpu_blocks=7, prompts=(40, 44), max_tokens=20) ->
     }
     for name, entry in (("ok", a), ("bug", b)):
         out.update({f"{name}_{key}": entry[key] for key in
-                    ("running", "waiting", "batch", "blocks", "blocks_waiting", "preemptions")})
+                    ("num_requests_running", "num_requests_waiting", "batch", "blocks", "blocks_waiting",
+                     "preemptions")})
     return out

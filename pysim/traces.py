@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .config import ConfigError
 from .prng import SplitMix64
+from .utils import percentile
 
 TRACES = {"conv": "conversation service", "code": "coding service",
           "mooncake_conv": "Kimi conversation (Mooncake)", "mooncake_synth": "synthetic (Mooncake)"}
@@ -296,13 +297,5 @@ def stats(trace: Trace, idx: range | None = None) -> dict:
     prompts = sorted(trace.prompt_tokens[i] for i in idx)
     outputs = sorted(trace.output_tokens[i] for i in idx)
     return {"num_requests": len(idx),
-            "num_prompt_tokens_median": _median(prompts), "num_prompt_tokens_max": prompts[-1] if prompts else 0,
-            "max_tokens_median": _median(outputs), "max_tokens_max": outputs[-1] if outputs else 0}
-
-
-def _median(sorted_values: list[int]) -> float:
-    n = len(sorted_values)
-    if n == 0:
-        return 0.0
-    mid = n // 2
-    return float(sorted_values[mid]) if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
+            "num_prompt_tokens_median": percentile(prompts, 50), "num_prompt_tokens_max": prompts[-1] if prompts else 0,
+            "max_tokens_median": percentile(outputs, 50), "max_tokens_max": outputs[-1] if outputs else 0}

@@ -1,6 +1,8 @@
-"""Two small integer helpers every simulation shares, so each is written once."""
+"""Small helpers every simulation shares, so each is written once."""
 
 from __future__ import annotations
+
+import math
 
 
 def cdiv(a: int, b: int) -> int:
@@ -8,14 +10,20 @@ def cdiv(a: int, b: int) -> int:
     return -(a // -b)
 
 
-def nearest_rank(values, q: float):
-    """The nearest-rank q-quantile: the ceil(q x n)-th smallest value (1-based), None if empty.
+def percentile(sorted_values, p: float) -> float:
+    """The p-th percentile of already sorted values, as `vllm bench serve` computes it.
 
-    q is taken to 3 decimals (0.9 -> 900/1000) so the rank is exact integer arithmetic:
-    for 10 values q = 0.9 gives the 9th smallest, q = 0.5 the 5th.
+    vLLM's `vllm/benchmarks/serve.py` (`calculate_metrics`) calls `np.percentile(x, p)`,
+    whose default method is "linear": rank h = (n - 1) x p / 100, interpolated between
+    the values at floor(h) and ceil(h). So p50 of [1, 2, 3, 4] is 2.5, and p90 of 1..10 is
+    9.1. Every percentile and median pysim reports is this one. Empty input gives 0, as
+    vLLM's `np.percentile(x or 0, p)` does.
     """
-    if not values:
-        return None
-    ordered = sorted(values)
-    k = max(1, cdiv(round(q * 1000) * len(ordered), 1000))
-    return ordered[k - 1]
+    n = len(sorted_values)
+    if n == 0:
+        return 0.0
+    assert 0 <= p <= 100, p
+    h = (n - 1) * p / 100
+    lo = math.floor(h)
+    hi = min(lo + 1, n - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (h - lo)

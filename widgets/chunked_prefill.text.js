@@ -132,7 +132,7 @@
         chunks.map((p) => chip(p[0], `${label(p[0])} ${fmt(p[2])}${firstToken(p[0]) ? " (last chunk: first token)" : ""}`))),
       h("p", { class: "budget-muted" },
         `Budget used: ${fmt(s.decode_tokens + s.prefill_tokens)} of ${fmt(view.config.max_num_batched_tokens)}. ` +
-        `Running ${s.running}, waiting ${s.waiting}.` +
+        `Running ${s.num_requests_running}, waiting ${s.num_requests_waiting}.` +
         (s.arrived.length ? ` Arrived: ${list(s.arrived)}.` : "") +
         (s.admitted.length ? ` Admitted: ${list(s.admitted)}.` : "") +
         (s.preempted.length ? ` Preempted: ${list(s.preempted)}.` : "") +

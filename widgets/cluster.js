@@ -5,8 +5,8 @@
 // controls (from pysim's description, grouped, with only the fields the chosen layout
 // and router use), draws the view model (widgets/cluster.charts.js holds the charts),
 // and runs what a reader does beyond changing a setting:
-// - the GPU sweep: one "cluster_sweep" call per GPU count (that simulation has no widget
-//   of its own; the calls carry this widget's data files), so the page can say how far
+// - the GPU sweep: one "cluster_sweep" call per GPU count (w.call with that simulation's
+//   name: it has no widget of its own, and the calls carry this widget's data files), so the page can say how far
 //   it got, stop between two calls (Cancel) and stop early once both layouts meet the
 //   target; which count is the fewest that meets it is read off pysim's `meets`;
 // - pin and compare: the pinned view model is kept and drawn beside the new one.
@@ -48,8 +48,6 @@
     let pin = null;     // {config, view} of the pinned configuration
     let sweep = null;   // {config, signature, points, complete, why}
     let running = null; // the sweep in progress: a token compared after every call
-    const template = w.root.querySelector("template.pysim-prerender");
-    const files = template ? JSON.parse(template.content.textContent).files || null : null;
 
     // ---------------------------------------------------------------- controls
     const controls = w.controls({
@@ -292,7 +290,7 @@
         progress.textContent = `${i} of ${n} counts done; simulating ${view.sweep_gpus[i]} GPUs, both layouts…`;
         let answer;
         try {
-          answer = await window.PySim.runtime.call(SWEEP, { config: { ...config, gpus: view.sweep_gpus[i] } }, { files, timeoutMs: 120000 });
+          answer = await w.call({ config: { ...config, gpus: view.sweep_gpus[i] } }, { simulation: SWEEP, timeoutMs: 120000 });
         } catch (err) {
           if (running === token) stopSweep("Python stopped answering; the sweep stopped");
           return;

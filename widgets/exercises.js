@@ -143,9 +143,9 @@
     const limit = start.time_limit_s;
     let busy = false;
     let saveTimer = null;
-    // The mode is the buttons below and the code the editor; any other setting the
-    // exercise's config gains gets a control of its own.
-    const controls = w.controls({ skip: ["mode"] });
+    // Run and Check are the buttons below (the call's action) and the code is the
+    // editor; any other setting the exercise's config gains gets a control of its own.
+    const controls = w.controls();
 
     const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("run"), "data-needs-python": true }, "Run");
     const checkBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => go("check"), "data-needs-python": true }, "Check");
@@ -203,14 +203,14 @@
         scrollingPre("exercise-output", output, "what your code printed")];
     }
 
-    async function go(mode) {
+    async function go(action) {
       if (busy) return;
       const code = editor.get();
       editor.unmark();
-      setBusy(true, mode === "run" ? "Running your scheduler…" : "Checking your scheduler…");
+      setBusy(true, action === "run" ? "Running your scheduler…" : "Checking your scheduler…");
       let answer;
       try {
-        answer = await w.call({ config: Object.assign({}, w.draft.config, { mode, code }) }, { timeoutMs: limit * 1000 });
+        answer = await w.call({ config: Object.assign({}, w.draft.config, { code }), actions: [action] }, { timeoutMs: limit * 1000 });
       } catch (err) {
         setBusy(false);
         if (err && err.message === "timeout") {
@@ -232,14 +232,14 @@
         return;
       }
       const v = answer.result;
-      if (v.mode === "run") showRun(v);
+      if (v.action === "run") showRun(v);
       else showCheck(v);
       if (v.error_line) editor.mark(v.error_line, v.error || v.message);
     }
 
     function showRun(v) {
       const s = v.run_settings;
-      const what = `${fmt(s.requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.max_num_batched_tokens)}`;
+      const what = `${fmt(s.num_requests)} requests of the driver (seed ${s.seed}), token budget ${fmt(s.max_num_batched_tokens)}`;
       if (!v.ok) {
         root.dataset.result = "error";
         show("Your code stopped with an error.", [

@@ -4,8 +4,9 @@
 // it, through the V1 engine and scores it as `vllm bench serve` would; this file lays out its controls (from pysim's description,
 // grouped), draws the view model (widgets/lab.charts.js holds the charts), and runs the
 // three things a reader does beyond changing a setting:
-// - the capacity sweep: one "sweep_point" call per rate, so the page can say how far it
-//   got and stop between two calls (Cancel), then one "capacity" call for the answer;
+// - the capacity sweep: one "lab_sweep_point" call per rate (simulations of their own,
+//   with this widget's data files), so the page can say how far it got and stop between
+//   two calls (Cancel), then one "lab_capacity" call for the answer;
 // - pin and compare: the pinned view model is kept and drawn beside the new one;
 // - calibration: the pasted `vllm bench serve` text is the config field `bench_text`,
 //   so pysim judges it like any setting, and its message appears under the text box;
@@ -15,7 +16,6 @@
   "use strict";
   const { h, fmt } = window.PySim;
   const NAME = "lab";
-  const OWN = ["mode", "sweep_index"]; // set by the widget on its own calls, never by a control
   const TRACE = ["trace", "arrivals", "window_start_min", "window_minutes"];
   const BENCHMARK = ["num_prompts", "random_input_len", "random_output_len", "random_range_ratio",
     "random_prefix_len", "request_rate", "burstiness", "max_concurrency"];
@@ -43,10 +43,10 @@
     let pin = null;      // {config, view, sweep} of the pinned configuration
     let sweep = null;    // {signature, points, capacity, complete}
     let running = null;  // the sweep in progress: a token compared after every call
-    const nPoints = w.field("sweep_index").hi + 1;
+    const nPoints = w.view.sweep_rates.length; // one lab_sweep_point call each
 
     // ---------------------------------------------------------------- controls
-    const controls = w.controls({ skip: OWN });
+    const controls = w.controls();
     const groups = h("div", { class: "lab-groups" });
     const sets = {};
     for (const [title, names] of GROUPS) {
@@ -288,7 +288,7 @@
       showSweepState();
     }
     async function capacityOf(config, points) {
-      const answer = await w.call({ config: { ...config, mode: "capacity", sweep_points: points } });
+      const answer = await w.call({ config: { ...config, sweep_points: points } }, { simulation: "lab_capacity" });
       return answer.ok ? answer.result.capacity : null;
     }
     async function runSweep() {
@@ -302,7 +302,7 @@
         progress.textContent = `Replaying the window at rate ${i + 1} of ${nPoints}…`;
         let answer;
         try {
-          answer = await w.call({ config: { ...config, mode: "sweep_point", sweep_index: i } }, { timeoutMs: 60000 });
+          answer = await w.call({ config: { ...config, sweep_index: i } }, { simulation: "lab_sweep_point", timeoutMs: 60000 });
         } catch (err) {
           if (running === token) stopSweep("Python stopped answering; the sweep stopped");
           return;
@@ -356,7 +356,7 @@
   }
 
   window.PySim.widget(NAME, {
-    mount, unlinked: ["mode", "sweep_index", "sweep_points", "bench_text"],
+    mount, unlinked: ["bench_text"],
     // Issue 34 replaced the one efficiency with four coefficients fitted per GPU.
     retired: { efficiency: "the lab's clock now uses coefficients fitted to published runs for each GPU, or to the runs you paste" },
   });

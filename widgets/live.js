@@ -23,6 +23,8 @@
 //     link: ["step"],            // the widget's own keys in the hash (not config; optional)
 //     retired: { key: "why" },   // settings a link may still hold that pysim dropped:
 //                                // skipped, and the reader told why (optional)
+//     renamed: { old: "new" },   // settings pysim renamed: an older link's key is read
+//                                // under its new name, and the link rewritten (optional)
 //     mount(w) {                 // once per widget on the page, before Python starts
 //       const controls = w.controls({ skip: ["seed"] }); // every other described field
 //       w.body.append(controls.root, w.messages, chart);  // where they go (else: on top)
@@ -42,8 +44,9 @@
 // (the `link` keys' text from the hash), messages (an element for pysim's messages);
 // set(patch, delayMs, actions?) to change the config (and the actions with it: a
 // setting that starts over), act(action) and replay(actions) for simulations that take
-// actions, recompute(), call(payload) for a run of the widget's own (a pinned
-// comparison, the reader's code; options as runtime.call's), whenLive (a promise: the
+// actions, recompute(), call(payload, options) for a run of the widget's own (a pinned
+// comparison, the reader's code, a companion simulation named by options.simulation;
+// other options as runtime.call's), whenLive (a promise: the
 // widget answers the reader now), offline (no Python here, a copy opened from disk: what needs it
 // is disabled), saveLink() after its own state changed; and, released by unmount:
 // listen(target, type, fn, opts), timeout(fn, ms), interval(fn, ms), frame(fn),
@@ -219,6 +222,7 @@
     const linked = spec.link !== false;
     const unlinked = spec.unlinked || []; // fields the link never holds (a long paste)
     const retired = spec.retired || {}; // keys older links hold that pysim no longer has
+    const renamed = spec.renamed || {}; // old key -> the key pysim reads now
     // spec.timeoutMs: how long a recompute may run before the worker is thought stuck
     // (runtime.call's default, 20 s, unless the widget's simulation is known to be slow).
     const files = prerendered.files || null; // data files the calls read (the lab's traces)
@@ -242,7 +246,8 @@
       const ui = {};
       const pairs = linked ? readLink(name) : [];
       const dropped = [];
-      for (const [key, text] of pairs) {
+      for (const [oldKey, text] of pairs) {
+        const key = Object.hasOwn(renamed, oldKey) ? renamed[oldKey] : oldKey;
         if (Object.hasOwn(retired, key)) dropped.push(`${key}: ${retired[key]}`);
         else if (linkKeys.includes(key)) ui[key] = text;
         else if (key === "actions") state.actions = decodeActions(text);
@@ -383,7 +388,9 @@
         return flush();
       },
       recompute: flush,
-      call: (payload, options) => runtime.call(name, payload, Object.assign({ files }, options)),
+      // A run of the widget's own: of its simulation, or of a companion one named by
+      // `simulation` (the lab's sweep points), with the widget's data files.
+      call: (payload, { simulation = name, ...options } = {}) => runtime.call(simulation, payload, { files, ...options }),
       // Where pysim's message about a data field goes (the widget's own editor for it).
       errorSlot(field, element) { slots.set(field, element); },
       whenLive: new Promise((resolve) => { wentLive = resolve; }),

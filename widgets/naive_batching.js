@@ -299,7 +299,7 @@
         return h("tr", { "data-scheduler": name, "data-finished": finished ? "true" : "false" },
           h("th", { scope: "row" }, NAMES[name]), cells.map((c) => h("td", {}, String(c))));
       });
-      table.replaceChildren(h("caption", {}, `${view.config.requests} requests, pool of ${view.config.num_gpu_blocks} blocks (${view.usable_blocks} usable), at most ${view.config.max_num_seqs} running (seed ${view.config.seed})`),
+      table.replaceChildren(h("caption", {}, `${view.config.num_requests} requests, pool of ${view.config.num_gpu_blocks} blocks (${view.usable_blocks} usable), at most ${view.config.max_num_seqs} running (seed ${view.config.seed})`),
         h("thead", {}, head), h("tbody", {}, rows));
       const finished = shown().filter((n) => cursor >= view.schedulers[n].steps_to_finish);
       summary.textContent = finished.length
@@ -334,5 +334,5 @@
     };
   }
 
-  window.PySim.widget("naive_batching", { link: ["view", "step"], mount });
+  window.PySim.widget("naive_batching", { link: ["view", "step"], renamed: { requests: "num_requests" }, mount });
 })();

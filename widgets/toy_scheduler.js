@@ -12,7 +12,7 @@
   const NAME = "toy_scheduler";
   const SHORT = { fcfs: "FCFS", priority: "priority", shortest: "shortest" };
   const METRICS = [
-    ["finished", "finished", (v, c) => `${fmt(v)} of ${fmt(c.requests)}`],
+    ["finished", "finished", (v, c) => `${fmt(v)} of ${fmt(c.num_requests)}`],
     ["iterations", "iterations", fmt],
     ["tokens_per_iteration", "tokens / iteration", fmt],
     ["mean_batch", "mean batch", fmt],
@@ -99,7 +99,7 @@
       draw();
     }
 
-    // "Total blocks 2,000; Seed 7": a run's settings that are not the defaults (policy has its own column).
+    // "num_gpu_blocks 2,000; Seed 7": a run's settings that are not the defaults (policy has its own column).
     function changed(config) {
       const out = w.fields.filter((f) => f.kind !== "data" && f.name !== "policy" && config[f.name] !== f.default)
         .map((f) => `${f.label} ${fmt(config[f.name])}`);
@@ -194,7 +194,7 @@
         if (why !== "mount") addRun(view, why === "change" ? "your run" : "from the link");
         draw();
         if (why === "change" || why === "link") {
-          status.textContent = `Ran ${fmt(view.config.requests)} requests under ${policyName(view.config.policy)} in ` +
+          status.textContent = `Ran ${fmt(view.config.num_requests)} requests under ${policyName(view.config.policy)} in ` +
             `${fmt(Math.round(Number(root.dataset.computeMs)))} ms.`;
         }
       },
@@ -203,5 +203,5 @@
     };
   }
 
-  window.PySim.widget(NAME, { mount });
+  window.PySim.widget(NAME, { renamed: { requests: "num_requests" }, mount });
 })();

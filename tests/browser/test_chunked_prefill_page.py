@@ -204,7 +204,7 @@ def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(live_page):
     error = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] .pysim-error')
     error.wait_for(state="visible")
     message = error.inner_text()
-    assert "Budget" in message and "10" in message and "64" in message and "65,536" in message
+    assert "max_num_batched_tokens" in message and "10" in message and "64" in message and "65,536" in message
     assert root_data(page, "error") == "max_num_batched_tokens"
     assert summary(page) == before  # the last good picture stays
     assert root_data(page, "budget") == "2048"

@@ -141,7 +141,7 @@ def test_capacity_sweep_progress_cancel_and_answer(live_page):
 
     run.click()
     until(page, f"document.querySelector('{WIDGET}').dataset.sweep === 'done'", timeout=120)
-    want = computed(mode="sweep")
+    want = pysim_view("lab_sweep", {})
     got = root.locator(".lab-sweep-table tbody tr td:nth-child(2)").all_inner_texts()
     assert got == [f"{p['slo_attainment'] * 100:.1f}%" for p in want["points"]]
     c = want["capacity"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import page_url, pysim_view, wait_for_python, prerendered
+from conftest import page_url, prerendered, pysim_view, until, wait_for_python
 
 from pysim import bridge
 
@@ -83,7 +83,7 @@ def test_bad_value_shows_beside_its_control_and_keeps_the_picture(live_page):
     error = page.locator('.pysim-control[data-field="num_gpu_blocks"] .pysim-error')
     error.wait_for(state="visible")
     message = error.inner_text()
-    assert "Pool blocks" in message and "-5" in message and "2,000" in message
+    assert "num_gpu_blocks" in message and "-5" in message and "2,000" in message
     assert table_steps(page) == before  # the last good picture stays
     # A good value clears the message and redraws.
     box.fill("100")
@@ -123,21 +123,33 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
 
 
 def test_requests_has_one_range_everywhere(live_page):
-    """Issue 16: the Requests slider stopped at 200 while its box took 300 and the error
+    """Issue 16: the request-count slider stopped at 200 while its box took 300 and the error
     said 1 to 400. The slider, the box and pysim's message now say the same range."""
     page = live_page(PAGE)
-    control = page.locator('.pysim-widget[data-widget="naive_batching"] .pysim-control[data-field="requests"]')
+    control = page.locator('.pysim-widget[data-widget="naive_batching"] .pysim-control[data-field="num_requests"]')
     slider, box = control.locator('input[type="range"]'), control.locator('input[type="number"]')
     assert (slider.get_attribute("min"), slider.get_attribute("max")) == ("1", "400")
     assert (box.get_attribute("min"), box.get_attribute("max")) == ("1", "400")
     box.fill("401")
     box.press("Enter")
-    page.wait_for_function("() => document.querySelector('.pysim-widget[data-widget=naive_batching]').dataset.error === 'requests'")
+    page.wait_for_function("() => document.querySelector('.pysim-widget[data-widget=naive_batching]').dataset.error === 'num_requests'")
     assert "from 1 to 400" in control.locator(".pysim-error").inner_text()
 
 
+def test_a_link_made_before_the_rename_still_opens(page, site_url):
+    """Issue 36 renamed the count `requests` to `num_requests`: a link that holds the old
+    key opens with its value, and the page rewrites the link under the new name."""
+    page.goto(page_url(site_url, PAGE, "#naive_batching.requests=30&naive_batching.seed=4"))
+    wait_for_python(page)
+    box = page.locator('.pysim-widget[data-widget="naive_batching"] .pysim-control[data-field="num_requests"] input[type="number"]')
+    until(page, "location.hash.includes('naive_batching.num_requests=30')")
+    assert box.input_value() == "30"
+    assert "naive_batching.requests=" not in page.evaluate("location.hash")
+    assert not page.locator('.pysim-widget[data-widget="naive_batching"] .pysim-hash-message').inner_text()
+
+
 def test_a_change_shows_the_finished_race_at_once(live_page):
-    """Issue 16: changing Pool blocks or Seed emptied the timelines at step 0 until Run
+    """Issue 16: changing num_gpu_blocks or Seed emptied the timelines at step 0 until Run
     was pressed. The new race is drawn finished at once; Run replays it."""
     page = live_page(PAGE)
     root = page.locator('.pysim-widget[data-widget="naive_batching"]')

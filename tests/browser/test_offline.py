@@ -194,7 +194,7 @@ def test_site_read_from_disk(make_page):
 @pytest.mark.parametrize("name", sorted(WIDGET_PAGES))
 def test_from_disk_the_note_is_on_top_and_the_settings_are_off(make_page, name):
     """Issue 16: from file:// nothing can compute, yet the controls stayed live (typing
-    100 in Pool blocks left "100" over a picture made for 160), and the note saying how
+    100 in num_gpu_blocks left "100" over a picture made for 160), and the note saying how
     to go live sat at the bottom of each widget (~1,700 px down on the KV widget)."""
     page = make_page()
     page.goto(page_url(OFFLINE_SITE.as_uri() + "/", name))

@@ -103,7 +103,7 @@ def test_prerendered_at_once_and_pyodide_agrees_after_actions(page, site_url):
 
 def test_caching_on_b_shares_two_blocks_of_a(live_page):
     page = live_page("paged-kv-cache")
-    assert widget(page).get_by_role("switch", name="Prefix caching", exact=True).is_checked()
+    assert widget(page).get_by_role("switch", name="enable_prefix_caching", exact=True).is_checked()
     click(page, "Admit next", 1)
     click(page, "Admit next", 2)
     a, b = chips(page, "A"), chips(page, "B")
@@ -125,7 +125,7 @@ def test_caching_on_b_shares_two_blocks_of_a(live_page):
 
 def test_caching_off_b_gets_its_own_copies(live_page):
     page = live_page("paged-kv-cache")
-    widget(page).get_by_role("switch", name="Prefix caching", exact=True).uncheck()
+    widget(page).get_by_role("switch", name="enable_prefix_caching", exact=True).uncheck()
     page.wait_for_function("() => location.hash.includes('paged_kv_cache.enable_prefix_caching=false')")
     page.wait_for_function("() => document.querySelector('.kv-pool-title').textContent.includes('prefix caching off')")
     click(page, "Admit next", 1)
@@ -292,7 +292,7 @@ def test_url_hash_restores_the_state(page, offline_site_url):
     wait_actions(page, 5)
     want = expected(["admit", "admit", "gen", "gen", "gen"], caching=False)
     assert chips(page, "B") == want["requests"][1]["block_table"]
-    assert not widget(page).get_by_role("switch", name="Prefix caching", exact=True).is_checked()
+    assert not widget(page).get_by_role("switch", name="enable_prefix_caching", exact=True).is_checked()
 
 
 def test_keyboard_focus_shows_the_block_in_the_inspector(live_page):
@@ -302,7 +302,7 @@ def test_keyboard_focus_shows_the_block_in_the_inspector(live_page):
     wait_actions(page, 1)
     page.keyboard.press("Enter")
     wait_actions(page, 2)
-    widget(page).get_by_role("switch", name="Prefix caching", exact=True).focus()
+    widget(page).get_by_role("switch", name="enable_prefix_caching", exact=True).focus()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.dataset.block") == "0"
     inspector = page.locator(".kv-inspector")
@@ -347,7 +347,7 @@ def test_crafted_hash_is_data_not_markup(page, site_url):
     message = page.locator(f"{WIDGET} .pysim-hash-message")
     message.wait_for(state="visible")
     assert message.inner_text().startswith("Ignored the link")
-    assert message.inner_text().endswith("Prefix caching: " + refused["error"]["message"])
+    assert message.inner_text().endswith("enable_prefix_caching: " + refused["error"]["message"])
     assert page.locator(f"{WIDGET} img").count() == 0
     assert page.locator(f"{WIDGET} script").count() == 0
     assert page.locator('.kv-block[data-state="free"]').count() == 23

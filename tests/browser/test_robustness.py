@@ -153,7 +153,7 @@ def race_answers(page):
 
     root = page.locator(root_of("naive_batching"))
     page.get_by_label("Schedulers to show").select_option("all")
-    for name, value in (("requests", 60), ("num_gpu_blocks", 160), ("max_num_seqs", 16), ("seed", 3)):
+    for name, value in (("num_requests", 60), ("num_gpu_blocks", 160), ("max_num_seqs", 16), ("seed", 3)):
         box = root.locator(f'.pysim-control[data-field="{name}"] input[type="number"]')
         box.fill(str(value))
         box.press("Enter")
@@ -388,7 +388,7 @@ def test_without_the_snapshot_python_starts_the_usual_way(make_page, site_url, o
 # ===================================================================== the reader's code
 
 def run_code(page, code: str, timeout_ms: int = 30000):
-    return page.evaluate("""([code, t]) => PySim.runtime.call('exercises', {config: {mode: 'run', code}},
+    return page.evaluate("""([code, t]) => PySim.runtime.call('exercises', {config: {code}, actions: ['run']},
                                                              {timeoutMs: t})
                             .then(a => a, e => ({rejected: String(e && e.message)}))""", [code, timeout_ms])
 
@@ -410,7 +410,7 @@ def test_readers_code_cannot_reach_the_page(page, site_url):
     # Messages it forges to the page (even with the id of a pending call) are data: the
     # widget shows them as text at most, and nothing in them becomes markup or runs.
     forged = json.dumps({"ok": True, "result": {
-        "mode": "run", "ok": False, "summary": None, "output": "<script>window.__pwned=1</script>",
+        "action": "run", "ok": False, "summary": None, "output": "<script>window.__pwned=1</script>",
         "error": '<img src=x onerror="window.__pwned=1">', "run_settings": {}}})
     code = ("import js, json\nfrom pyodide.ffi import to_js\n"
             f"text = {forged!r}\n"

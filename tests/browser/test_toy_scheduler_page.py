@@ -79,7 +79,7 @@ def test_two_policies_run_in_the_browser_and_read_back(live_page):
     box.press("Enter")
     wait_rows(page, 3)
     more = row_values(page, "shortest")
-    assert more["settings"] == "Total blocks 2,000" and more["preemptions"] == 0
+    assert more["settings"] == "num_gpu_blocks 2,000" and more["preemptions"] == 0
     assert "num_gpu_blocks=2000" in page.url and "policy=shortest" in page.url
 
 
@@ -91,7 +91,7 @@ def test_bad_value_is_shown_beside_its_control_and_the_picture_stays(live_page):
     box.press("Enter")
     error = page.locator(f'{ROOT} .pysim-control[data-field="max_num_batched_tokens"] .pysim-error')
     error.wait_for(state="visible")
-    assert "Token budget" in error.inner_text() and "855" in error.inner_text()
+    assert "max_num_batched_tokens" in error.inner_text() and "855" in error.inner_text()
     assert card(page, "iterations") == before
     box.fill("2048")
     box.press("Enter")

@@ -65,7 +65,7 @@ def test_restored_in_node_pysim_is_imported_and_answers_as_cpython_does(tmp_path
     whl = wheel.build_wheel(tmp_path)
     made = snapshot.make(whl, cache=tmp_path / "cache")
     assert len(gzip.decompress(made.read_bytes())) > 10_000_000  # a whole interpreter's memory
-    payload = json.dumps({"config": {"requests": 12, "seed": 5}})
+    payload = json.dumps({"config": {"num_requests": 12, "seed": 5}})
     done = subprocess.run(["node", "--input-type=module", "-e", RESTORE, str(pyodide_runtime.NPM_DIR),
                            str(made), str(whl), payload], capture_output=True, text=True, check=True)
     out = json.loads(done.stdout.strip().splitlines()[-1])

@@ -25,8 +25,8 @@ for name in bridge.simulations():
     attempt(f"{name} default", lambda n=name: answer(n, {"config": {}}))
 
 from pysim import exercises
-def exercise(mode, code, check):
-    view = answer("exercises", {"config": {"mode": mode, "code": code}})
+def exercise(action, code, check):
+    view = answer("exercises", {"config": {"code": code}, "actions": [action]})
     assert check(view), json.dumps(view)[:300]
 starter, solution = exercises.starter_code(), exercises.solution_code()
 attempt("exercise: run the starter (it explains why it is stuck)",

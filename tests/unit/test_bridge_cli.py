@@ -36,7 +36,7 @@ def test_bridge_default_equals_direct_run():
 
 
 def test_bridge_accepts_settings_and_one_scheduler():
-    answer = call({"config": {"requests": 8, "num_gpu_blocks": 100, "scheduler": "static"}})
+    answer = call({"config": {"num_requests": 8, "num_gpu_blocks": 100, "scheduler": "static"}})
     assert answer["ok"] is True
     result = answer["result"]
     assert len(result["workload"]) == 8
@@ -46,10 +46,10 @@ def test_bridge_accepts_settings_and_one_scheduler():
 
 @pytest.mark.parametrize("config, field, words", [
     ({"num_gpu_blocks": -5}, "num_gpu_blocks", "-5"),
-    ({"requests": 0}, "requests", "1 to 400"),
+    ({"num_requests": 0}, "num_requests", "1 to 400"),
     ({"num_gpu_blocks": "abc"}, "num_gpu_blocks", "abc"),
     ({"num_gpu_blocks": 160.5}, "num_gpu_blocks", "whole number"),
-    ({"requests": True}, "requests", "True"),
+    ({"num_requests": True}, "num_requests", "True"),
     ({"num_gpu_blocks": 20}, "num_gpu_blocks", "at least 35"),  # ceil(30 / 0.9) = 34 usable + the null block
     ({"prompt_blocks_min": 5, "prompt_blocks_max": 3}, "prompt_blocks_min", "at most"),
     ({"answer_blocks_max": 40}, "answer_blocks_max", "1 to 32"),
@@ -100,20 +100,20 @@ def test_bridge_non_string_arguments_do_not_raise():
 def test_describe_exports_the_race_ranges():
     fields = {f["name"]: f for f in json.loads(bridge.call("describe", "{}"))["result"]["naive_batching"]["fields"]}
     assert fields["num_gpu_blocks"]["default"] == 160 and fields["num_gpu_blocks"]["hi"] == 2000
-    assert fields["requests"]["lo"] == 1 and fields["requests"]["hi"] == 400
+    assert fields["num_requests"]["lo"] == 1 and fields["num_requests"]["hi"] == 400
     assert fields["scheduler"]["options"] == ["all", *SCHEDULERS]
 
 
 def test_describe_carries_each_control_as_the_widget_shows_it():
-    # The race's pool slider today: label "Pool blocks", 1..640 on the slider (pysim
+    # The race's pool slider: labelled with vLLM's name, 1..640 on the slider (pysim
     # accepts up to 2,000 typed), whole numbers so step 1, a linear slider.
     described = json.loads(bridge.call("describe", "{}"))["result"]
     pool = {f["name"]: f for f in described["naive_batching"]["fields"]}["num_gpu_blocks"]
     assert (pool["label"], pool["unit"], pool["step"], pool["scale"], pool["slider_max"]) == \
-        ("Pool blocks", "blocks", 1, "linear", 640)
+        ("num_gpu_blocks", "blocks", 1, "linear", 640)
     # The budget slider walks its range by ratios (eight positions per doubling).
     budget = {f["name"]: f for f in described["chunked_prefill"]["fields"]}["max_num_batched_tokens"]
-    assert (budget["label"], budget["unit"], budget["scale"]) == ("Budget", "tokens", "log")
+    assert (budget["label"], budget["unit"], budget["scale"]) == ("max_num_batched_tokens", "tokens", "log")
     # A float field has no fixed step: any value in range may be typed.
     target = {f["name"]: f for f in described["batch_size"]["fields"]}["target_tok_s"]
     assert target["kind"] == "float" and target["step"] is None
@@ -157,18 +157,18 @@ def test_cli_prints_the_comparison_table(capsys):
 
 
 def test_cli_json_with_settings(capsys):
-    assert main(["naive_batching", "--json", "--set", "requests=5", "--set", "scheduler=continuous_paged"]) == 0
+    assert main(["naive_batching", "--json", "--set", "num_requests=5", "--set", "scheduler=continuous_paged"]) == 0
     view = json.loads(capsys.readouterr().out)
     assert len(view["workload"]) == 5
     assert list(view["schedulers"]) == ["continuous_paged"]
-    config = NaiveBatchingConfig(requests=5, scheduler="continuous_paged")
+    config = NaiveBatchingConfig(num_requests=5, scheduler="continuous_paged")
     assert trace_digest(view) == trace_digest(run(config, []))
 
 
 @pytest.mark.parametrize("setting, field", [
     ("num_gpu_blocks=abc", "num_gpu_blocks"),
     ("num_gpu_blocks=-5", "num_gpu_blocks"),
-    ("requests=0", "requests"),
+    ("num_requests=0", "num_requests"),
     ("num_gpu_blocks=20", "num_gpu_blocks"),
     ("pool=100", "pool"),
     ("max_num_seqs=2.5", "max_num_seqs"),

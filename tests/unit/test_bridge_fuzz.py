@@ -28,8 +28,12 @@ SIMS = bridge.simulations()
 NAMES = sorted(SIMS)
 SECONDS = 2.0  # loose: every answer here takes milliseconds
 # except the serving lab's: a replay of real traffic takes a few tenths of a second, and
-# its "sweep" mode (for the CLI and the build; the page asks one rate at a time) eight.
-SLOW = {"lab": 30.0, "cluster": 30.0, "cluster_sweep": 60.0}  # a cluster replays up to 16 engines
+# lab_sweep (the CLI's whole sweep; the page asks one rate at a time) eight.
+SLOW = {"lab": 30.0, "lab_sweep_point": 30.0, "lab_sweep": 60.0, "lab_capacity": 30.0,
+        "cluster": 30.0, "cluster_sweep": 60.0}  # a cluster replays up to 16 engines
+# The settings under each field a test tries, where the defaults are slow to answer: the
+# whole sweep judges its input as lab_sweep_point does, on one minute instead of five.
+UNDER = {"lab_sweep": {"window_minutes": 1}}
 
 
 def _no_constants(token):
@@ -161,7 +165,7 @@ def test_every_field_refuses_wrong_types_and_huge_numbers(name):
         else:
             values = NUMBERS + NOT_NUMBERS + [math.nan, math.inf, -math.inf]
         for value in values:
-            answer = ask(name, _encode({"config": {field: value}}))
+            answer = ask(name, _encode({"config": {**UNDER.get(name, {}), field: value}}))
             tried += 1
             if answer["ok"]:
                 # Only a value of the field's kind, inside its declared range, may pass.
@@ -226,7 +230,7 @@ def test_each_upper_bound_alone_is_answered_quickly(name):
     # either a picture, or a cross-field rule that names a field and its range.
     for field, meta in fields(name).items():
         if meta["kind"] in ("int", "float"):
-            ask(name, json.dumps({"config": {field: meta["hi"]}}))
+            ask(name, json.dumps({"config": {**UNDER.get(name, {}), field: meta["hi"]}}))
 
 
 def test_kvcache_list_bounds_are_refused_with_the_bound():
@@ -255,18 +259,18 @@ def test_exercise_code_bound_and_the_readers_exits():
     from pysim import exercises
 
     limit = exercises.MAX_CODE_CHARS
-    refused(ask("exercises", json.dumps({"config": {"mode": "run", "code": "#" * (limit + 1)}})),
+    refused(ask("exercises", json.dumps({"config": {"code": "#" * (limit + 1)}, "actions": ["run"]})),
             "code", f"at most {limit:,}")
     # The reader's own code may end the program, raise, or print without end: each is
     # reported in the answer (before the fix, sys.exit() escaped bridge.call).
     for code in ("raise SystemExit(3)", "import sys; sys.exit()", "raise KeyboardInterrupt",
                  "class X(BaseException): pass\nraise X()", "def f(: pass", "1/0",
                  "print('x' * 1_000_000)"):
-        for mode in ("run", "check"):
-            answer = ask("exercises", json.dumps({"config": {"mode": mode, "code": code}}))
+        for action in exercises.ACTIONS:
+            answer = ask("exercises", json.dumps({"config": {"code": code}, "actions": [action]}))
             assert answer["ok"], answer
             view = answer["result"]
-            assert view["error"], (code, mode)
+            assert view["error"], (code, action)
             assert len(view["output"]) <= exercises.MAX_OUTPUT_CHARS + 100
 
 

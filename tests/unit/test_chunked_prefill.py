@@ -16,7 +16,6 @@ from pysim.chunked_prefill import (BUDGET_PRESETS, SCENARIOS, ChunkedPrefillConf
                                    scenario_requests, simulate)
 from pysim.steptime import Coefficients, StepTimeModel
 from pysim.config import ConfigError, from_mapping
-from pysim.utils import nearest_rank
 
 
 def view_of(**settings_) -> dict:
@@ -137,7 +136,7 @@ def test_every_scenario_and_preset(scenario, budget):
         assert kinds == sorted(kinds, key=lambda k: k != "decode")  # decodes first
         assert s["decode_tokens"] + s["prefill_tokens"] == sum(p[2] for p in s["parts"]) <= budget
         assert s["decode_tokens"] == kinds.count("decode")
-        assert s["running"] <= 128
+        assert s["num_requests_running"] <= 128
         for rid, _, n in s["parts"]:
             served[rid] += n
     for r in view["requests"]:
@@ -199,13 +198,6 @@ def test_priority_policy_serves_chats_before_documents_in_mixed():
     assert worst(prio) < worst(fcfs)  # 106.91 vs 225.75 ms: c11 and c12 jump the queue
 
 
-def test_nearest_rank():
-    assert nearest_rank([4, 1, 3, 2], 0.5) == 2  # ceil(2) = 2nd smallest
-    assert nearest_rank([3, 1, 2], 0.5) == 2  # ceil(1.5) = 2nd
-    assert nearest_rank([7], 0.5) == 7
-    assert nearest_rank([], 0.5) is None
-
-
 # --- configuration and the command line --------------------------------------------------
 
 @pytest.mark.parametrize("settings_, field, words", [
@@ -263,6 +255,6 @@ def test_any_setting_finishes_within_budget(scenario, budget, seqs, pool, cachin
                    enable_prefix_caching=caching, policy=policy)
     for s in view["steps"]:
         assert 0 < s["decode_tokens"] + s["prefill_tokens"] <= budget
-        assert s["running"] <= seqs
+        assert s["num_requests_running"] <= seqs
     for r in view["requests"]:
         assert len(r["token_ms"]) == r["max_tokens"] - r["streaming_at_start"]

@@ -13,8 +13,9 @@ from pysim.engine import Engine, EngineConfig, run_timed
 from pysim.toy_scheduler import ToyConfig
 
 
-def call(config) -> dict:
-    answer = json.loads(bridge.call("exercises", json.dumps({"config": config})))
+def call(config, action: str | None = None) -> dict:
+    payload = {"config": config, "actions": [action] if action else []}
+    answer = json.loads(bridge.call("exercises", json.dumps(payload)))
     assert answer["ok"], answer
     return answer["result"]
 
@@ -94,7 +95,7 @@ def test_starter_code_is_the_toy_without_its_bridge_section():
 
 
 def test_a_correct_solution_passes_every_check():
-    view = call({"mode": "check", "code": exercises.solution_code()})
+    view = call({"code": exercises.solution_code()}, "check")
     assert view["passed"] is True
     assert view["message"] == "all checks pass"
     assert len(view["checks"]) == len(exercises.CHECKS) and all(c["passed"] for c in view["checks"])
@@ -104,7 +105,7 @@ def test_a_correct_solution_passes_every_check():
 def test_the_unchanged_starter_fails_at_the_first_chunk():
     # Tiny case, iteration 1: C's 100 tokens do not fit the 62 left, so the toy leaves it
     # waiting, where pysim gives it a 62-token chunk.
-    view = call({"mode": "check"})  # empty code: the starter
+    view = call({}, "check")  # empty code: the starter
     assert view["passed"] is False
     assert view["message"].startswith("Check 1 (")
     assert view["message"].endswith("step 1: request 2 expected 62 prefill tokens, got nothing (not in the batch)")
@@ -113,7 +114,7 @@ def test_the_unchanged_starter_fails_at_the_first_chunk():
 def test_prefill_before_decodes_names_the_first_differing_step():
     # Tiny case, iteration 1: C's chunk is served first and takes the whole budget (64),
     # so A and B get no decode.
-    view = call({"mode": "check", "code": prefill_before_decodes()})
+    view = call({"code": prefill_before_decodes()}, "check")
     assert view["passed"] is False
     first = view["checks"][0]["message"]
     assert first == ("step 1: request 0 expected a decode (1 token), got nothing (not in the batch); "
@@ -126,11 +127,11 @@ def test_a_syntax_error_is_reported_with_its_line():
     code = exercises.starter_code().replace("    def add(self, r: Request) -> None:",
                                            "    def add(self, r: Request) -> None", 1)
     line = code.splitlines().index("    def add(self, r: Request) -> None") + 1
-    view = call({"mode": "check", "code": code})
+    view = call({"code": code}, "check")
     assert view["passed"] is False
     assert view["message"].startswith(f"Line {line}: SyntaxError: ")
     assert "def add(self, r: Request) -> None" in view["message"]
-    run = call({"mode": "run", "code": code})
+    run = call({"code": code}, "run")
     assert run["ok"] is False and run["error"] == view["message"]
 
 
@@ -138,7 +139,7 @@ def test_an_exception_names_its_line_and_the_step():
     code = exercises.solution_code().replace("            r.computed += n\n",
                                             "            r.computed += n\n            assert r.computed < 60\n", 1)
     line = code.splitlines().index("            assert r.computed < 60") + 1
-    view = call({"mode": "check", "code": code})
+    view = call({"code": code}, "check")
     assert view["passed"] is False
     # The tiny case's C reaches 62 computed tokens in iteration 1.
     assert view["checks"][0]["message"].startswith(f"step 1: your scheduler stopped with Line {line}, in update: AssertionError")
@@ -160,7 +161,7 @@ def test_the_checker_refuses_pysims_own_answer(how):
     # Issue 16: importing pysim's answer passed all four checks, since Check compares
     # the reader's scheduler with that very answer. It is refused, and says why.
     code = exercises.starter_code() + "\n" + ANSWER_IMPORTS[how]
-    view = call({"mode": "check", "code": code})
+    view = call({"code": code}, "check")
     assert view["passed"] is False and view["checks"] == []
     assert view["message"] == view["error"]
     assert view["message"].startswith("Your ToyScheduler is pysim's own answer (pysim.toy_chunked.ChunkedScheduler)")
@@ -169,7 +170,7 @@ def test_the_checker_refuses_pysims_own_answer(how):
 
 def test_the_checker_refuses_a_step_written_elsewhere():
     code = exercises.starter_code() + "\nToyScheduler.step = eval('lambda self: None')\n"
-    view = call({"mode": "check", "code": code})
+    view = call({"code": code}, "check")
     assert view["passed"] is False
     assert view["message"].startswith("Your ToyScheduler.step() must be written in your code")
 
@@ -178,18 +179,18 @@ def test_errors_name_the_line_for_the_editor():
     # A syntax error on line 3, an exception raised in the reader's step: the view says
     # which line, for the page to mark; a mere difference in decisions names none.
     broken = "x = 1\ny = 2\nz = = 3\n"
-    assert call({"mode": "check", "code": broken})["error_line"] == 3
-    assert call({"mode": "run", "code": broken})["error_line"] == 3
+    assert call({"code": broken}, "check")["error_line"] == 3
+    assert call({"code": broken}, "run")["error_line"] == 3
     code = exercises.solution_code().replace("            r.computed += n\n",
                                             "            r.computed += n\n            assert r.computed < 60\n", 1)
     line = code.splitlines().index("            assert r.computed < 60") + 1
-    assert call({"mode": "check", "code": code})["error_line"] == line
-    assert call({"mode": "check"})["error_line"] is None  # the starter differs, raises nothing
-    assert call({"mode": "check", "code": exercises.solution_code()})["error_line"] is None
+    assert call({"code": code}, "check")["error_line"] == line
+    assert call({}, "check")["error_line"] is None  # the starter differs, raises nothing
+    assert call({"code": exercises.solution_code()}, "check")["error_line"] is None
 
 
 def test_missing_names_are_explained():
-    view = call({"mode": "check", "code": "print('hi')\n"})
+    view = call({"code": "print('hi')\n"}, "check")
     assert view["passed"] is False
     assert "must define Request, ToyConfig, ToyScheduler" in view["message"]
     assert view["output"] == "hi\n"
@@ -197,7 +198,7 @@ def test_missing_names_are_explained():
 
 def test_run_shows_results_and_printed_output():
     code = exercises.solution_code() + "\nprint('hello from the worker')\n"
-    view = call({"mode": "run", "code": code})
+    view = call({"code": code}, "run")
     assert view["ok"] is True and view["error"] is None
     assert view["output"] == "hello from the worker\n"
     expected = toy_scheduler.summarize(*toy_chunked.simulate(toy_scheduler.workload(200, toy_scheduler.ToyConfig().seed),
@@ -208,35 +209,43 @@ def test_run_shows_results_and_printed_output():
 
 
 def test_run_of_the_starter_explains_why_it_is_stuck():
-    view = call({"mode": "run"})
+    view = call({}, "run")
     assert view["ok"] is False
     assert "scheduled nothing while requests were waiting" in view["error"]
 
 
 def test_printing_is_capped():
-    view = call({"mode": "run", "code": "for i in range(5000): print('x' * 10)\n"})
+    view = call({"code": "for i in range(5000): print('x' * 10)\n"}, "run")
     assert len(view["output"]) < exercises.MAX_OUTPUT_CHARS + 100
     assert view["output"].endswith("[output cut at 10,000 characters]")
 
 
 def test_code_size_is_bounded_and_named():
     answer = json.loads(bridge.call("exercises", json.dumps(
-        {"config": {"mode": "run", "code": "#" * (exercises.MAX_CODE_CHARS + 1)}})))
+        {"config": {"code": "#" * (exercises.MAX_CODE_CHARS + 1)}, "actions": ["run"]})))
     assert answer["ok"] is False and answer["error"]["field"] == "code"
     assert "50,000" in answer["error"]["message"]
     answer = json.loads(bridge.call("exercises", json.dumps({"config": {"code": 5}})))
     assert answer["ok"] is False and answer["error"]["field"] == "code"
     # The largest accepted program, JSON-escaped, still fits the bridge's payload limit.
-    worst = json.dumps({"config": {"mode": "run", "code": '"' * exercises.MAX_CODE_CHARS}})
+    worst = json.dumps({"config": {"code": '"' * exercises.MAX_CODE_CHARS}, "actions": ["check"]})
     assert len(worst) <= bridge.MAX_PAYLOAD_CHARS
 
 
 def test_the_readers_module_does_not_leak():
     import sys
-    call({"mode": "run", "code": exercises.solution_code()})
+    call({"code": exercises.solution_code()}, "run")
     assert exercises.MODULE_NAME not in sys.modules
 
 
 def test_cli(capsys):
-    assert main(["exercises", "--set", "mode=check"]) == 0
+    assert main(["exercises", "--actions", "check"]) == 0
     assert "step 1: request 2 expected 62 prefill tokens" in capsys.readouterr().out
+
+
+def test_an_action_is_one_of_run_and_check():
+    for actions in (["go"], ["run", "check"], [3]):
+        answer = json.loads(bridge.call("exercises", json.dumps({"config": {}, "actions": actions})))
+        assert answer["ok"] is False and answer["error"]["field"] == "actions"
+        assert "run, check" in answer["error"]["message"]
+    assert call({})["action"] is None and call({})["starter_code"]

@@ -330,17 +330,17 @@ def test_exercise4_is_traced_on_the_real_toy():
     assert figure("ex4.step") == 5
     # The toy as written preempts A (the newest other than B): A's 3 blocks come back,
     # B takes 1 (4 in use, 2 free), A waits holding nothing. 1 running + 1 waiting.
-    assert (figure("ex4.ok_running"), figure("ex4.ok_waiting"), figure("ex4.ok_batch")) == (1, 1, 1)
+    assert (figure("ex4.ok_num_requests_running"), figure("ex4.ok_num_requests_waiting"), figure("ex4.ok_batch")) == (1, 1, 1)
     assert (figure("ex4.ok_blocks"), figure("ex4.ok_blocks_waiting"), figure("ex4.ok_preemptions")) == (4, 0, 1)
     # B's 20th token is sampled in iteration 19 (its prefill gave the 1st in iteration 0).
     # A, readmitted in iteration 20 with 40 + 5 tokens, samples its 6th..20th in 20..34.
     assert (figure("ex4.ok_b_finished"), figure("ex4.ok_a_finished")) == (19, 34)
     # The tidied version: B preempts itself (3 blocks freed), takes them back, needs a
     # 4th, preempts A (3 more freed), takes 1: B holds 4 blocks while waiting, nobody runs.
-    assert (figure("ex4.bug_running"), figure("ex4.bug_waiting"), figure("ex4.bug_batch")) == (0, 2, 1)
+    assert (figure("ex4.bug_num_requests_running"), figure("ex4.bug_num_requests_waiting"), figure("ex4.bug_batch")) == (0, 2, 1)
     assert (figure("ex4.bug_blocks"), figure("ex4.bug_blocks_waiting"), figure("ex4.bug_preemptions")) == (4, 4, 2)
     # The gauges still add up to the 2 requests: the sum is no symptom here.
-    assert figure("ex4.bug_running") + figure("ex4.bug_waiting") == figure("ex4.requests") == 2
+    assert figure("ex4.bug_num_requests_running") + figure("ex4.bug_num_requests_waiting") == figure("ex4.num_requests") == 2
     # Next iteration: A (40 + 5 tokens = 3 blocks) heads the queue with 2 free: stuck for good.
     assert (figure("ex4.bug_head_needs"), figure("ex4.bug_free"), figure("ex4.bug_stuck_at")) == (3, 2, 6)
     assert figure("ex4.bug_usage") == pytest.approx(4 / 6)

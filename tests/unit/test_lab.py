@@ -21,8 +21,8 @@ from pysim.replay import engine_config, replay
 from pysim.steptime import DEFAULTS, Coefficients, StepTimeModel, num_gpu_blocks, step_time_model
 
 
-def cfg(**kw) -> lab.LabConfig:
-    return from_mapping(lab.LabConfig, kw)
+def cfg(cls=lab.LabConfig, **kw) -> lab.LabConfig:
+    return from_mapping(cls, kw)
 
 
 # ===================================================================== traces
@@ -374,11 +374,11 @@ def test_capacity_by_hand():
 
 def test_sweep_points_one_by_one_give_the_same_capacity_as_one_sweep():
     base = dict(trace="code", window_minutes=1, window_start_min=5)
-    one = lab.run(cfg(mode="sweep", **base), [])
-    points = [lab.run(cfg(mode="sweep_point", sweep_index=i, **base), [])["point"]
+    one = lab.sweep_view(cfg(lab.SweepConfig, **base), [])
+    points = [lab.sweep_point_view(cfg(lab.SweepPointConfig, sweep_index=i, **base), [])["point"]
               for i in range(len(lab.SWEEP_RATES))]
     assert points == one["points"]
-    cap = lab.run(cfg(mode="capacity", sweep_points=points, **base), [])["capacity"]
+    cap = lab.capacity_view(cfg(lab.CapacityConfig, sweep_points=points, **base), [])["capacity"]
     assert cap == one["capacity"]
     assert [p["rate_scale"] for p in points] == list(lab.SWEEP_RATES)
 
@@ -390,13 +390,24 @@ def test_sweep_points_one_by_one_give_the_same_capacity_as_one_sweep():
     ({"trace": "code", "window_start_min": 50, "window_minutes": 10}, "window_start_min", "0 to 47"),
     ({"max_num_seqs": 1024, "max_num_batched_tokens": 1000}, "max_num_batched_tokens", "max_num_seqs"),
     ({"model": "llama-3.1-70b"}, "model", "do not fit"),
-    ({"sweep_points": [{"rate_scale": 1}]}, "sweep_points", "slo_attainment"),
     ({"bench_text": "x" * 20_001}, "bench_text", "20,000"),
 ])
 def test_bad_settings_name_the_field_and_the_bound(config, field, words):
     with pytest.raises(ConfigError) as err:
         cfg(**config)
     assert err.value.field == field and words in err.value.message
+
+
+def test_the_sweeps_own_settings_are_checked_by_their_simulations():
+    with pytest.raises(ConfigError) as err:
+        cfg(lab.CapacityConfig, sweep_points=[{"rate_scale": 1}])
+    assert err.value.field == "sweep_points" and "slo_attainment" in err.value.message
+    with pytest.raises(ConfigError) as err:
+        cfg(lab.SweepPointConfig, traffic="benchmark", request_rate=0)
+    assert err.value.field == "request_rate" and "0.01 to 1,000" in err.value.message
+    cfg(traffic="benchmark", request_rate=0)  # one replay may send everything at once
+    for name in ("lab_sweep", "lab_sweep_point", "lab_capacity"):
+        assert bridge.call(name, json.dumps({"config": {"mode": "sweep"}})).count("unknown setting") == 1
 
 
 def test_bridge_answers_and_is_deterministic():
@@ -415,7 +426,7 @@ def test_cli_summary_json_and_sweep(capsys):
     assert main(["lab", "--json", "--set", "trace=code", "--set", "window_minutes=1"]) == 0
     view = json.loads(capsys.readouterr().out)
     assert view["config"]["trace"] == "code" and "ttft_ms" in view
-    assert main(["lab", "--set", "mode=sweep", "--set", "trace=code", "--set", "window_minutes=1"]) == 0
+    assert main(["lab-sweep", "--set", "trace=code", "--set", "window_minutes=1"]) == 0
     out = capsys.readouterr().out
     assert "Capacity" in out and out.count("\n") >= len(lab.SWEEP_RATES) + 2
 

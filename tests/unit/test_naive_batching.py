@@ -49,7 +49,8 @@ def test_case_a_static():
     # step 2: R0 writes 3/3 (finish 2).
     # step 3: retire: every member done -> batch ends. Batch {R2, R3}, waits 3, 3.
     #         R2 finishes 3 + 4 - 1 = 6, R3 finishes 3 + 2 - 1 = 4 and idles at steps 5, 6.
-    # steps to finish = 7; waits [0, 0, 3, 3]: mean 1.5; p90 = ceil(0.9*4) = 4th smallest = 3.
+    # steps to finish = 7; waits [0, 0, 3, 3]: mean 1.5; p90: rank (4 - 1) x 0.9 = 2.7, between
+    # the 3rd and 4th smallest (3 and 3) = 3.
     # mean running = 10 blocks written / 7 steps = 1.429.
     r = simulate("static", CASE_A, 20, 3, 10)
     assert summary(r) == (7, 0, [0, 0, 3, 3], [2, 0, 6, 4])
@@ -73,10 +74,10 @@ def test_case_a_continuous_reserved():
     # step 2: R0 3/3 (finish 2). Nothing is free: R3 waits.
     # step 3: retire R0. admit R3 (wait 3), finishes 3 + 2 - 1 = 4.
     # step 5: retire R2 and R3; nothing left. steps to finish = 4 + 1 = 5.
-    # waits [0, 0, 1, 3]: mean 1.0; p90 = 4th smallest = 3. mean running 10 / 5 = 2.0.
+    # waits [0, 0, 1, 3]: mean 1.0; p90 at rank 2.7 = 1 + 0.7 x (3 - 1) = 2.4. mean running 10 / 5 = 2.0.
     r = simulate("continuous_reserved", CASE_A, 20, 3, 10)
     assert summary(r) == (5, 0, [0, 0, 1, 3], [2, 0, 4, 4])
-    assert (r["mean_wait_steps"], r["p90_wait_steps"], r["mean_running"]) == (1.0, 3, 2.0)
+    assert (r["mean_wait_steps"], r["p90_wait_steps"], r["mean_running"]) == (1.0, 2.4, 2.0)
     assert r["frames"][1] == [[0, 2, 2, 6, "run"], [2, 2, 1, 7, "new"]]  # R2 takes free slot 1
     assert r["frames"][3] == [[3, 4, 1, 5, "new"], [2, 2, 3, 5, "run"]]  # R3 takes slot 0
 
@@ -90,10 +91,10 @@ def test_case_a_continuous_paged():
     #         grow R0, R2, R3: used 13.
     # step 2: grow R0 (3/3, finish 2), R2 (3/4), R3 (2/2, finish 2): used 16.
     # step 3: retire R0 (5) and R3 (6): used 5. grow R2 (4/4, finish 3).
-    # steps to finish = 4; waits [0, 0, 0, 1]: mean 0.25, p90 = 1; mean running 10 / 4 = 2.5.
+    # steps to finish = 4; waits [0, 0, 0, 1]: mean 0.25, p90 at rank 2.7 = 0.7; mean running 10 / 4 = 2.5.
     r = simulate("continuous_paged", CASE_A, 20, 3, 10)
     assert summary(r) == (4, 0, [0, 0, 0, 1], [2, 0, 3, 2])
-    assert (r["mean_wait_steps"], r["p90_wait_steps"], r["mean_running"]) == (0.25, 1, 2.5)
+    assert (r["mean_wait_steps"], r["p90_wait_steps"], r["mean_running"]) == (0.25, 0.7, 2.5)
     # kv at the end of each step: prompt blocks held, answer blocks held, 0 reserved.
     assert r["kv"] == [[7, 3, 0], [8, 5, 0], [8, 8, 0], [2, 4, 0]]
     assert r["mean_kv"] == {"prompt": 6.25, "answer": 5.0, "reserved_unused": 0.0}
@@ -130,10 +131,10 @@ def test_case_b_paged_preempts_the_newest():
 @pytest.mark.parametrize("name", ["static", "continuous_reserved"])
 def test_case_b_reserved_schedulers_run_one_at_a_time(name):
     # floor(10 / 8) = 1 request at a time. R0 runs steps 0..5 (finish 5), leaves at step 6;
-    # R1 runs 6..11. steps 12; waits [0, 6]: mean 3.0; p90 = ceil(1.8) = 2nd smallest = 6.
+    # R1 runs 6..11. steps 12; waits [0, 6]: mean 3.0; p90 at rank 0.9 = 0.9 x 6 = 5.4.
     r = simulate(name, CASE_B, 10, 4, 8)
     assert summary(r) == (12, 0, [0, 6], [5, 11])
-    assert (r["mean_wait_steps"], r["p90_wait_steps"], r["mean_running"]) == (3.0, 6, 1.0)
+    assert (r["mean_wait_steps"], r["p90_wait_steps"], r["mean_running"]) == (3.0, 5.4, 1.0)
     # While R0 runs it holds its whole 8-block reservation: 2 prompt + k answer + rest unused.
     assert r["kv"][0] == [2, 1, 5]
 
@@ -171,10 +172,10 @@ def test_case_c_paged_self_preemption():
 @pytest.mark.parametrize("name", ["static", "continuous_reserved"])
 def test_case_c_reserved_schedulers(name):
     # One at a time (floor(10 / 8) = 1): R0 steps 0..4, R1 5..9, R2 10..11. steps 12.
-    # waits [0, 5, 10]: mean 5.0; p90 = ceil(2.7) = 3rd smallest = 10.
+    # waits [0, 5, 10]: mean 5.0; p90 at rank 1.8 = 5 + 0.8 x 5 = 9.
     r = simulate(name, CASE_C, 10, 4, 8)
     assert summary(r) == (12, 0, [0, 5, 10], [4, 9, 11])
-    assert (r["mean_wait_steps"], r["p90_wait_steps"]) == (5.0, 10)
+    assert (r["mean_wait_steps"], r["p90_wait_steps"]) == (5.0, 9.0)
 
 
 # Case D: a request admitted in a step preempts itself in that step, before its first
@@ -191,12 +192,12 @@ def test_case_d_paged_preempted_before_its_first_block():
     #         written nothing, so it has no wait yet.
     # step 1: R2 needs 4 + 6 + 0 + 1 = 11 > 9: waits. R0, R1 write 2/2 (finish 1): used 6.
     # step 2: retire R0, R1 (used 0). R2: 0 + 6 + 1 = 7 <= 9, writes 1/2: wait 2.
-    # step 3: R2 writes 2/2 (finish 3). steps 4; waits [0, 0, 2]: mean 0.667, p90 = 2.
+    # step 3: R2 writes 2/2 (finish 3). steps 4; waits [0, 0, 2]: mean 0.667, p90 at rank 1.8 = 1.6.
     r = simulate("continuous_paged", CASE_D, 10, 4, 8)
     assert summary(r) == (4, 1, [0, 0, 2], [1, 1, 3])
     assert r["frames"][0] == [[0, 1, 1, 0, "new"], [1, 1, 1, 0, "new"], [2, 6, 0, 0, "pre"]]
     assert r["kv"][0] == [2, 2, 0]
-    assert (r["mean_wait_steps"], r["p90_wait_steps"]) == (0.667, 2)
+    assert (r["mean_wait_steps"], r["p90_wait_steps"]) == (0.667, 1.6)
     # One at a time for the reserved ones: R0 steps 0..1, R1 2..3, R2 4..5.
     for name in ("static", "continuous_reserved"):
         assert summary(simulate(name, CASE_D, 10, 4, 8)) == (6, 0, [0, 2, 4], [1, 3, 5])
@@ -215,7 +216,7 @@ def test_static_batch_capped_by_max_running():
 
 
 def test_workload_draw_order_is_prompt_then_answer_per_request():
-    config = NaiveBatchingConfig(requests=5, seed=42)
+    config = NaiveBatchingConfig(num_requests=5, seed=42)
     rng = SplitMix64(42)
     expected = []
     for _ in range(5):
@@ -247,7 +248,7 @@ def test_mean_running_is_total_answer_blocks_over_steps():
 
 
 # The digest of the default view model. CPython and Pyodide must both give it.
-DEFAULT_DIGEST = "5ec4bd81a4893b112f5bd9201037565df55653382ca14f6976901f1e645875b5"
+DEFAULT_DIGEST = "35f1e0c5cd0a5c3b476c9574b17783be8078fbdedcf72ddcb2b272a89c3062bf"
 
 
 def test_default_digest_is_stable():
@@ -290,7 +291,7 @@ def test_pool_minimum_keeps_the_longest_request_under_the_paged_limit():
     ({"answer_blocks_min": 25}, "answer_blocks_min"),
     ({"num_gpu_blocks": 0}, "num_gpu_blocks"),
     ({"max_num_seqs": 65}, "max_num_seqs"),
-    ({"requests": 401}, "requests"),
+    ({"num_requests": 401}, "num_requests"),
     ({"scheduler": "fastest"}, "scheduler"),
 ])
 def test_config_refuses(raw, field):
@@ -363,7 +364,7 @@ def check_properties(view: dict) -> None:
 def test_properties_on_a_fixed_sweep():
     # Small pools and many seeds, beside the random configs below.
     for seed in range(12):
-        config = NaiveBatchingConfig(requests=20, num_gpu_blocks=min_pool(14) + 1 + seed, max_num_seqs=1 + seed % 6,
+        config = NaiveBatchingConfig(num_requests=20, num_gpu_blocks=min_pool(14) + 1 + seed, max_num_seqs=1 + seed % 6,
                             seed=seed, prompt_blocks_min=1, prompt_blocks_max=4,
                             answer_blocks_min=1, answer_blocks_max=10)
         check_properties(run(config, []))
@@ -377,7 +378,7 @@ def small_configs(draw):
     amax = draw(st.integers(amin, 12))
     least = min_pool(pmax + amax) + 1  # + 1: vLLM's null block
     pool = draw(st.integers(least, least + 60))
-    return NaiveBatchingConfig(requests=draw(st.integers(1, 25)), num_gpu_blocks=pool,
+    return NaiveBatchingConfig(num_requests=draw(st.integers(1, 25)), num_gpu_blocks=pool,
                       max_num_seqs=draw(st.integers(1, 10)), seed=draw(st.integers(0, 2**32 - 1)),
                       prompt_blocks_min=pmin, prompt_blocks_max=pmax,
                       answer_blocks_min=amin, answer_blocks_max=amax)

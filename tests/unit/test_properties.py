@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -139,7 +140,7 @@ def race_configs(draw):
     need = min_pool(p[1] + a[1]) + 1  # + 1: vLLM's null block
     lo, hi = int_range("naive_batching", "num_gpu_blocks")
     pool = draw(st.integers(max(lo, need), min(hi, need + 150)))
-    return NaiveBatchingConfig(requests=draw(st.integers(*int_range("naive_batching", "requests", cap=30))),
+    return NaiveBatchingConfig(num_requests=draw(st.integers(*int_range("naive_batching", "num_requests", cap=30))),
                       num_gpu_blocks=pool,
                       max_num_seqs=draw(st.integers(*int_range("naive_batching", "max_num_seqs"))),
                       seed=draw(st.integers(*int_range("naive_batching", "seed"))),
@@ -148,9 +149,13 @@ def race_configs(draw):
                       scheduler=draw(st.sampled_from(f["scheduler"]["options"])))
 
 
-def nearest_rank_90(values):
+def linear_p90(values):
+    """numpy's linear 90th percentile, worked in exact fractions (to 3 decimals, as the view)."""
     ordered = sorted(values)
-    return ordered[-(-9 * len(ordered) // 10) - 1]
+    rank = Fraction(9 * (len(ordered) - 1), 10)
+    lo = int(rank)
+    hi = min(lo + 1, len(ordered) - 1)
+    return round(float(ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)), 3)
 
 
 @FEW
@@ -191,7 +196,7 @@ def test_race_tokens_metrics_and_selection(config):
         # The summary metrics are exactly what the per-request and per-step data say.
         waits = [q["wait"] for q in r["per_request"]]
         assert r["mean_wait_steps"] == round(sum(waits) / len(waits), 3)
-        assert r["p90_wait_steps"] == nearest_rank_90(waits)
+        assert r["p90_wait_steps"] == linear_p90(waits)
         assert r["mean_running"] == round(sum(answers) / steps, 3)
         for k, key in enumerate(("prompt", "answer", "reserved_unused")):
             assert r["mean_kv"][key] == round(sum(kv[k] for kv in r["kv"]) / steps, 3)
@@ -407,7 +412,7 @@ def test_budget_time_tokens_and_arrivals(config):
             served[rid] += n
         assert set(s["admitted"]) <= set(ids)
         assert not set(s["preempted"]) & set(s["finished"])
-        assert s["running"] <= config.max_num_seqs
+        assert s["num_requests_running"] <= config.max_num_seqs
     for r in reqs:
         # Tokens are conserved: a request is served its prompt and answer but the last
         # sampled token (a stream at t = 0 had its prompt done already), less what the
@@ -620,7 +625,7 @@ def toy_cases(draw):
         num_gpu_blocks=draw(st.integers(max(lo, need + 1), min(hi, need + 1 + 3 * need))),  # + the null block
         max_num_batched_tokens=draw(st.integers(*int_range("toy_scheduler", "max_num_batched_tokens", cap=2048))),
         max_num_seqs=draw(st.integers(*int_range("toy_scheduler", "max_num_seqs", cap=40))),
-        requests=draw(st.integers(*int_range("toy_scheduler", "requests", cap=30))),
+        num_requests=draw(st.integers(*int_range("toy_scheduler", "num_requests", cap=30))),
         seed=draw(st.integers(*int_range("toy_scheduler", "seed"))))
     return config, draw(st.sampled_from(["toy_scheduler", "chunked"]))
 
@@ -630,7 +635,7 @@ def toy_cases(draw):
 def test_toy_and_chunked_toy_conserve_blocks_and_tokens(case):
     config, which = case
     module = toy_scheduler if which == "toy_scheduler" else toy_chunked
-    specs = toy_scheduler.workload(config.requests, config.seed)
+    specs = toy_scheduler.workload(config.num_requests, config.seed)
     requests, reports = module.simulate(specs, config)
     by_id = {r.id: r for r in requests}
     sampled = {r.id: 0 for r in requests}
@@ -661,15 +666,15 @@ def test_toy_and_chunked_toy_conserve_blocks_and_tokens(case):
             else:
                 assert served[r.id] > r.num_prompt_tokens + r.max_tokens - 1
     summary = toy_scheduler.summarize(requests, reports)
-    assert summary["finished"] == config.requests
+    assert summary["finished"] == config.num_requests
     assert summary["preemptions"] == sum(r.preemptions for r in requests)
     assert module.simulate(specs, config)[1] == reports  # deterministic
 
 
 def test_toy_view_agrees_with_itself():
-    view = call("toy_scheduler", {"config": {"requests": 40, "seed": 5}})["result"]
+    view = call("toy_scheduler", {"config": {"num_requests": 40, "seed": 5}})["result"]
     # The view carries the chosen policy only; the other two are compare_policies'.
-    assert view["results"] == toy_scheduler_view.compare_policies(toy_scheduler.ToyConfig(requests=40, seed=5))["fcfs"]
+    assert view["results"] == toy_scheduler_view.compare_policies(toy_scheduler.ToyConfig(num_requests=40, seed=5))["fcfs"]
     assert view["results"]["finished"] == 40
     series = view["series"]
     assert len(series["start"]) == len(series["batch"]) == len(series["tokens"]) \
@@ -686,22 +691,22 @@ def test_toy_view_agrees_with_itself():
 # the failure message prints the new one to paste here.
 DIGESTS = [
     ("naive_batching", '{"config": {}}',
-     "5ec4bd81a4893b112f5bd9201037565df55653382ca14f6976901f1e645875b5"),
-    ("naive_batching", '{"config": {"requests": 25, "num_gpu_blocks": 40, "max_num_seqs": 7, "seed": 3}}',
-     "2bdb0db4a28d95ed057ec4b89366cbb99f93c79d00f3900b69ad937d0f905077"),
+     "35f1e0c5cd0a5c3b476c9574b17783be8078fbdedcf72ddcb2b272a89c3062bf"),
+    ("naive_batching", '{"config": {"num_requests": 25, "num_gpu_blocks": 40, "max_num_seqs": 7, "seed": 3}}',
+     "10850be7de82b862308d74e6a0219e3b9a4defcf00e49229f1e040127c96e49a"),
     ("paged_kv_cache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}',
      "9c67238c9c6a79a66011a878b99b57ba2007cabcca7f4f6876f120bdb6030ea8"),
     ("paged_kv_cache", '{"config": {"enable_prefix_caching": false, "num_gpu_blocks": 12}, "actions": ["run"]}',
      "0f6e7f25526a3b9f934381b4fd358cac61b2ebc96c46d73c67c309c4f440f9f1"),
     ("chunked_prefill", '{"config": {}}',
-     "8ec1d1466f74acd06741dbc1cd1e95f13ff591e02482b508beb72d49bda6013a"),
+     "c04ea942d758a4548010d9d8f5f62f55cab7192d53e82f7eb39888af3758ecc8"),
     ("chunked_prefill", '{"config": {"scenario": "mixed", "max_num_batched_tokens": 512, "enable_prefix_caching": true, '
                '"policy": "priority", "num_gpu_blocks": 1200}}',
-     "8efb9ffbce262abdc634f7088996a4d44f8df9c7fce5d8241afe27ec3616fe06"),
+     "7281bfb93983db43592f3fcea15c8b6e4f3078d3ddf1523c3392dadbc4782e88"),
     ("batch_size", '{"config": {}}',
      "ead1da14cc7344b937f48275c51074ce3a662e6b76fc2d33dccacf347ee1256d"),
-    ("toy_scheduler", '{"config": {"requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
-     "fc287ed62d408e597b1272df3957735de8aca69c0330dae70ea27bed8936baba"),
+    ("toy_scheduler", '{"config": {"num_requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
+     "1b32a34a4b9d8b27692534886dfd6fbf6007e4c88685a3217e9ac434035c6c19"),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
      "c329717c94dccabd5fa7e2c2d287dbb1ec7f4a3ea28b2fd66e6da9f28b0a2858"),
@@ -715,7 +720,7 @@ DIGESTS = [
     ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
      "20c374393556d8a61e65dd7efe88a9253683e0a23470f509f327c01631b05aa6"),
     ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
-     "ab62fdb7a410f5f4935824b2d6c1686e93cb5795452af0199f223cebbfad7eee"),
+     "f327f0f66b6c5ede8ad748ccf39febece6ccdf320c042baf99778a9f18e70712"),
 ]
 
 

@@ -11,7 +11,7 @@ import pytest
 import pysim
 from pysim import registry
 from pysim.request_queue import FCFSRequestQueue, PriorityRequestQueue, create_request_queue
-from pysim.utils import cdiv, nearest_rank
+from pysim.utils import cdiv, percentile
 
 
 def req(name, priority=0, arrival=0, seq=0):
@@ -59,14 +59,18 @@ def test_an_unknown_policy_is_refused():
         create_request_queue("sjf")
 
 
-def test_cdiv_and_nearest_rank():
+def test_cdiv_and_percentile():
     # 17 tokens in 16-token blocks take 2 blocks; 16 take 1; 0 take 0.
     assert (cdiv(17, 16), cdiv(16, 16), cdiv(0, 16)) == (2, 1, 0)
-    # Nearest rank of 10 values: p90 is the ceil(9.0) = 9th smallest, p50 the 5th.
-    values = [10, 1, 9, 2, 8, 3, 7, 4, 6, 5]
-    assert nearest_rank(values, 0.9) == 9 and nearest_rank(values, 0.5) == 5
-    # 3 values: p50 is the ceil(1.5) = 2nd smallest; nothing has no quantile.
-    assert nearest_rank([3, 1, 2], 0.5) == 2 and nearest_rank([], 0.5) is None
+    # numpy's linear percentile, as vllm bench serve takes it. 1..10: p90 sits at rank
+    # 9 x 0.9 = 8.1 (0-based), between 9 and 10: 9.1; p50 at rank 4.5: 5.5.
+    values = list(range(1, 11))
+    assert percentile(values, 90) == pytest.approx(9.1) and percentile(values, 50) == 5.5
+    assert (percentile(values, 0), percentile(values, 100)) == (1, 10)
+    # An odd count's median is its middle value; one value is every percentile of itself.
+    assert percentile([1, 2, 3], 50) == 2 and percentile([7], 99) == 7
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile([], 50) == 0.0  # vLLM's np.percentile(x or 0, p)
 
 
 def test_every_registered_module_defines_its_simulation():

@@ -221,8 +221,8 @@ def test_if_the_requester_could_pick_itself_it_would_be_in_both_queues():
     {"block_size": 1, "num_gpu_blocks": 900},      # per-token blocks
 ])
 def test_never_in_two_queues_and_everything_finishes(policy, overrides):
-    cfg = ToyConfig(policy=policy, requests=80, **overrides)
-    specs = toy_scheduler.workload(cfg.requests, cfg.seed)
+    cfg = ToyConfig(policy=policy, num_requests=80, **overrides)
+    specs = toy_scheduler.workload(cfg.num_requests, cfg.seed)
     requests, reports = run_checked(specs, cfg)
     assert all(r.state == toy_scheduler.FINISHED and r.generated == r.max_tokens for r in requests)
     assert toy_scheduler.summarize(requests, reports)["finished"] == 80
@@ -340,8 +340,8 @@ def test_toy_and_engine_make_the_same_decisions_where_their_rules_coincide():
     finish iterations and first-token iterations included."""
     full, with_preemptions, cut = 0, 0, 0
     for seed, overrides in WORKLOADS:
-        cfg = ToyConfig(seed=seed, requests=100, **overrides)
-        specs = toy_scheduler.workload(cfg.requests, seed)
+        cfg = ToyConfig(seed=seed, num_requests=100, **overrides)
+        specs = toy_scheduler.workload(cfg.num_requests, seed)
         requests, reports, self_cases = toy_run(specs, cfg)
         steps = engine_run(specs, cfg)
         first = self_cases[0] if self_cases else None
@@ -375,7 +375,7 @@ def test_the_page_default_fcfs_row_is_the_engines():
     # The FCFS row the page prints, recomputed independently by the engine: the default
     # workload has no iteration where the two schedulers' rules part.
     cfg = ToyConfig()
-    specs = toy_scheduler.workload(cfg.requests, cfg.seed)
+    specs = toy_scheduler.workload(cfg.num_requests, cfg.seed)
     _, _, self_cases = toy_run(specs, cfg)
     assert self_cases == []
     steps = engine_run(specs, cfg)
@@ -433,7 +433,7 @@ def test_bridge_view_schema():
     ({"num_gpu_blocks": 54}, "num_gpu_blocks", "at least 55"),
     ({"block_size": 4, "num_gpu_blocks": 200}, "num_gpu_blocks", "at least 215"),
     ({"policy": "lifo"}, "policy", "shortest"),
-    ({"requests": 301}, "requests", "1 to 300"),
+    ({"num_requests": 301}, "num_requests", "1 to 300"),
 ])
 def test_bridge_bad_config_names_the_field(config, field, words):
     answer = json.loads(bridge.call("toy_scheduler", json.dumps({"config": config})))
