@@ -360,7 +360,8 @@ class KVCacheManager:
             return False
         if table is None:
             table = self._tables[req_id] = []
-            self._hashes[req_id] = [pool.block_hash(b) for b in hit_blocks]
+            held = pool._hash  # the hits' hashes, read in place (a method call per block costs more)
+            self._hashes[req_id] = [held[b] for b in hit_blocks]
         if hit_blocks:
             pool.touch(hit_blocks)
             table.extend(hit_blocks)
