@@ -176,10 +176,12 @@ class PromptTokens:
 
     def __getitem__(self, key):
         if isinstance(key, slice):
-            start, stop, step = key.indices(len(self))
             n = self.num_prompt_tokens
-            if step == 1 and start >= n:  # generated tokens only: the common slice in a decode
+            start, stop = key.start, key.stop
+            if key.step is None and start is not None and stop is not None and n <= start <= stop:
+                # generated tokens only: the common slice in a decode (a block being hashed)
                 return self.sampled[start - n:stop - n]
+            start, stop, step = key.indices(len(self))
             return [self._token(p) for p in range(start, stop, step)]
         if key < 0:
             key += len(self)
