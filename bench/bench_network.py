@@ -72,7 +72,7 @@ has recomputed each widget's default model to check the pre-rendered one (the ch
 the reader's browser in 25202b8), so its interactive includes that computation.
 
 Run: .venv/bin/python bench/bench_network.py   (after `make site`; ~12 minutes on 2 cores)
-Before and after, e.g. a baseline built in a worktree at 6e36e5f (~13 minutes on 2 cores):
+Before and after, e.g. a baseline built in a worktree at 6e36e5f (~10 minutes on 2 cores at rest):
   git worktree add --detach ../base 6e36e5f && make -C ../base site
   BENCH_BASELINE_SITE=../base/site BENCH_PROFILES=loopback,100 .venv/bin/python bench/bench_network.py
 """
