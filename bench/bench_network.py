@@ -21,7 +21,10 @@ Headless Chromium (Playwright) opens each widget page at its first widget
 (page.html#widget-NAME, as bench_page.py does: a reader following a link to a simulation,
 so Python starts right after the first paint), with the page's network throttled by the
 DevTools protocol (Network.emulateNetworkConditions: a latency added to every request and
-a download and upload rate shared by all of them, the worker's included) at PROFILES.
+a download and upload rate shared by all of them, the worker's included) at PROFILES:
+"100" (100 Mbit/s, 10 ms), "20" (20 Mbit/s, 40 ms) and "slow" (1.6 Mbit/s, 150 ms) by
+default; "loopback" is the same server with no network emulation at all. BENCH_PROFILES
+(keys, comma-separated, e.g. `loopback,100`) chooses them.
 Each load is cold (a fresh browser context, so an empty HTTP cache) or warm (a second tab
 in the same context, after the cold one: the immutable files come from the cache, the
 pages are revalidated). And each starts Python one of three ways: "auto", as a reader's
@@ -47,7 +50,31 @@ chapter's first widget page, and the forced starts are made on that page only (t
 snapshot is the same file for every page). BENCH_FULL=1 measures every page at every
 profile all three ways. BENCH_COLD (3) and BENCH_WARM (2) set the loads per cell.
 
+Before and after (issue 37's "no regression at 100 Mbit/s or over loopback beyond
+noise"): BENCH_BASELINE_SITE=/path/to/an/older/site serves that build too, from a copy,
+on a server of its own with the same rules. A build made before sitebuild/precompress.py
+has no FILE.br / FILE.gz, so that server compresses its text itself (Brotli 11, made once
+before any load and kept: the smallest an on-the-fly host could send, which favours the
+baseline). Then only "auto" is measured, on every widget page either build has (the
+slow profile: the chapter's first only, unless BENCH_FULL=1), and the profiles default
+to `loopback,100`. Each run takes every page once per build, the two builds' visits back
+to back and the one going first alternating, so both see the same minute of the machine.
+One table per profile, a row per page and cache state; each cell "before -> after":
+  loads              before+after
+  MB over the wire, first paint, pre-rendered, interactive, snapshot used   as above
+  interactive after/before   median over runs of (the after load's interactive / the
+                     before load's in the same run), and its range (lowest-highest)
+  failed             loads that never went interactive, and the first one's reason
+A page only one build has is marked "(new only)" and has no ratio. Under each table,
+per cache state, the median of the pages' ratios and the pages whose after was slower in
+every pair. The baseline's widgets go live (data-live "same"/"updated") only after Python
+has recomputed each widget's default model to check the pre-rendered one (the check left
+the reader's browser in 25202b8), so its interactive includes that computation.
+
 Run: .venv/bin/python bench/bench_network.py   (after `make site`; ~12 minutes on 2 cores)
+Before and after, e.g. a baseline built in a worktree at 6e36e5f (~10 minutes on 2 cores at rest):
+  git worktree add --detach ../base 6e36e5f && make -C ../base site
+  BENCH_BASELINE_SITE=../base/site BENCH_PROFILES=loopback,100 .venv/bin/python bench/bench_network.py
 """
 
 from __future__ import annotations
@@ -84,21 +111,45 @@ FULL = os.environ.get("BENCH_FULL", "0") == "1"
 
 @dataclass(frozen=True)
 class Profile:
+    key: str  # its name in BENCH_PROFILES
     name: str
-    down_mbit: float  # download rate, Mbit/s; upload is a quarter of it
+    down_mbit: float | None  # download rate, Mbit/s; upload is a quarter of it; None: not throttled
     latency_ms: float  # added to every request (DevTools' "latency": the round trip)
     every_page: bool  # measure every widget page, or only the chapter's first
 
-    def conditions(self) -> dict:
+    def conditions(self) -> dict | None:
+        if self.down_mbit is None:
+            return None
         down = self.down_mbit * 1e6 / 8
         return {"offline": False, "latency": self.latency_ms, "downloadThroughput": down, "uploadThroughput": down / 4}
 
+    def title(self) -> str:
+        if self.down_mbit is None:
+            return f"{self.name} (no network emulation; seconds from navigation start)"
+        return f"{self.name} (latency {self.latency_ms:.0f} ms; seconds from navigation start)"
 
-PROFILES = [
-    Profile("100 Mbit/s, 10 ms", 100, 10, True),
-    Profile("20 Mbit/s, 40 ms", 20, 40, True),
-    Profile("slow mobile, 1.6 Mbit/s, 150 ms", 1.6, 150, False),
+    def at_rate(self, wire: float) -> str:
+        return "-" if self.down_mbit is None else f"{wire * 8 / (self.down_mbit * 1e6):.2f}"
+
+
+ALL_PROFILES = [
+    Profile("loopback", "loopback", None, 0, True),
+    Profile("100", "100 Mbit/s, 10 ms", 100, 10, True),
+    Profile("20", "20 Mbit/s, 40 ms", 20, 40, True),
+    Profile("slow", "slow mobile, 1.6 Mbit/s, 150 ms", 1.6, 150, False),
 ]
+BASELINE = os.environ.get("BENCH_BASELINE_SITE")
+
+
+def chosen_profiles(keys: str) -> list[Profile]:
+    by_key = {p.key: p for p in ALL_PROFILES}
+    unknown = [k for k in keys.split(",") if k.strip() not in by_key]
+    if unknown:
+        sys.exit(f"BENCH_PROFILES: unknown {', '.join(unknown)}; known: {', '.join(by_key)}")
+    return [by_key[k.strip()] for k in keys.split(",")]
+
+
+PROFILES = chosen_profiles(os.environ.get("BENCH_PROFILES", "loopback,100" if BASELINE else "100,20,slow"))
 
 # ------------------------------------------------------------------ the static host
 
@@ -302,8 +353,10 @@ new MutationObserver(() => {
     __net.mounted = performance.now();
     afterNextFrame(() => { __net.prerendered = performance.now(); });
   }
-  if (!__net.failed && widgets[0].dataset.runtime === 'failed') __net.failed = performance.now();
   const live = widgets.map(w => w.dataset.live);
+  // (The baseline's widgets say data-live="failed" when Python's check of their model fails.)
+  if (!__net.failed && (widgets[0].dataset.runtime === 'failed' || live.includes('failed')))
+    __net.failed = performance.now();
   if (!__net.interactive && live.every(v => v && v !== 'pending')) {
     __net.interactive = performance.now();
     __net.live = live;
@@ -330,15 +383,16 @@ def poll(page, expression: str, timeout_s: float) -> bool:
 
 def timeout_for(profile: Profile) -> float:
     """Long enough for ~16 MB at the profile's rate, plus Python's start on a busy machine."""
-    return 16e6 * 8 / (profile.down_mbit * 1e6) * 1.5 + 60
+    return (16e6 * 8 / (profile.down_mbit * 1e6) * 1.5 if profile.down_mbit else 0) + 60
 
 
 def load(context, host: Host, url: str, profile: Profile) -> dict:
     """Open url in a new tab of `context`, throttled; return its marks and what was sent."""
     page = context.new_page()
-    cdp = context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    cdp.send("Network.emulateNetworkConditions", profile.conditions())
+    if profile.conditions():
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", profile.conditions())
     start = host.mark()
     page.goto(url, wait_until="commit", timeout=60000)
     finished = poll(page, DONE, timeout_for(profile))
@@ -396,8 +450,7 @@ def summary_rows(results: dict, profile: Profile) -> list[list]:
                 continue
             wire = statistics.median(g["wire"] for g in group)
             failed = [g["why"] for g in group if not g["ok"]]
-            rows.append([page, mode, kind, len(group), f"{wire / 1e6:.2f}",
-                         f"{wire * 8 / (profile.down_mbit * 1e6):.2f}",
+            rows.append([page, mode, kind, len(group), f"{wire / 1e6:.2f}", profile.at_rate(wire),
                          seconds(g["fcp"] for g in group), seconds(g["prerendered"] for g in group),
                          seconds(g["interactive"] for g in group),
                          f"{sum(bool(g['restored']) for g in group)}/{len(group)}",
@@ -433,59 +486,101 @@ def file_rows(root: Path, cold_on: dict, cold_off: dict, warm_on: dict | None) -
     return rows
 
 
+@dataclass
+class Build:
+    """One build of the site, served as a static host on a port of its own."""
+    label: str
+    host: Host
+    pages: dict[str, list[str]]  # page file -> the widgets on it
+    server: Server | None = None
+
+    def start(self, prefix: str = ""):
+        t0 = time.monotonic()
+        self.host.precompress()
+        ready = sum(1 for _ in self.host.root.rglob("*.br"))
+        done = f"in {time.monotonic() - t0:.1f} s"
+        print(f"{prefix}Compression: {' and '.join(self.host.encodings)}; " + (
+            f"the build's precompressed copies of {ready} files, the rest compressed once ahead, {done}" if ready else
+            f"no precompressed copies in the build: the server compressed every file itself (Brotli 11, gzip 6), "
+            f"once ahead, {done}"))
+        self.server = serve(self.host)
+
+    def url(self, page: str, mode: str = "auto") -> str:
+        query = "" if mode == "auto" else f"?python={mode}"
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{page}{query}#widget-{self.pages[page][0]}"
+
+
+def copy_of(site: Path, into: Path) -> Path:
+    """A copy of a build, so a `make site` running meanwhile cannot change it under a load."""
+    site = site.resolve()
+    return Path(shutil.copytree(site, into, ignore=lambda d, names: ["download"] if Path(d) == site else []))
+
+
+def launch(p):
+    path = chromium_path()
+    return p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)
+
+
+def print_header(began: float):
+    free = [pr.name for pr in PROFILES if pr.down_mbit is None]
+    print(f"Chromium headless, throttled by DevTools (Network.emulateNetworkConditions; upload a quarter of "
+          f"download{'; ' + ', '.join(free) + ': not throttled' if free else ''}); cold: a fresh context, warm: a "
+          f"second tab in it; medians of {COLD} cold and {WARM} warm loads "
+          f"({os.cpu_count()} CPUs; {time.monotonic() - began:.0f} s in all)")
+
+
+def estimate_line(cells) -> str:
+    """What runtime.js read the link as, on the loads of `cells` (lists of visits) it decided
+    itself (cold: warm ones have no estimate when every file came from the cache)."""
+    seen = sorted(r["estimate"] for visits in cells for visit in visits for r in visit if r.get("estimate") is not None)
+    return (f"the page's link estimate, auto loads: {seen[0]:.1f} to {seen[-1]:.1f} Mbit/s, median "
+            f"{statistics.median(seen):.1f} ({len(seen)} loads)" if seen else "the page's link estimate: none")
+
+
 def main():
-    pages_found = widget_pages()
-    if not pages_found:
+    new = widget_pages()
+    if not new:
         sys.exit(f"no page with a widget in {SITE}: run `make site` first")
-    pages = [p for p in chapter_order() if p in pages_found]
+    old = widget_pages(Path(BASELINE)) if BASELINE else {}
+    if BASELINE and not old:
+        sys.exit(f"no page with a widget in BENCH_BASELINE_SITE={BASELINE}")
+    order = chapter_order()
     with tempfile.TemporaryDirectory(prefix="bench-network-") as copy:
-        # A copy of the build, so a `make site` running meanwhile cannot change it under a load.
-        root = Path(shutil.copytree(SITE, Path(copy) / "site", ignore=lambda d, names: ["download"] if Path(d) == SITE else []))
-        run(Host(root), pages, pages_found)
+        site = Build("after", Host(copy_of(SITE, Path(copy) / "site")), new)
+        if BASELINE:
+            compare(Build("before", Host(copy_of(Path(BASELINE), Path(copy) / "baseline")), old), site,
+                    [p for p in order if p in new or p in old])
+        else:
+            run(site, [p for p in order if p in new])
 
 
-def run(host: Host, pages: list[str], pages_found: dict[str, list[str]]):
-    t0 = time.monotonic()
-    host.precompress()
-    ready = sum(1 for _ in host.root.rglob("*.br"))
-    print(f"Compression: {' and '.join(host.encodings)}; the build's precompressed copies of {ready} files, the "
-          f"rest compressed once ahead, in {time.monotonic() - t0:.1f} s")
-    server = serve(host)
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
+def run(build: Build, pages: list[str]):
+    build.start()
+    host = build.host
     plan = cells(pages)
     results = {cell: [] for cell in plan}
     began = time.monotonic()
     with sync_playwright() as p:
-        path = chromium_path()
-        browser = p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)
+        browser = launch(p)
         for profile in PROFILES:
             # Runs outermost, so each cell's loads are spread over the profile's minutes.
             for i in range(COLD):
                 for cell in [c for c in plan if c[0] == profile]:
                     _, page, mode = cell
-                    query = "" if mode == "auto" else f"?python={mode}"
-                    url = f"{base}{page}{query}#widget-{pages_found[page][0]}"
-                    results[cell].append(visit(browser, host, url, profile, warm=i < WARM))
+                    results[cell].append(visit(browser, host, build.url(page, mode), profile, warm=i < WARM))
             print(f"  ({profile.name}: done at {time.monotonic() - began:.0f} s)", file=sys.stderr)
         browser.close()
-    server.shutdown()
+    build.server.shutdown()
 
-    print(f"Chromium headless, throttled by DevTools (Network.emulateNetworkConditions; upload a quarter of "
-          f"download); cold: a fresh context, warm: a second tab in it; medians of {COLD} cold and {WARM} warm loads "
-          f"({os.cpu_count()} CPUs; {time.monotonic() - began:.0f} s in all)")
+    print_header(began)
     print(f"Accept-Encoding sent by the browser: {' | '.join(sorted(host.accept_encoding - {''})) or '(none)'}")
     only_first = [pr.name for pr in PROFILES if not (pr.every_page or FULL)]
     for profile in PROFILES:
         print()
-        print(f"{profile.name} (latency {profile.latency_ms:.0f} ms; seconds from navigation start)")
+        print(profile.title())
         print(table(["page", "start", "cache", "loads", "MB over the wire", "at link rate", "first paint",
                      "pre-rendered", "interactive", "snapshot used", "failed"], summary_rows(results, profile)))
-        # What runtime.js read the link as, on the loads it decided itself (cold: warm ones
-        # have no estimate when every file came from the cache).
-        seen = sorted(r["estimate"] for (pr, _, mode), loads in results.items() if pr == profile and mode == "auto"
-                      for visit in loads for r in visit if r.get("estimate") is not None)
-        print(f"the page's link estimate, auto loads: {seen[0]:.1f} to {seen[-1]:.1f} Mbit/s, median "
-              f"{statistics.median(seen):.1f} ({len(seen)} loads)" if seen else "the page's link estimate: none")
+        print(estimate_line(loads for (pr, _, mode), loads in results.items() if pr == profile and mode == "auto"))
     print()
     if not FULL:
         print(f"Forced starts (snapshot, plain): the first widget page only (the snapshot is one file for every page)"
@@ -500,6 +595,83 @@ def run(host: Host, pages: list[str], pages_found: dict[str, list[str]]):
           f"headers included; a file asked for twice shows both)")
     print(table(["file", "type", "encoding", "on disk KB", "cold, snapshot", "cold, plain",
                  "warm, snapshot", "cache"], file_rows(host.root, on[0], off[0], on[1] if len(on) > 1 else None)))
+
+
+# ------------------------------------------------------------------ before and after
+
+def compare(old: Build, new: Build, pages: list[str]):
+    """Both builds, each load of one next to the same load of the other (see the docstring)."""
+    old.start(prefix=f"{old.label} ({BASELINE}): ")
+    new.start(prefix=f"{new.label} ({SITE}): ")
+    results: dict[tuple[Profile, str, str], list[list[dict]]] = {}
+    began = time.monotonic()
+    with sync_playwright() as p:
+        browser = launch(p)
+        for profile in PROFILES:
+            for i in range(COLD):
+                for j, page in enumerate(pages if profile.every_page or FULL else pages[:1]):
+                    builds = [b for b in (old, new) if page in b.pages]
+                    # Alternating which build goes first, so neither always follows the other.
+                    for b in builds if (i + j) % 2 == 0 else builds[::-1]:
+                        results.setdefault((profile, page, b.label), []).append(
+                            visit(browser, b.host, b.url(page), profile, warm=i < WARM))
+            print(f"  ({profile.name}: done at {time.monotonic() - began:.0f} s)", file=sys.stderr)
+        browser.close()
+    old.server.shutdown()
+    new.server.shutdown()
+
+    print_header(began)
+    print(f"Accept-Encoding sent by the browser: "
+          f"{' | '.join(sorted((old.host.accept_encoding | new.host.accept_encoding) - {''})) or '(none)'}")
+    print(f"before: {BASELINE}, served with its text compressed by the server (its build has no precompressed "
+          f"copies: Brotli 11 made once ahead, the smallest an on-the-fly host could send); after: {SITE}, "
+          f"served with the build's own .br/.gz copies; the loads alternate between the two")
+    for profile in PROFILES:
+        rows, ratios = compare_rows(results, profile, pages, old, new)
+        print()
+        print(f"{profile.title()}: before -> after, Python started as a reader's page starts it")
+        print(table(["page", "cache", "loads", "MB over the wire", "first paint", "pre-rendered", "interactive",
+                     "interactive after/before", "range", "snapshot used", "failed"], rows))
+        for kind, values in ratios.items():
+            slower = [page for page, lo, ratio in values if lo > 1]
+            if values:
+                print(f"{kind}: interactive after/before, median over the shared pages "
+                      f"{statistics.median(r for _, _, r in values):.2f}; after slower in every pair: "
+                      f"{', '.join(slower) or 'none'}")
+        print("after: " + estimate_line(results.get((profile, page, new.label), []) for page in pages))
+    print()
+    print("Each cell: before -> after. interactive after/before: median over runs of (the after load's interactive /"
+          " the before load's of the same run); range: lowest-highest")
+
+
+def compare_rows(results: dict, profile: Profile, pages: list[str], old: Build, new: Build):
+    """The before/after table's rows, and per cache state (page, lowest, median) of the ratios."""
+    rows, ratios = [], {"cold": [], "warm": []}
+    for page in pages:
+        visits = [results.get((profile, page, b.label), []) for b in (old, new)]
+        if not any(visits):
+            continue
+        for kind, index in (("cold", 0), ("warm", 1)):
+            before, after = ([v[index] for v in side if len(v) > index] for side in visits)
+            if not before and not after:
+                continue
+            both = lambda fn: f"{fn(before) if before else '-'} -> {fn(after) if after else '-'}"
+            pairs = [a["interactive"] / b["interactive"] for b, a in zip(before, after)
+                     if a["interactive"] and b["interactive"]]
+            failed = [g["why"] for g in before + after if not g["ok"]]
+            name = page if before and after else f"{page} ({'new' if after else 'before'} only)"
+            rows.append([name, kind, f"{len(before)}+{len(after)}",
+                         both(lambda g: f"{statistics.median(x['wire'] for x in g) / 1e6:.2f}"),
+                         both(lambda g: seconds(x["fcp"] for x in g)),
+                         both(lambda g: seconds(x["prerendered"] for x in g)),
+                         both(lambda g: seconds(x["interactive"] for x in g)),
+                         f"{statistics.median(pairs):.2f}" if pairs else "-",
+                         f"{min(pairs):.2f}-{max(pairs):.2f}" if pairs else "-",
+                         both(lambda g: f"{sum(bool(x['restored']) for x in g)}/{len(g)}"),
+                         f"{len(failed)}: {failed[0][:60]}" if failed else ""])
+            if pairs:
+                ratios[kind].append((page, min(pairs), statistics.median(pairs)))
+    return rows, ratios
 
 
 if __name__ == "__main__":

@@ -34,8 +34,12 @@ was idle 1 s). And the worker's memory (WebAssembly memory; Python's allocated b
 after gc.collect()) after the first page, after the first visit of every widget page,
 and after NAVIGATIONS clicks through them all.
 
-Then, on the live page, the time of one widget recomputation on its default preset:
-PySim.runtime.call(NAME, {config: {}}) CALLS times per load, twice: right at interactive,
+Then, on the live page, the time of one widget recomputation on its default preset,
+asked as the widget asks it (widgets/live.js): PySim.runtime.call(NAME, {config, actions:
+[]}, {files}) with the page's config and the data files from the widget's pre-rendered
+model (the lab's and the cluster's traces: the worker writes them into Pyodide's file
+system on the first call that names them, so a call without them fails), CALLS times per
+load, twice: right at interactive,
 and again SETTLE_MS later, on a page at rest (when a reader who has just arrived would
 touch a control). Right after boot the browser is still optimising Pyodide's WebAssembly
 in the background and the page is finishing its own start-up, so the first calls are
@@ -122,11 +126,17 @@ new MutationObserver(() => {
 
 RECOMPUTE = """
 async ([name, n]) => {
+  // What the widget's base state is asked with: the page's config, the data files it reads.
+  const data = document.querySelector(`.pysim-widget[data-widget="${name}"] template.pysim-prerender`);
+  const model = JSON.parse(data.content.textContent);
+  const payload = {config: model.config || {}, actions: []};
+  // (A generous limit: a call past runtime.call's would restart Python under the bench.)
+  const options = {files: model.files || null, timeoutMs: 120000};
   const out = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const answer = await PySim.runtime.call(name, {config: {}});
-    out.push({ok: answer.ok, ms: answer.ms, roundTrip: performance.now() - t0});
+    const answer = await PySim.runtime.call(name, payload, options);
+    out.push({ok: answer.ok, ms: answer.ms, roundTrip: performance.now() - t0, error: answer.ok ? null : answer.error});
   }
   return out;
 }
@@ -214,10 +224,10 @@ def memory(browser, base: str, pages: list[str]) -> list[tuple[str, dict]]:
     return rows
 
 
-def widget_pages() -> dict[str, list[str]]:
+def widget_pages(site: Path = SITE) -> dict[str, list[str]]:
     """Page file -> the widgets on it, found in the built site."""
     out = {}
-    for path in sorted(SITE.glob("*.html")):
+    for path in sorted(site.glob("*.html")):
         found = re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', path.read_text())
         if found:
             out[path.name] = found
@@ -456,8 +466,8 @@ def main():
         for widget in widgets:
             at_start, at_rest = ([c for run in results[name] for c in run[key][widget]]
                                  for key in ("calls", "calls_at_rest"))
-            ok = all(c["ok"] for c in at_start + at_rest)
-            row = [widget, str(len(at_rest)) + ("" if ok else " (error!)")]
+            errors = [c["error"] for c in at_start + at_rest if not c["ok"]]
+            row = [widget, str(len(at_rest)) + (f" (error: {errors[0].get('message', '')[:60]!r})" if errors else "")]
             for samples in (at_start, at_rest):
                 inside = [c["ms"] for c in samples]
                 trip = [c["roundTrip"] for c in samples]
