@@ -345,12 +345,19 @@ def real_rate(config: LabConfig) -> float:
 
 
 def capacity(config: LabConfig, points: list[dict]) -> dict:
-    """Highest rate scale with attainment >= 90%, the req/s it means, replicas needed.
+    """Highest rate scale with attainment >= 90%, the req/s it means, replicas needed,
+    and the sentence that says so (the page's and the command line's).
 
     Between the last rate that meets the target and the first that misses it, the
     crossing is interpolated linearly in attainment. Replicas for the real rate
     (scale 1): ceil(1 / that scale), splitting the traffic evenly.
     """
+    out = _crossing(config, points)
+    out["sentence"] = _capacity_sentence(out)
+    return out
+
+
+def _crossing(config: LabConfig, points: list[dict]) -> dict:
     points = sorted(points, key=lambda p: p["rate_scale"])
     out = {"target": ATTAINMENT_TARGET, "real_rate_req_s": real_rate(config), "rate_scale": None,
            "sustained_req_s": None, "replicas": None, "bound": None,
@@ -397,6 +404,7 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
         "config": _echo(config),
         "note": NOTE,
         "sweep_rates": list(SWEEP_RATES),  # the rate scales the page's sweep asks lab_sweep_point for
+        "attainment_target": ATTAINMENT_TARGET,  # the share of good requests the sweep looks for
         "hardware": hardware,
         "traffic": _traffic(config, t),
         "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
@@ -577,15 +585,23 @@ def text(view: dict) -> str:
 
 
 def _capacity_text(c: dict) -> str:
+    return "Capacity: " + c["sentence"]
+
+
+def _capacity_sentence(c: dict) -> str:
+    target = f"{c['target']:.0%}"
+    so_far = "" if c["complete"] else f" (from the {c['num_points']} of {len(SWEEP_RATES)} rates swept)"
     if c["bound"] == "below":
-        return (f"Capacity: fewer than 90% of requests meet the SLO even at the lowest rate swept; "
-                f"more than {c['replicas_at_least']} replicas")
+        return (f"Fewer than {target} of requests meet both targets even at the lowest rate swept{so_far}: "
+                f"one replica cannot take this traffic even at x{SWEEP_RATES[0]:g} of its rate; the real "
+                f"rate needs more than {c['replicas_at_least']} replicas.")
     if c["rate_scale"] is None:
-        return "Capacity: no sweep points yet"
+        return "No sweep points yet."
     more = "at least " if c["bound"] == "at_least" else ""
-    return (f"Capacity: one replica sustains {more}x{c['rate_scale']:.2f} of the real rate "
-            f"({c['sustained_req_s']:.2f} of {c['real_rate_req_s']:.2f} req/s) at 90% attainment; "
-            f"replicas needed at x1: {c['replicas']}")
+    replicas = f"{c['replicas']:,} {'replica' if c['replicas'] == 1 else 'replicas'}"
+    return (f"One replica sustains {more}x{c['rate_scale']:.2f} of the real rate "
+            f"({c['sustained_req_s']:.2f} of {c['real_rate_req_s']:.2f} req/s) with {target} of requests "
+            f"meeting both targets{so_far}; the real rate needs {replicas}.")
 
 
 # --- the page's figures ---------------------------------------------------------------

@@ -136,7 +136,7 @@
         bars: { label: "Preemptions", values: s.num_preemptions, color: "bad" }, y2Label: "preemptions" }));
       drawn.push(charts.timeline(gTokens, { title: "Output tokens per second", t: s.t_s, yLabel: "tokens/s",
         lines: [{ label: "output tokens/s", values: s.output_tokens_per_s, color: "now" }] }));
-      if (sweep) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: 0.9, capacity: sweep.capacity,
+      if (sweep) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: w.view.attainment_target, capacity: sweep.capacity,
         pinned: pin && pin.sweep ? pin.sweep.points : null }));
       else sweepChart.replaceChildren();
     }
@@ -232,13 +232,7 @@
         progress.textContent = "The settings changed since the last sweep: run it again for these.";
       }
       if (!sweep) { capacityText.textContent = ""; sweepTable.replaceChildren(); return; }
-      const c = sweep.capacity;
-      const so_far = sweep.complete ? "" : ` (from the ${sweep.points.length} of ${nPoints} rates swept)`;
-      if (!c) capacityText.textContent = "";
-      else if (c.bound === "below") capacityText.textContent = `Fewer than 90% of requests meet both targets even at the lowest rate swept${so_far}: one replica cannot take this traffic even at a quarter of its rate; the real rate needs more than ${c.replicas_at_least} replicas.`;
-      else capacityText.textContent = `One replica sustains ${c.bound === "at_least" ? "at least " : ""}x${c.rate_scale.toFixed(2)} of the window's real rate ` +
-        `(${rate(c.sustained_req_s)} of ${rate(c.real_rate_req_s)} req/s) with 90% of requests meeting both targets${so_far}; ` +
-        `the real rate needs ${fmt(c.replicas)} ${c.replicas === 1 ? "replica" : "replicas"}.`;
+      capacityText.textContent = sweep.capacity ? sweep.capacity.sentence : ""; // pysim's words
       sweepTable.replaceChildren(h("caption", {}, "The sweep, rate by rate"),
         h("thead", {}, h("tr", {}, ...["Rate scale", "SLO attainment", "Goodput (req/s)", "Throughput (req/s)", "TTFT p90", "TPOT p90", "Preemptions"]
           .map((x) => h("th", { scope: "col" }, x)))),

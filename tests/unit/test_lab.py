@@ -370,6 +370,14 @@ def test_capacity_by_hand():
     # Met everywhere: at least x8, one replica.
     top = lab.capacity(c, pts((0.25, 1.0), (8, 0.91)))
     assert top["bound"] == "at_least" and top["rate_scale"] == 8 and top["replicas"] == 1
+    # The sentence the page and the CLI print: pysim's words, with how much was swept.
+    three = lab.capacity(c, pts((0.25, 0.95), (0.5, 0.85)))
+    assert three["sentence"] == (f"One replica sustains x0.38 of the real rate ({0.375 * real:.2f} of "
+                                 f"{real:.2f} req/s) with 90% of requests meeting both targets (from the "
+                                 "2 of 8 rates swept); the real rate needs 3 replicas.")
+    assert below["sentence"].startswith("Fewer than 90% of requests meet both targets even at the lowest rate")
+    assert "more than 5 replicas" in below["sentence"] and "x0.25 of its rate" in below["sentence"]
+    assert "at least x8.00" in top["sentence"] and "needs 1 replica." in top["sentence"]
 
 
 def test_sweep_points_one_by_one_give_the_same_capacity_as_one_sweep():

@@ -720,7 +720,7 @@ DIGESTS = [
     ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
      "20c374393556d8a61e65dd7efe88a9253683e0a23470f509f327c01631b05aa6"),
     ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
-     "f327f0f66b6c5ede8ad748ccf39febece6ccdf320c042baf99778a9f18e70712"),
+     "ff3ce0a7a5d63c66f117089067761a6be36324b6cbac2e38add236a73a3ed6df"),
 ]
 
 
