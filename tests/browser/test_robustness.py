@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 import random
-import re
 
 import pytest
-from conftest import SITE, page_url, pysim_view, wait_for_python, until, prerendered
+from conftest import page_url, pysim_view, wait_for_python, until, prerendered, widget_pages
 
 from pysim import bridge, exercises
 
@@ -30,9 +29,7 @@ ACTIONS = 250  # random actions per widget page
 # moving or being redrawn is skipped (it is counted as not done); the next action
 # picks again. Waiting longer finds no more bugs, it only makes the test slower.
 WAIT_MS = 500
-PAGES = {p.stem: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', p.read_text())
-         for p in sorted(SITE.glob("*.html"))}
-PAGES = {name: widgets for name, widgets in PAGES.items() if widgets}
+PAGES = widget_pages()
 
 # What the reader can operate inside a widget (shown: a box on screen, not hidden).
 TARGETS = "button, input, select, textarea, summary, canvas, [tabindex], [role=button]"
