@@ -9,7 +9,7 @@ holds the page (the build's own pre-render step fills its widget). In a fresh Py
 the copy, every list that must hold the new simulation does: the bridge calls and
 describes it, the command line runs it, its `{{ NAME.key }}` figure fills, the build
 ships its widget files to its page and pre-renders it, and the shared suites collect
-it: the bridge fuzzing, the stylesheet rules (its class prefix read from its CSS), the
+it: the bridge fuzzing, the vocabulary checks, the stylesheet rules (its class prefix read from its CSS), the
 live.js checks, the resize check, the random-actions test (with the default normal
 check), the pre-rendered-equals-Pyodide and crafted-link checks, the offline and
 accessibility pages. A list kept by hand anywhere in these would miss it, and this test
@@ -264,8 +264,9 @@ def test_a_new_simulation_needs_only_the_files_contributing_lists(tmp_path):
 
     # The suites themselves: the CPython ones run on the new simulation and pass; the
     # browser ones collect a test of it wherever they collect one per widget or page.
-    ran = in_copy(repo, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", "-k", f"{NAME} or widget_styles",
-                  "tests/build/test_widget_styles.py", "tests/unit/test_bridge_fuzz.py", f"tests/unit/test_{NAME}.py")
+    ran = in_copy(repo, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", "-k", f"{NAME} or widget_styles or vocabulary",
+                  "tests/build/test_widget_styles.py", "tests/unit/test_bridge_fuzz.py", "tests/unit/test_vocabulary.py",
+                  f"tests/unit/test_{NAME}.py")
     assert ran.returncode == 0, ran.stdout[-3000:]
     assert re.search(r"(\d+) passed", ran.stdout) and int(re.search(r"(\d+) passed", ran.stdout).group(1)) >= 8
     browser = ["test_live", "test_resize", "test_robustness", "test_widget_pages", "test_offline",
