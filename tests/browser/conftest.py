@@ -80,6 +80,30 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         super().end_headers()
 
 
+WIDGET_TAG = re.compile(r'class="pysim-widget" data-widget="([a-z_]+)"')
+
+
+def widget_pages(site: Path = SITE) -> dict[str, list[str]]:
+    """The built site's widget pages: page name (NAME.html, in name order) -> the widgets
+    on it, in page order, read from the HTML. Every list of widgets or widget pages in
+    these tests comes from here, so a new simulation's page is in them with no edit."""
+    out = {}
+    for path in sorted(site.glob("*.html")):
+        found = WIDGET_TAG.findall(path.read_text(encoding="utf-8"))
+        if found:
+            out[path.stem] = found
+    return out
+
+
+def widget_homes(site: Path = SITE) -> dict[str, str]:
+    """Widget -> the page that holds it (the first by name, should two pages hold it)."""
+    homes = {}
+    for name, widgets in widget_pages(site).items():
+        for widget in widgets:
+            homes.setdefault(widget, name)
+    return dict(sorted(homes.items()))
+
+
 def page_url(base: str, name: str, fragment: str = "") -> str:
     """The URL of the page built from docs/NAME.md under `base` (site_url or a file://
     folder URL). Pages are NAME.html, not NAME/, so the same links work from disk."""

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import OFFLINE_SITE, SITE, page_url
+from conftest import OFFLINE_SITE, SITE, page_url, widget_pages
 
 ZIP = "download/continuous-batching-site.zip"
 ZIP_FOLDER = "continuous-batching-site"
@@ -21,16 +21,6 @@ ZIP_FOLDER = "continuous-batching-site"
 
 def pages(site: Path = SITE) -> list[str]:
     return sorted(p.stem for p in site.glob("*.html") if p.stem != "404")
-
-
-def widget_pages(site: Path = SITE) -> dict[str, list[str]]:
-    """Page name -> the widgets on it, read from the built HTML."""
-    out = {}
-    for name in pages(site):
-        found = re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"', (site / f"{name}.html").read_text())
-        if found:
-            out[name] = found
-    return out
 
 
 WIDGET_PAGES = widget_pages()

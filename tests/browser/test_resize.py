@@ -6,17 +6,34 @@ pre-rendered picture was just drawn at, must not draw it all again (that cost th
 from __future__ import annotations
 
 import pytest
-from conftest import page_url, until
+from conftest import ROOT, page_url, until, widget_homes
 
-# page, widget, and a script that gives the width the widget's drawing was made for
-DRAWINGS = [
-    ("naive-batching", "naive_batching", "parseFloat(ROOT.querySelector('.race-scroll').style.width)"),
-    ("toy-scheduler", "toy_scheduler", "Number(ROOT.querySelector('.toy-chart').getAttribute('viewBox').split(' ')[2])"),
-    ("batch-size", "batch_size", "ROOT.querySelector('.bs-chart .uplot').getBoundingClientRect().width"),
-    ("lab", "lab", "ROOT.querySelector('.lab-chart .uplot').getBoundingClientRect().width"),
-    ("cluster", "cluster", "ROOT.querySelector('.cluster-chart .uplot').getBoundingClientRect().width"),
-    ("chunked-prefill", "chunked_prefill", "ROOT.querySelector('canvas').width"),
-]
+# A script that gives the width the widget's drawing was made for: a uPlot chart's box,
+# a canvas's pixels or an SVG's viewBox, whichever the widget draws first; NaN (the test
+# fails) if none. A widget whose drawing is none of these names its own here.
+ANY_DRAWING = ("(ROOT.querySelector('.uplot') ? ROOT.querySelector('.uplot').getBoundingClientRect().width"
+               " : ROOT.querySelector('canvas') ? ROOT.querySelector('canvas').width"
+               " : ROOT.querySelector('svg[viewBox]')"
+               " ? Number(ROOT.querySelector('svg[viewBox]').getAttribute('viewBox').split(' ')[2]) : NaN)")
+WIDTH = {
+    "naive_batching": "parseFloat(ROOT.querySelector('.race-scroll').style.width)",
+    "toy_scheduler": "Number(ROOT.querySelector('.toy-chart').getAttribute('viewBox').split(' ')[2])",
+    "batch_size": "ROOT.querySelector('.bs-chart .uplot').getBoundingClientRect().width",
+    "lab": "ROOT.querySelector('.lab-chart .uplot').getBoundingClientRect().width",
+    "cluster": "ROOT.querySelector('.cluster-chart .uplot').getBoundingClientRect().width",
+    "chunked_prefill": "ROOT.querySelector('canvas').width",
+}
+
+
+def sizes_to_the_page(widget: str) -> bool:
+    """Its scripts (widgets/NAME.js and NAME.PART.js) watch its size with a ResizeObserver."""
+    scripts = [*(ROOT / "widgets").glob(f"{widget}.js"), *(ROOT / "widgets").glob(f"{widget}.*.js")]
+    return any("ResizeObserver" in p.read_text(encoding="utf-8") for p in scripts)
+
+
+# page, widget, and its width script: every widget of the built site that sizes its drawing
+DRAWINGS = [(page, widget, WIDTH.get(widget, ANY_DRAWING))
+            for widget, page in widget_homes().items() if sizes_to_the_page(widget)]
 
 
 def drawn_width(page, widget, script) -> float:

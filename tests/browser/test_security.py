@@ -20,14 +20,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import CSP_PROBE, OFFLINE_SITE, ROOT, SITE, page_url, wait_for_python
+from conftest import CSP_PROBE, OFFLINE_SITE, ROOT, SITE, page_url, wait_for_python, widget_pages
 from sitebuild import iframe_worker, prerender
 
 PAGES = sorted(p.stem for p in SITE.glob("*.html"))
-WIDGET_PAGES = {name: re.findall(r'class="pysim-widget" data-widget="([a-z_]+)"',
-                                 (SITE / f"{name}.html").read_text())
-                for name in PAGES}
-WIDGET_PAGES = {k: v for k, v in WIDGET_PAGES.items() if v}
+WIDGET_PAGES = widget_pages()
 # Widgets whose state lives in the link: every one on live.js but those that say
 # `link: false` (the exercise keeps the reader's code on their own machine, never in a link).
 def _linked(source: str) -> bool:

@@ -7,7 +7,9 @@ reaches NAME's own elements: each selector names `[data-widget="NAME"]` or a cla
 NAME's scripts make and no other widget's script does."""
 
 import re
+from pathlib import Path
 
+from pysim.registry import names
 from sitebuild.assets import PAGE_WIDE, SHARED_STYLES, WIDGETS_DIR
 
 COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -25,9 +27,30 @@ def selectors(css: str) -> list[str]:
     return out
 
 
-# Each widget's own classes start with its prefix (widgets/README.md, "Styles").
-PREFIX = {"batch_size": "bs-", "chunked_prefill": "budget-", "exercises": "exercise-", "lab": "lab-", "cluster": "cluster-",
-          "naive_batching": "race-", "paged_kv_cache": "kv-", "toy_scheduler": "toy-"}
+# Each widget's own classes start with its prefix (widgets/README.md, "Styles"), read from
+# its stylesheet: the start (a word and a hyphen, `kv-`) that the classes of most of its
+# selectors share. Every other selector must name it too (or `[data-widget="NAME"]`), and
+# no other script may make a class with it, so a sheet that mixes prefixes, or takes a
+# shared one (`pysim-`), fails below; a new widget's sheet needs no line here.
+START = re.compile(r"[a-z0-9]+-")
+
+
+def prefix_of(name: str, css: str) -> str | None:
+    counts = {}
+    for sel in selectors(css):
+        if f'[data-widget="{name}"]' not in sel:
+            for start in {m.group(0) for c in CLASS.findall(sel) if (m := START.match(c))}:
+                counts[start] = counts.get(start, 0) + 1
+    return min(counts, key=lambda start: (-counts[start], start)) if counts else None
+
+
+def widget_sheets() -> dict[str, Path]:
+    """Widget name -> widgets/NAME.css, for every widget that has a stylesheet."""
+    return {p.stem: p for p in sorted(WIDGETS_DIR.glob("*.css")) if p.name not in (*SHARED_STYLES, *PAGE_WIDE)}
+
+
+def prefixes() -> dict[str, str | None]:
+    return {name: prefix_of(name, path.read_text(encoding="utf-8")) for name, path in widget_sheets().items()}
 
 
 def scripts_of(name: str) -> str:
@@ -35,8 +58,10 @@ def scripts_of(name: str) -> str:
 
 
 def test_every_rule_of_a_widgets_stylesheet_names_that_widget():
-    sheets = {p.stem: p for p in sorted(WIDGETS_DIR.glob("*.css")) if p.name not in (*SHARED_STYLES, *PAGE_WIDE)}
-    assert set(sheets) == set(PREFIX)
+    sheets = widget_sheets()
+    assert set(sheets) <= set(names()), "a stylesheet in widgets/ that is no simulation's widget"
+    PREFIX = prefixes()
+    assert None not in PREFIX.values(), PREFIX  # every sheet styles its own classes
     stray, animations = {}, {}
     for name, path in sheets.items():
         css = path.read_text(encoding="utf-8")
@@ -54,7 +79,7 @@ def test_every_rule_of_a_widgets_stylesheet_names_that_widget():
 def test_a_widgets_class_prefix_is_its_own():
     """No other script makes a class with a widget's prefix, so its rules reach nothing
     else (the shared scripts and the other widgets' scripts)."""
-    for name, prefix in PREFIX.items():
+    for name, prefix in prefixes().items():
         made = re.compile(rf"""["' ]{re.escape(prefix)}[a-z]""")  # a class name starting in a string
         others = [p for p in sorted(WIDGETS_DIR.glob("*.js")) if not p.name.startswith(name)]
         assert len(others) > 10

@@ -304,7 +304,7 @@ if given is not None:
         known = sorted(fields(name)) if name in SIMS else ["x"]
         config = draw(st.dictionaries(st.one_of(st.sampled_from(known), st.text(max_size=10)),
                                       values, max_size=4))
-        if name == "exercises" and isinstance(config.get("code"), str):
+        if name in SIMS and SIMS[name].runs_reader_code and isinstance(config.get("code"), str):
             config["code"] = "x = 1"  # random text is never run as a program here
         payload = {"config": config} if draw(st.booleans()) else draw(values)
         if isinstance(payload, dict) and draw(st.booleans()):
