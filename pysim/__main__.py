@@ -1,8 +1,9 @@
 """Command line: `python -m pysim NAME [--json] [--set key=value ...] [--actions a,b,...]`.
 
-NAME is a simulation (naive-batching, paged-kv-cache, chunked-prefill, batch-size,
-toy-scheduler, exercises). Without `--json`
-it prints a readable summary; with it, the full view model the widget draws.
+NAME is a simulation of pysim/registry.py, with hyphens (`python -m pysim --help` lists
+them). Without `--json` it prints a readable summary; with it, the full view model the
+widget draws. `--actions` is for the simulations that take them (the block manager's
+admit and gen, the exercise's run and check).
 Bad settings exit with status 2 and one line naming the field.
 """
 

@@ -5,7 +5,7 @@ the command line, the build (pre-rendering and the `{{ name.key }}` figures) and
 tests all find simulations here, so nothing else keeps a list of them.
 
 Modules are imported on first use, one at a time: a page needs one or two simulations,
-and Pyodide compiles every module from source when it is first imported (all six
+and Pyodide compiles every module from source when it is first imported (the first six
 together took ~80 ms there, time a reader would wait before the first answer). A module
 that fails to import breaks only its own calls, never the others'.
 """
