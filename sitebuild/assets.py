@@ -44,6 +44,10 @@ VENDOR = {
     "lab": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
     "cluster": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
 }
+# Our chart kit on uPlot (widgets/charts.js: palette, axes, markers, the latency CDF):
+# every page that loads uPlot for a widget gets it too, after the shared scripts.
+UPLOT = "uplot/dist/uPlot.iife.min.js"
+CHARTS = "charts.js"
 # Libraries a widget can draw its picture without: the widget loads them itself later
 # (PySim.loadLater(NAME), in this order) so they do not compete with Python's start.
 VENDOR_LATER = {
@@ -140,7 +144,8 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets)]
-    scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS,
+    kit = [CHARTS] if UPLOT in vendor else []
+    scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS, *kit,
                *(f for n in names for f in widget_scripts(n, assets))]
     settings = {
         "pyodide": up + runtime["pyodide"],

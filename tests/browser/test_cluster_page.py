@@ -102,7 +102,7 @@ def test_default_run_is_prerendered_then_goes_live(page, site_url):
     # Every chart is a picture with words; the numbers are also tables.
     labels = page.locator(f"{WIDGET} .u-wrap[role=img]").evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
     assert len(labels) == 4 and all(labels), labels
-    assert "SLO" in labels[0] and "replica" in labels[2]
+    assert "Target" in labels[0] and "replica" in labels[2]
     assert page.locator(f"{WIDGET} .cluster-replicas tbody tr").count() == want["config"]["replicas"]
     # Only the fields of the colocated layout and the cache-aware router show.
     assert shown(page, "replicas") and not shown(page, "prefill_replicas") and not shown(page, "kv_link")

@@ -42,7 +42,7 @@ EDITOR = next(iter(assets.VENDOR_LATER))  # the widget whose code editor loads l
 
 
 def fake_assets():
-    names = [*assets.SHARED_SCRIPTS, "worker.js", "race.part.js", "widgets.css", "race.js", "batch_size.js", "batch_size.css",
+    names = [*assets.SHARED_SCRIPTS, assets.CHARTS, "worker.js", "race.part.js", "widgets.css", "race.js", "batch_size.js", "batch_size.css",
              f"{EDITOR}.js", *assets.VENDOR["batch_size"], *assets.VENDOR_LATER[EDITOR]]
     return {n: Asset(f"assets/x/{n.rsplit('/', 1)[-1]}", b"") for n in names}
 
@@ -54,9 +54,10 @@ RUNTIME = {"pyodide": "assets/pyodide/1.2.3/", "lock": "assets/pyodide/1.2.3/loc
 def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
     page = assets.page_assets(["race", "batch_size", "race"], fake_assets(), RUNTIME, up="../")
     # Widgets sorted by name; uPlot (batch_size's library) before everything it needs.
-    # The shared scripts in their run order; a widget's part file (race.part.js) before it.
+    # The shared scripts in their run order, the chart kit (uPlot is on the page), and a
+    # widget's part file (race.part.js) before it.
     shared = [f"../assets/x/{n}" for n in assets.SHARED_SCRIPTS]
-    assert page.scripts == ["../assets/x/uPlot.iife.min.js", *shared,
+    assert page.scripts == ["../assets/x/uPlot.iife.min.js", *shared, "../assets/x/charts.js",
                             "../assets/x/batch_size.js", "../assets/x/race.part.js", "../assets/x/race.js"]
     assert page.styles == ["../assets/x/uPlot.min.css", "../assets/x/widgets.css", "../assets/x/batch_size.css"]
     settings = json.loads(page.runtime)

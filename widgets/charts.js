@@ -1,0 +1,135 @@
+// The chart kit the uPlot widgets draw with (the serving lab's charts, the cluster's):
+// what every chart of theirs shares, written once. Each chart is rebuilt whole from a
+// view model, so a theme switch or a new width is one more rebuild; each is also given
+// an aria-label that says in words what it draws (a canvas says nothing to a screen
+// reader), and its widget puts a table beside it. The build ships this file to every
+// page whose widgets load uPlot (sitebuild/assets.py, CHARTS).
+//
+//   const kit = PySim.charts("lab");  // colours from the widget's CSS: --lab-now, --lab-c0...
+//   kit.palette(el)                   // {text, grid, now, pin, second, bad, target, lines, font}
+//   kit.axis(pal, narrow, extra)      // a uPlot axis in the page's colours and font
+//   kit.marker(u, {x | y, color, text, dash})  // a labelled reference line, in a draw hook
+//   kit.make(host, opts, data, label) // the chart in `host`, its plot area a labelled image
+//   kit.sizeOf(host, tall)            // {width, height, narrow} for the host's width
+//   kit.cdf(host, {title, series: [{label, cdf, pinned}], target})  a latency CDF
+//   kit.ms(x), kit.still              // a latency in words; a cursor that zooms nothing
+(function () {
+  "use strict";
+  const { fmt } = window.PySim;
+  const LINE_COLOURS = 6; // --PREFIX-c0 ... c5: one per replica, then dashes tell them apart
+
+  const ms = (x) => (x >= 10000 ? fmt(Math.round(x / 100) / 10) + " s"
+    : x >= 100 ? fmt(Math.round(x)) + " ms" : x >= 10 ? x.toFixed(1) + " ms" : x.toFixed(2) + " ms");
+  const still = { drag: { x: false, y: false, setScale: false } };
+
+  function axis(pal, narrow, extra) {
+    return Object.assign({
+      stroke: pal.text, font: `${narrow ? 11 : 12}px ${pal.font}`, labelFont: `600 ${narrow ? 11 : 12}px ${pal.font}`,
+      grid: { stroke: pal.grid, width: 1 }, ticks: { stroke: pal.grid, width: 1, size: 4 },
+    }, extra);
+  }
+
+  // A vertical (x) or horizontal (y) reference line with its label, drawn over the plot;
+  // a vertical one outside the plot's range is not drawn.
+  function marker(u, { x = null, y = null, color, text, dash = [6, 4] }) {
+    const ctx = u.ctx;
+    const r = uPlot.pxRatio;
+    const { left, top, width, height } = u.bbox;
+    ctx.save();
+    ctx.strokeStyle = color;
+    ctx.fillStyle = color;
+    ctx.lineWidth = 1.5 * r;
+    ctx.setLineDash(dash.map((d) => d * r));
+    ctx.font = `600 ${11 * r}px ${getComputedStyle(u.root).fontFamily}`;
+    ctx.beginPath();
+    if (x !== null) {
+      const px = u.valToPos(x, "x", true);
+      if (px >= left && px <= left + width) {
+        ctx.moveTo(px, top); ctx.lineTo(px, top + height); ctx.stroke();
+        const right = px + ctx.measureText(text).width + 8 * r < left + width;
+        ctx.textAlign = right ? "left" : "right";
+        ctx.fillText(text, px + (right ? 4 : -4) * r, top + 12 * r);
+      }
+    } else {
+      const py = u.valToPos(y, "y", true);
+      ctx.moveTo(left, py); ctx.lineTo(left + width, py); ctx.stroke();
+      ctx.textAlign = "left";
+      ctx.fillText(text, left + 4 * r, py - 4 * r);
+    }
+    ctx.restore();
+  }
+
+  function make(host, opts, data, label) {
+    host.replaceChildren();
+    const plot = new uPlot(opts, data, host);
+    const wrap = plot.root.querySelector(".u-wrap");
+    if (wrap) { wrap.setAttribute("role", "img"); wrap.setAttribute("aria-label", label); }
+    return { destroy() { plot.destroy(); } };
+  }
+
+  function sizeOf(host, tall) {
+    const width = Math.max(260, host.clientWidth || 600);
+    const height = tall ? Math.round(Math.min(300, Math.max(200, width * 0.45)))
+      : Math.round(Math.min(220, Math.max(160, width * 0.34)));
+    return { width, height, narrow: width < 520 };
+  }
+
+  function charts(prefix) {
+    function palette(el) {
+      const css = getComputedStyle(el);
+      const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+      const lines = [];
+      for (let i = 0; i < LINE_COLOURS; i++) lines.push(v(`--${prefix}-c${i}`, "#2f5fcf"));
+      return {
+        text: v("--pysim-text", "#222"), grid: v("--pysim-grid", "#ccc"),
+        now: v(`--${prefix}-now`, "#2f5fcf"), pin: v(`--${prefix}-pin`, "#7a4cc2"),
+        second: v(`--${prefix}-second`, "#b4501a"), bad: v(`--${prefix}-bad`, "#c0392b"),
+        target: v(`--${prefix}-target`, "#555"), lines, font: css.fontFamily || "sans-serif",
+      };
+    }
+
+    // x: the latency, log scale (a queue makes the tail 100 times the median); y: the
+    // share of requests at or under it, in %. The view gives the 0th to 100th
+    // percentiles; a pinned run's fall on other x values, so the x values are merged and
+    // each line skips the others' points (spanGaps). The target is always in view.
+    function cdf(host, { title, series, target }) {
+      const pal = palette(host);
+      const { width, height, narrow } = sizeOf(host, false);
+      const floor = 0.01;
+      const xs = [...new Set(series.flatMap((s) => s.cdf.map((x) => Math.max(floor, x))))].sort((a, b) => a - b);
+      const index = new Map(xs.map((x, i) => [x, i]));
+      const ys = series.map((s) => {
+        const out = new Array(xs.length).fill(null);
+        s.cdf.forEach((x, q) => { out[index.get(Math.max(floor, x))] = q; }); // the highest q at equal x
+        return out;
+      });
+      const opts = {
+        width, height, title, cursor: still, legend: { live: true },
+        scales: { x: { distr: 3, range: (u, lo, hi) => [Math.min(lo, target ? target / 1.5 : lo), Math.max(hi, target ? target * 1.5 : hi)] },
+          y: { range: [0, 100] } },
+        series: [
+          { label: "Latency", value: (u, x) => (x == null ? "–" : ms(x)) },
+          ...series.map((s) => ({
+            label: s.label, stroke: s.pinned ? pal.pin : pal.now, width: s.pinned ? 2 : 2.5,
+            dash: s.pinned ? [7, 4] : undefined, spanGaps: true, points: { show: false },
+            value: (u, y) => (y == null ? "–" : y + "%"),
+          })),
+        ],
+        axes: [
+          axis(pal, narrow, { label: "latency (log scale)", values: (u, s) => s.map((x) => (x == null ? "" : ms(x))), space: narrow ? 56 : 70 }),
+          axis(pal, narrow, { label: "% of requests", size: narrow ? 40 : 48, splits: () => [0, 25, 50, 75, 100] }),
+        ],
+        hooks: { draw: [(u) => {
+          marker(u, { y: 90, color: pal.target, text: "p90", dash: [2, 3] });
+          if (target) marker(u, { x: target, color: pal.bad, text: `target ${ms(target)}` });
+        }] },
+      };
+      const words = series.map((s) => `${s.label}: p50 ${ms(s.cdf[50])}, p90 ${ms(s.cdf[90])}, p99 ${ms(s.cdf[99])}`).join("; ");
+      return make(host, opts, [xs, ...ys], `${title}, cumulative distribution. ${words}. Target ${ms(target)}.`);
+    }
+
+    return { palette, axis, marker, make, sizeOf, cdf, ms, still };
+  }
+
+  window.PySim.charts = charts;
+})();
