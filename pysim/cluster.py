@@ -58,9 +58,8 @@ import heapq
 import math
 from dataclasses import dataclass, replace
 
-from . import slo, traces
+from . import fields, slo, traces
 from .catalog import GPUS, MODELS
-from . import fields
 from .config import ConfigError, bounded, choice
 from .registry import Simulation
 from .replay import Server, engine_config

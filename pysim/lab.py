@@ -50,9 +50,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import bench_serve, benchsummary, fit, slo, traces
+from . import bench_serve, benchsummary, fields, fit, slo, traces
 from .catalog import GPUS, MODELS
-from . import fields
 from .utils import percentile
 from .config import ConfigError, bounded, choice, data
 from .replay import engine_config, replay
