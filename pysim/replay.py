@@ -12,7 +12,7 @@ the moment it is sent, as vLLM's client measures it). The calibration uses it.
 
 The clock follows `engine.run_timed`'s rules (a step admits what arrived by its start;
 an idle engine jumps to the next arrival), with one shortcut: a run of steps that are
-plain decodes of the same batch (`Engine.plan_decode_run`), the last of which may
+plain decodes of the same batch (pysim.decode_run), the last of which may
 finish requests, is applied at once, and its time is summed in closed form
 (`StepTimeModel.decode_run_seconds`). Most steps of a busy server are such decodes,
 so the shortcut cuts most of a replay's steps (bench/bench_lab.py times it against
@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .decode_run import advance_decodes, plan_decode_run
 from .engine import Engine, EngineConfig
 from .steptime import StepTimeModel
 from .utils import cdiv
@@ -253,7 +254,7 @@ class Server:
             # run until just before the next arrival, or `until`.
             nxt = engine.next_arrival()
             stop = until if nxt is None or nxt > until else nxt
-            k, kv = engine.plan_decode_run() if self.fast and stop > now else (0, 0)
+            k, kv = plan_decode_run(engine) if self.fast and stop > now else (0, 0)
             if k:
                 # A run of plain decodes: the same batch of b requests, each step reading
                 # one more KV entry per request. Stop before the step that would start
@@ -277,7 +278,7 @@ class Server:
                         prev = total
                 batch_ids = [r.id for r in engine.running] if gaps is not None else ()
                 n_wait = len(engine.waiting)
-                finished = engine.advance_decodes(j)
+                finished = advance_decodes(engine, j)
                 end = self.now = now + run_seconds(b, kv, j)
                 self._record(now, end, j, ("run", b, kv, j), len(engine.running), n_wait, b * j, 0)
                 for rid in batch_ids:

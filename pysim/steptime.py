@@ -136,7 +136,7 @@ class StepTimeModel:
                             result.attention_pairs)
 
     # --- a run of plain decode steps ---------------------------------------------
-    # In such a run (pysim.engine.Engine.plan_decode_run) the same `batch` requests each
+    # In such a run (pysim.decode_run.plan_decode_run) the same `batch` requests each
     # decode one token per step; step i (1-based) reads kv_tokens + i x batch KV entries,
     # and each decode's query meets as many keys. Both ceilings grow by a fixed amount a
     # step, so the larger of them changes side at most once, and the run's time has a
