@@ -12,7 +12,7 @@ string and in the comment above it. Two rules keep the numbers comparable:
 Models carry only what the roofline needs: the parameter count (weights read once per
 step, 2 FLOPs per parameter per token) and the attention shape (layers, KV heads, head
 dimension), from which the KV cache size per token is *derived*, never typed in.
-All numbers are integers, so the formulas in `pysim.batch_size` can use exact
+All numbers are integers, so the step-time model (`pysim.steptime`) can use exact
 arithmetic wherever no division is involved.
 """
 
@@ -39,7 +39,7 @@ class GPU:
     source: str
     # What the driver reports as the card's memory (nvidia-smi's total, in MiB): the
     # figure vLLM multiplies by --gpu-memory-utilization. The "80 GB" of a datasheet is
-    # closer to 80 GiB; the serving lab's pool uses this, page 6's rule the datasheet's.
+    # closer to 80 GiB; every KV pool (pysim.steptime.kv_pool_bytes) starts from this.
     reported_mib: int = 0
 
     @property
@@ -171,6 +171,4 @@ GPUS: dict[str, GPU] = {g.id: g for g in _GPU_LIST}
 MODELS: dict[str, Model] = {m.id: m for m in _MODEL_LIST}
 
 assert len(GPUS) == len(_GPU_LIST) and len(MODELS) == len(_MODEL_LIST), "duplicate catalog id"
-# memory x 0.9 is computed as memory x 9 // 10, exact only for multiples of 10 bytes.
-assert all(g.memory_bytes % 10 == 0 for g in _GPU_LIST)
 assert all(g.reported_mib for g in _GPU_LIST)

@@ -36,16 +36,25 @@ squares to real `vllm bench serve` runs (pysim.fit); `DEFAULTS` holds one set pe
 fitted on the records in `data/realbench/` (see each entry's `source`), and
 `bench/bench_time_fidelity.py` measures how far the model is from those runs.
 
+`IDEAL` is the roofline alone: no overheads, 100% of the datasheet on both sides. Page 6
+(pysim.batch_size) uses it for its ceilings; the lab, the cluster and page 5 use the
+fitted `DEFAULTS`.
+
+FP8 weights or KV cache (`weights_fp8`, `kv_fp8`) store a number in 1 byte instead of 2,
+which halves the bytes read and held; the FLOPs still count at the dense 16-bit peak (the
+catalog's `peak_flops`), as page 6 assumes. Every fitted record ran 16-bit.
+
 What it leaves out: tensor-parallel communication (every record fitted runs on one
-GPU), CUDA-graph padding of batch sizes, quantized weights or KV (16-bit only),
-speculative decoding, and any overlap of the CPU's work with the GPU's.
+GPU), CUDA-graph padding of batch sizes, speculative decoding, and any overlap of the
+CPU's work with the GPU's.
 
 The KV pool is sized as vLLM sizes it: the memory the driver reports (the catalog's
 `reported_mib`: an "80 GB" H100 shows 81,559 MiB) times `--gpu-memory-utilization`
-(0.9, vLLM 0.11's default), minus the weights, minus what the runtime holds besides
-(activations of vLLM's profiling run, the CUDA context, CUDA graphs): RUNTIME_BYTES, an
-assumption of 2 GB. Page 6's calculator uses a rounder rule of thumb (the datasheet's
-decimal GB and a 4 GB reserve). The pool is cut into blocks of `block_size` tokens: vLLM's
+(GPU_MEMORY_UTILIZATION, 0.9, vLLM 0.33's default: vllm/config/cache.py; the product is
+`requested_memory` in vllm/v1/worker/gpu_worker.py, `Worker.init_device`), minus the
+weights, minus what the runtime holds besides (activations of vLLM's profiling run, the
+CUDA context, CUDA graphs): RUNTIME_BYTES, an assumption of 2 GB. Every page that sizes a
+pool uses `kv_pool_bytes`. The pool is cut into blocks of `block_size` tokens: vLLM's
 `num_gpu_blocks` (vllm/v1/core/kv_cache_utils.py divides the available KV memory by the
 bytes of one block), which includes block 0, reserved by `BlockPool.__init__` as the
 null block, so `num_gpu_blocks - 1` hold KV.
@@ -57,6 +66,7 @@ from dataclasses import dataclass, replace
 
 from .catalog import GB, GPU, GPUS, Model
 
+GPU_MEMORY_UTILIZATION = 0.9  # vLLM's --gpu-memory-utilization default
 RUNTIME_BYTES = 2 * GB
 
 # Where each coefficient may go in a fit: an efficiency above 1 would beat the datasheet.
@@ -100,6 +110,9 @@ DEFAULTS: dict[str, Coefficients] = {
 }
 assert set(DEFAULTS) == set(GPUS)
 
+# The roofline alone: what no engine beats (page 6's ceilings).
+IDEAL = Coefficients(0.0, 0.0, 1.0, 1.0, "ideal: the roofline alone, no overheads")
+
 
 @dataclass(frozen=True)
 class StepTimeModel:
@@ -114,21 +127,26 @@ class StepTimeModel:
     coefficients: Coefficients
 
     # --- one step ----------------------------------------------------------------
+    def work(self, num_tokens: int, kv_tokens_read: int, attention_pairs: int) -> tuple[int, int]:
+        """(bytes read, FLOPs) of a step, exact integers: every weight once and the KV
+        its attention reads; 2 FLOPs a parameter a token and attention's own."""
+        return (self.weight_bytes + kv_tokens_read * self.kv_bytes_per_token,
+                self.flops_per_token * num_tokens + self.attention_flops_per_pair * attention_pairs)
+
     def roofline(self, num_tokens: int, kv_tokens_read: int, attention_pairs: int):
         """(memory seconds, compute seconds) at 100% of the datasheet: the raw ceilings."""
-        memory = (self.weight_bytes + kv_tokens_read * self.kv_bytes_per_token) / self.bandwidth
-        compute = (self.flops_per_token * num_tokens
-                   + self.attention_flops_per_pair * attention_pairs) / self.peak_flops
-        return memory, compute
+        read, flops = self.work(num_tokens, kv_tokens_read, attention_pairs)
+        return read / self.bandwidth, flops / self.peak_flops
 
     def seconds(self, num_tokens: int, num_requests: int, kv_tokens_read: int,
                 attention_pairs: int) -> float:
         """One step: its tokens, the requests they belong to, the KV entries attention
         reads (every request's context) and the query-key pairs it computes."""
         c = self.coefficients
-        memory, compute = self.roofline(num_tokens, kv_tokens_read, attention_pairs)
+        read, flops = self.work(num_tokens, kv_tokens_read, attention_pairs)
         return (c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6 * num_requests
-                + max(memory / c.memory_efficiency, compute / c.compute_efficiency))
+                + max(read / self.bandwidth / c.memory_efficiency,
+                      flops / self.peak_flops / c.compute_efficiency))
 
     def step_seconds(self, result) -> float:
         """A step of pysim.engine, from its StepResult."""
@@ -222,11 +240,12 @@ def _series(line, first: int, last: int) -> float:
     return n * line[0] + line[1] * (first + last) * n / 2
 
 
-def step_time_model(gpu: GPU, model: Model, coefficients: Coefficients | None = None) -> StepTimeModel:
-    """16-bit weights and KV cache, one GPU (no tensor parallelism); the GPU's fitted
-    coefficients unless others are given."""
-    return StepTimeModel(weight_bytes=model.weight_bytes(False),
-                         kv_bytes_per_token=model.kv_bytes_per_token(False),
+def step_time_model(gpu: GPU, model: Model, coefficients: Coefficients | None = None, *,
+                    weights_fp8: bool = False, kv_fp8: bool = False) -> StepTimeModel:
+    """One GPU (no tensor parallelism), 16-bit weights and KV cache unless FP8 is asked
+    for; the GPU's fitted coefficients unless others are given."""
+    return StepTimeModel(weight_bytes=model.weight_bytes(weights_fp8),
+                         kv_bytes_per_token=model.kv_bytes_per_token(kv_fp8),
                          bandwidth=gpu.bandwidth_bytes_per_s,
                          flops_per_token=2 * model.params,
                          attention_flops_per_pair=model.attention_flops_per_pair,
@@ -259,10 +278,16 @@ def step_parts_ms(model: StepTimeModel, result) -> dict:
             "compute_ms": round(compute / c.compute_efficiency * 1e3, 3)}
 
 
-def kv_pool_bytes(gpu: GPU, model: Model, gpu_memory_utilization: float = 0.9) -> int:
+def usable_bytes(gpu: GPU, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> int:
+    """The memory vLLM may use: the driver's total times --gpu-memory-utilization
+    (in whole bytes, the fraction to 3 decimals, so the product is exact)."""
+    return gpu.reported_bytes * round(gpu_memory_utilization * 1000) // 1000
+
+
+def kv_pool_bytes(gpu: GPU, model: Model, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+                  weights_fp8: bool = False) -> int:
     """Bytes left for the KV cache (negative: the weights do not fit)."""
-    usable = gpu.reported_bytes * round(gpu_memory_utilization * 1000) // 1000
-    return usable - model.weight_bytes(False) - RUNTIME_BYTES
+    return usable_bytes(gpu, gpu_memory_utilization) - model.weight_bytes(weights_fp8) - RUNTIME_BYTES
 
 
 def check_fits(gpu_id: str, model_id: str, field: str = "model") -> None:
@@ -277,7 +302,7 @@ def check_fits(gpu_id: str, model_id: str, field: str = "model") -> None:
 
 
 def num_gpu_blocks(gpu: GPU, model: Model, block_size: int,
-                   gpu_memory_utilization: float = 0.9) -> int:
+                   gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> int:
     """vLLM's `num_gpu_blocks` for this GPU and model: the null block included."""
     pool = kv_pool_bytes(gpu, model, gpu_memory_utilization)
     return max(pool, 0) // (block_size * model.kv_bytes_per_token(False))
