@@ -1,25 +1,27 @@
 """Choosing the batch size: the --max-num-seqs trade-off (page docs/batch-size.md).
 
-Each decode step of a batch of B running requests reads every weight once, plus the
-KV cache of every request, and does 2 FLOPs per parameter per request. So:
+A decode step of B running requests, each holding `context_tokens` tokens of context,
+is a step of the chapter's one step-time model (pysim.steptime): B tokens from B
+requests, B x context KV entries read and as many query-key pairs. Page 6 takes that
+model's ceilings alone (`steptime.IDEAL`: no overheads, 100% of the datasheet):
 
-    bytes_per_step(B) = weight_bytes + B x context_tokens x kv_bytes_per_token
-    t_step(B)         = max(bytes_per_step(B) / bandwidth, 2 x params x B / peak_flops)
-    per-user speed    = 1 / t_step(B)        (tokens/s each user sees)
-    total throughput  = B / t_step(B)        (tokens/s the GPU produces)
+    bytes(B)  = weight_bytes + B x context x kv_bytes_per_token
+    FLOPs(B)  = B x (2 x params + context x attention_flops_per_pair)
+    t_step(B) = max(bytes(B) / bandwidth, FLOPs(B) / peak_flops)
+    per-user speed   = 1 / t_step(B)      (tokens/s each user sees)
+    total throughput = B / t_step(B)      (tokens/s the GPU produces)
 
 A bigger batch shares the weight read among more users (total rises), but every extra
 request adds its KV read (or its FLOPs) to the step, so each user's stream slows down.
-Memory caps the batch too: vLLM may use 90% of the GPU (`--gpu-memory-utilization 0.9`),
-we keep 4 GB for activations and the runtime, the weights take their share, and what is
-left is the KV pool; a request of `context_tokens` tokens needs
+Memory caps the batch too: the KV pool is the one every page sizes
+(`steptime.kv_pool_bytes`: what vLLM may use of the memory the driver reports, minus
+the weights and what the runtime holds), and a request of `context_tokens` tokens needs
 `context_tokens x kv_bytes_per_token` of it. The answer is the largest B that both fits
 and meets the per-user speed target, or none with the reason.
 
-Everything here is an *ideal ceiling* from a roofline model: real engines add kernel
-launch overheads, prefill work, attention FLOPs and scheduling gaps, and reach less.
-Where widgets.md fixes a rule (FLOPS are dense 16-bit even with FP8 weights; 4 GB
-reserve; memory x 0.9), this module follows it exactly.
+Everything here is an *ideal ceiling*: a real engine adds kernel launches, sampling,
+prefill and scheduling gaps, and reaches less (the lab's fitted coefficients, page 7,
+put those costs back). FLOPs count at the dense 16-bit peak even with FP8 weights.
 """
 
 from __future__ import annotations
@@ -31,11 +33,9 @@ from .registry import Simulation
 from .catalog import GB, GPU, GPUS, MODELS, Model
 from . import fields
 from .config import ConfigError, bounded, flag, to_mapping
+from .steptime import (GPU_MEMORY_UTILIZATION, IDEAL, RUNTIME_BYTES, StepTimeModel, kv_pool_bytes,
+                       step_time_model, usable_bytes)
 
-# --gpu-memory-utilization 0.9, as a fraction kept exact: memory x 9 // 10.
-MEMORY_UTILIZATION = (9, 10)
-# Activations, CUDA graphs and the runtime itself (a round 4 GB).
-RESERVE_BYTES = 4 * GB
 # The curve stops here however large the limits are (the speed limit can reach ~90,000
 # at 1 token/s); points are log-spaced, so this is about 35 points at most.
 CURVE_CAP = 65_536
@@ -90,115 +90,106 @@ class BatchSizeConfig:
                 f"{model.max_context_tokens:,}")
 
 
-@dataclass(frozen=True)
-class Roofline:
-    """Step time of a batch of B requests, from the two ceilings: bandwidth and FLOPS.
+def ceilings(gpu: GPU, model: Model, config: BatchSizeConfig) -> StepTimeModel:
+    """The chapter's step-time model for this GPU, model and precision, ceilings only."""
+    return step_time_model(gpu, model, IDEAL, weights_fp8=config.weights_fp8, kv_fp8=config.kv_fp8)
 
-    All inputs are integers, so Python's int / int division is correctly rounded and
-    the integer comparisons (which ceiling binds) are exact.
+
+# -- A decode batch on that model ---------------------------------------------------
+# Each function takes the model `m` (from `ceilings`), the context each request holds
+# and the batch b. The step's bytes and FLOPs are exact integers (StepTimeModel.work),
+# so which ceiling binds is an exact integer comparison. With no overheads and 100%
+# efficiencies the step lasts max(bytes / bw, FLOPs / F), and each speed is one
+# correctly rounded division of integers, 1 / max(x, y) = min(1/x, 1/y): the curves are
+# monotone to the last bit (a compute-bound total is exactly F / FLOPs(1) at every B).
+
+def decode_work(m: StepTimeModel, context: int, b: int) -> tuple[int, int]:
+    """(bytes, FLOPs) of one decode step of b requests: b tokens, each query meeting its
+    request's whole context, which the step reads."""
+    return m.work(b, b * context, b * context)
+
+
+def step_seconds(m: StepTimeModel, context: int, b: int) -> float:
+    return m.seconds(b, b, b * context, b * context)
+
+
+def per_user_tok_s(m: StepTimeModel, context: int, b: int) -> float:
+    read, flops = decode_work(m, context, b)
+    return min(m.bandwidth / read, m.peak_flops / flops)
+
+
+def total_tok_s(m: StepTimeModel, context: int, b: int) -> float:
+    read, _ = decode_work(m, context, b)
+    return min(b * m.bandwidth / read, m.peak_flops / decode_work(m, context, 1)[1])
+
+
+def compute_bound(m: StepTimeModel, context: int, b: int) -> bool:
+    """True when the FLOPs take longer than the reads (exact integer comparison)."""
+    read, flops = decode_work(m, context, b)
+    return flops * m.bandwidth > read * m.peak_flops
+
+
+def crossover(m: StepTimeModel, context: int) -> int | None:
+    """Smallest B at which compute binds, or None if reads always take longer.
+
+    With W the weights, R one request's KV read and X one request's FLOPs, compute >
+    memory  <=>  B x (X x bw - R x F) > W x F: it happens only when one more request
+    adds more compute time than read time.
     """
-
-    weight_bytes: int
-    request_kv_bytes: int  # context_tokens x kv_bytes_per_token: one request's KV read
-    bandwidth: int  # bytes/s
-    flops_per_token: int  # 2 x params
-    peak_flops: int
-
-    def bytes_per_step(self, b: int) -> int:
-        return self.weight_bytes + b * self.request_kv_bytes
-
-    def memory_seconds(self, b: int) -> float:
-        return self.bytes_per_step(b) / self.bandwidth
-
-    def compute_seconds(self, b: int) -> float:
-        return self.flops_per_token * b / self.peak_flops
-
-    def step_seconds(self, b: int) -> float:
-        return max(self.memory_seconds(b), self.compute_seconds(b))
-
-    # 1 / max(x, y) = min(1/x, 1/y): written this way, each speed is one correctly
-    # rounded division of exact integers, so the curve is monotone to the last bit
-    # (a compute-bound total is exactly peak_flops / (2 x params) at every B).
-    def per_user_tok_s(self, b: int) -> float:
-        return min(self.bandwidth / self.bytes_per_step(b),
-                   self.peak_flops / (self.flops_per_token * b))
-
-    def total_tok_s(self, b: int) -> float:
-        return min(b * self.bandwidth / self.bytes_per_step(b),
-                   self.peak_flops / self.flops_per_token)
-
-    def compute_bound(self, b: int) -> bool:
-        """True when the FLOPs take longer than the reads (exact integer comparison)."""
-        return self.flops_per_token * b * self.bandwidth > self.bytes_per_step(b) * self.peak_flops
-
-    def crossover(self) -> int | None:
-        """Smallest B at which compute binds, or None if reads always take longer.
-
-        compute > memory  <=>  B x (2P x bw - kv x F) > W x F, so it happens only when
-        one more request adds more compute time than read time.
-        """
-        slope = self.flops_per_token * self.bandwidth - self.request_kv_bytes * self.peak_flops
-        if slope <= 0:
-            return None
-        b = self.weight_bytes * self.peak_flops // slope + 1
-        assert self.compute_bound(b) and (b == 1 or not self.compute_bound(b - 1))
-        return b
-
-    def meets(self, b: int, target: float) -> bool:
-        return self.per_user_tok_s(b) >= target
-
-    def speed_limit(self, target: float) -> int:
-        """Largest B whose per-user speed still meets `target` (0 if even B = 1 misses).
-
-        Solved analytically from each ceiling, then nudged by the exact test so the
-        rounding of the division can never disagree with `meets`.
-        """
-        if not self.meets(1, target):
-            return 0
-        by_reads = (self.bandwidth / target - self.weight_bytes) / self.request_kv_bytes
-        by_flops = self.peak_flops / (self.flops_per_token * target)
-        b = max(1, math.floor(min(by_reads, by_flops)))
-        while b > 1 and not self.meets(b, target):
-            b -= 1
-        while self.meets(b + 1, target):
-            b += 1
-        return b
+    w = decode_work(m, context, 0)[0]
+    read_1, x = decode_work(m, context, 1)
+    slope = x * m.bandwidth - (read_1 - w) * m.peak_flops
+    if slope <= 0:
+        return None
+    b = w * m.peak_flops // slope + 1
+    assert compute_bound(m, context, b) and (b == 1 or not compute_bound(m, context, b - 1))
+    return b
 
 
-def roofline(gpu: GPU, model: Model, config: BatchSizeConfig) -> Roofline:
-    """The step-time model for this GPU, model, context and precision."""
-    kv = model.kv_bytes_per_token(config.kv_fp8)
-    return Roofline(weight_bytes=model.weight_bytes(config.weights_fp8),
-                    request_kv_bytes=config.context_tokens * kv,
-                    bandwidth=gpu.bandwidth_bytes_per_s,
-                    flops_per_token=2 * model.params,
-                    peak_flops=gpu.peak_flops)
+def meets(m: StepTimeModel, context: int, b: int, target: float) -> bool:
+    return per_user_tok_s(m, context, b) >= target
 
 
-def usable_bytes(gpu: GPU) -> int:
-    num, den = MEMORY_UTILIZATION
-    return gpu.memory_bytes * num // den
+def speed_limit(m: StepTimeModel, context: int, target: float) -> int:
+    """Largest B whose per-user speed still meets `target` (0 if even B = 1 misses).
+
+    Solved from each ceiling, then nudged by the exact test so the rounding of the
+    division can never disagree with `meets`.
+    """
+    if not meets(m, context, 1, target):
+        return 0
+    w = decode_work(m, context, 0)[0]
+    read_1, x = decode_work(m, context, 1)
+    by_reads = (m.bandwidth / target - w) / (read_1 - w)
+    by_flops = m.peak_flops / (x * target)
+    b = max(1, math.floor(min(by_reads, by_flops)))
+    while b > 1 and not meets(m, context, b, target):
+        b -= 1
+    while meets(m, context, b + 1, target):
+        b += 1
+    return b
 
 
 def run(config: BatchSizeConfig, actions: list) -> dict:
     assert not actions
     gpu, model = GPUS[config.gpu], MODELS[config.model]
-    roof = roofline(gpu, model, config)
-    kv_per_token = model.kv_bytes_per_token(config.kv_fp8)
-    target = config.target_tok_s
+    m = ceilings(gpu, model, config)
+    ctx, target = config.context_tokens, config.target_tok_s
+    assert m.coefficients == IDEAL  # the speeds below are the ceilings' (see above)
+    request_kv_bytes = ctx * m.kv_bytes_per_token
 
     # Memory: what is left for the KV cache, and how many requests of this context fit.
-    pool = usable_bytes(gpu) - roof.weight_bytes - RESERVE_BYTES
+    pool = kv_pool_bytes(gpu, model, weights_fp8=config.weights_fp8)
     kv_pool = max(pool, 0)
-    max_batch_memory = kv_pool // roof.request_kv_bytes
+    max_batch_memory = kv_pool // request_kv_bytes
 
     # Speed: how many requests can share a step before each user drops below the target.
-    max_batch_speed = roof.speed_limit(target)
+    max_batch_speed = speed_limit(m, ctx, target)
 
     reason = _reason(pool, max_batch_memory, max_batch_speed)
     recommended = None if reason else min(max_batch_memory, max_batch_speed)
     if recommended is not None:
-        assert recommended >= 1 and roof.meets(recommended, target)
+        assert recommended >= 1 and meets(m, ctx, recommended, target)
 
     view = {
         "config": to_mapping(config),
@@ -207,13 +198,13 @@ def run(config: BatchSizeConfig, actions: list) -> dict:
         "model": model.record(),
         "precision": {"weights": _precision(config.weights_fp8),
                       "kv_cache": _precision(config.kv_fp8)},
-        "kv_bytes_per_token": kv_per_token,
-        "request_kv_bytes": roof.request_kv_bytes,
-        "weight_bytes": roof.weight_bytes,
+        "kv_bytes_per_token": m.kv_bytes_per_token,
+        "request_kv_bytes": request_kv_bytes,
+        "weight_bytes": m.weight_bytes,
         "usable_bytes": usable_bytes(gpu),
-        "reserve_bytes": RESERVE_BYTES,
+        "reserve_bytes": RUNTIME_BYTES,
         "kv_pool_bytes": kv_pool,
-        "kv_pool_tokens": kv_pool // kv_per_token,
+        "kv_pool_tokens": kv_pool // m.kv_bytes_per_token,
         "max_batch_memory": max_batch_memory,
         "max_batch_speed": max_batch_speed,
         "recommended_max_num_seqs": recommended,
@@ -221,11 +212,11 @@ def run(config: BatchSizeConfig, actions: list) -> dict:
             "memory" if max_batch_memory <= max_batch_speed else "speed"),
         "reason": reason,
         "reason_text": None,
-        "per_user_tok_s": None if recommended is None else roof.per_user_tok_s(recommended),
-        "total_tok_s": None if recommended is None else roof.total_tok_s(recommended),
-        "t_step_ms": None if recommended is None else 1000 * roof.step_seconds(recommended),
-        "single_user_tok_s": roof.per_user_tok_s(1),
-        "crossover_batch": roof.crossover(),
+        "per_user_tok_s": None if recommended is None else per_user_tok_s(m, ctx, recommended),
+        "total_tok_s": None if recommended is None else total_tok_s(m, ctx, recommended),
+        "t_step_ms": None if recommended is None else 1000 * step_seconds(m, ctx, recommended),
+        "single_user_tok_s": per_user_tok_s(m, ctx, 1),
+        "crossover_batch": crossover(m, ctx),
         "answer": "",
         "curve": [],
         "curve_max_batch": 0,
@@ -233,15 +224,15 @@ def run(config: BatchSizeConfig, actions: list) -> dict:
         "active_preset": _active_preset(config),
         "catalog": {
             "gpus": [{"id": g.id, "label": g.label} for g in GPUS.values()],
-            "models": [{"id": m.id, "label": m.name, "max_context_tokens": m.max_context_tokens}
-                       for m in MODELS.values()],
+            "models": [{"id": mm.id, "label": mm.name, "max_context_tokens": mm.max_context_tokens}
+                       for mm in MODELS.values()],
         },
     }
     view["reason_text"] = _reason_text(view, gpu, model)
     view["answer"] = _answer(view, gpu, model)
     top = _curve_top(max_batch_memory, max_batch_speed)
     marks = (max_batch_memory, max_batch_speed, recommended, view["crossover_batch"])
-    view["curve"] = [_point(roof, b, max_batch_memory, target) for b in _curve_batches(top, marks)]
+    view["curve"] = [_point(m, ctx, b, max_batch_memory, target) for b in _curve_batches(top, marks)]
     view["curve_max_batch"] = top
     return view
 
@@ -271,14 +262,14 @@ def _active_preset(config: BatchSizeConfig) -> str | None:
 
 # -- Curve --------------------------------------------------------------------------
 
-def _point(roof: Roofline, b: int, max_batch_memory: int, target: float) -> dict:
+def _point(m: StepTimeModel, ctx: int, b: int, max_batch_memory: int, target: float) -> dict:
     return {"batch": b,
-            "t_step_ms": 1000 * roof.step_seconds(b),
-            "per_user_tok_s": roof.per_user_tok_s(b),
-            "total_tok_s": roof.total_tok_s(b),
-            "bound": "compute" if roof.compute_bound(b) else "memory",
+            "t_step_ms": 1000 * step_seconds(m, ctx, b),
+            "per_user_tok_s": per_user_tok_s(m, ctx, b),
+            "total_tok_s": total_tok_s(m, ctx, b),
+            "bound": "compute" if compute_bound(m, ctx, b) else "memory",
             "fits": b <= max_batch_memory,
-            "meets_target": roof.meets(b, target)}
+            "meets_target": meets(m, ctx, b, target)}
 
 
 def _curve_top(max_batch_memory: int, max_batch_speed: int) -> int:
@@ -313,7 +304,7 @@ def _an(name: str) -> str:
 
 
 def _gb(n: int) -> str:
-    """Decimal gigabytes, up to two decimals: 16.06 GB, 141.2 GB, 4 GB."""
+    """Decimal gigabytes, up to two decimals: 16.06 GB, 141.2 GB, 2 GB."""
     return f"{n / GB:,.2f}".rstrip("0").rstrip(".") + " GB"
 
 
@@ -340,11 +331,11 @@ def _reason_text(view: dict, gpu: GPU, model: Model) -> str | None:
     reason, cfg = view["reason"], view["config"]
     if reason == "weights_do_not_fit":
         return (f"the weights alone take {_gb(view['weight_bytes'])}; with the "
-                f"{_gb(RESERVE_BYTES)} reserve that is more than the "
-                f"{_gb(view['usable_bytes'])} the server may use (90% of "
-                f"{gpu.memory_bytes // GB} GB)")
+                f"{_gb(RUNTIME_BYTES)} the runtime keeps that is more than the "
+                f"{_gb(view['usable_bytes'])} the server may use ({GPU_MEMORY_UTILIZATION:.0%} of "
+                f"the {gpu.reported_mib:,} MiB the driver reports)")
     if reason == "no_room_for_kv":
-        return (f"after the weights and the {_gb(RESERVE_BYTES)} reserve the KV pool holds "
+        return (f"after the weights and the runtime's {_gb(RUNTIME_BYTES)} the KV pool holds "
                 f"{view['kv_pool_tokens']:,} tokens, fewer than one request's "
                 f"{cfg['context_tokens']:,}")
     if reason == "too_slow":
@@ -371,7 +362,7 @@ def text(view: dict) -> str:
         f"  KV cache {view['kv_bytes_per_token']:,} B/token ({view['precision']['kv_cache']}); "
         f"weights {_gb(view['weight_bytes'])} ({view['precision']['weights']})",
         f"  KV pool {_gb(view['kv_pool_bytes'])} = {view['kv_pool_tokens']:,} tokens "
-        f"(usable {_gb(view['usable_bytes'])} - weights - {_gb(view['reserve_bytes'])} reserve)",
+        f"(usable {_gb(view['usable_bytes'])} - weights - {_gb(view['reserve_bytes'])} for the runtime)",
         f"  memory allows {view['max_batch_memory']:,} requests of {cfg['context_tokens']:,} "
         f"tokens; {cfg['target_tok_s']:g} tokens/s per user allows {view['max_batch_speed']:,}",
     ]
@@ -408,7 +399,11 @@ def figures() -> dict:
         "layers": base["model"]["layers"], "kv_heads": base["model"]["kv_heads"],
         "head_dim": base["model"]["head_dim"],
         "weights_gb": base["weight_bytes"] / 1e9,
+        "reported_mib": GPUS[base["gpu"]["id"]].reported_mib,
+        "reported_gb": GPUS[base["gpu"]["id"]].reported_bytes / 1e9,
+        "utilization_pct": GPU_MEMORY_UTILIZATION * 100,
         "usable_gb": base["usable_bytes"] / 1e9,
+        "runtime_gb": base["reserve_bytes"] / 1e9,
         "pool_gb": base["kv_pool_bytes"] / 1e9,
         "pool_tokens": base["kv_pool_tokens"],
         "max_batch_memory": base["max_batch_memory"],

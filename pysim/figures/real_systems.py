@@ -5,20 +5,21 @@ from __future__ import annotations
 
 
 def vllm_pool(gpu="H100", model="llama-3.1-8b", block_size=16, context_tokens=4096) -> dict:
-    """How --gpu-memory-utilization becomes the toy's number of blocks, with page 6's
-    rough model: memory x 0.9 - weights - 4 GB for activations and the runtime."""
-    from ..batch_size import RESERVE_BYTES, usable_bytes
+    """How --gpu-memory-utilization becomes the toy's number of blocks: the chapter's one
+    KV pool (pysim.steptime.kv_pool_bytes and num_gpu_blocks, as the lab sizes it)."""
     from ..catalog import GPUS, MODELS
+    from ..steptime import (GPU_MEMORY_UTILIZATION, RUNTIME_BYTES, kv_pool_bytes, num_gpu_blocks,
+                            usable_bytes)
 
     g, m = GPUS[gpu], MODELS[model]
     kv_per_token = m.kv_bytes_per_token(kv_fp8=False)
-    pool_bytes = usable_bytes(g) - m.weight_bytes(weights_fp8=False) - RESERVE_BYTES
-    blocks = pool_bytes // (block_size * kv_per_token)
-    tokens = blocks * block_size
+    blocks = num_gpu_blocks(g, m, block_size)
+    tokens = (blocks - 1) * block_size  # block 0 is vLLM's null block
     return {
-        "memory_gb": g.memory_bytes / 1e9, "usable_gb": usable_bytes(g) / 1e9,
+        "reported_mib": g.reported_mib, "utilization": GPU_MEMORY_UTILIZATION,
+        "usable_gb": usable_bytes(g) / 1e9,
         "weights_gb": m.weight_bytes(weights_fp8=False) / 1e9,
-        "reserve_gb": RESERVE_BYTES / 1e9, "pool_gb": pool_bytes / 1e9,
+        "reserve_gb": RUNTIME_BYTES / 1e9, "pool_gb": kv_pool_bytes(g, m) / 1e9,
         "kv_kib_per_token": kv_per_token / 1024,
         "block_mib": block_size * kv_per_token / 2**20,
         "blocks": blocks, "tokens": tokens,

@@ -20,41 +20,49 @@ def context_for_beta(beta_ms: float, gpu="H100", model="llama-3.1-8b") -> float:
 
 def decode_step(gpu="H100", model="llama-3.1-8b", context_tokens=2_048, wide=32,
                 short_context=128) -> dict:
-    """Why a decode step is nearly free to widen, from the batch-size page's roofline.
+    """Why a decode step is nearly free to widen, from the batch-size page's ceilings
+    (the chapter's step-time model with no overheads, pysim.batch_size).
 
     One step over B requests reads the weights once plus each request's KV cache, and does
-    2 FLOPs per parameter per request. Arithmetic intensity = FLOPs / bytes read; the GPU
-    stays memory-bound until it reaches peak_flops / bandwidth (the ridge point).
+    2 FLOPs per parameter per request plus attention's. Arithmetic intensity = FLOPs /
+    bytes read; the GPU stays memory-bound until it reaches peak_flops / bandwidth (the
+    ridge point).
     """
-    from ..batch_size import BatchSizeConfig, roofline
+    from ..batch_size import crossover, decode_work, step_seconds
     from ..catalog import GB, GPUS, MODELS
+    from ..steptime import IDEAL, step_time_model
 
     g, m = GPUS[gpu], MODELS[model]
-    roof = roofline(g, m, BatchSizeConfig(gpu=gpu, model=model, context_tokens=context_tokens))
+    stm = step_time_model(g, m, IDEAL)
+    ctx = context_tokens
+    weights = decode_work(stm, ctx, 0)[0]
+    one_read, one_flops = decode_work(stm, ctx, 1)
+    request_kv = one_read - weights  # one request's KV read
 
     def intensity(b: int) -> float:
-        return roof.flops_per_token * b / roof.bytes_per_step(b)
+        read, flops = decode_work(stm, ctx, b)
+        return flops / read
 
     return {
-        "gpu": g.name, "model": m.name, "context_tokens": context_tokens, "wide": wide,
-        "weights_gb": roof.weight_bytes / GB,
-        "kv_mb_per_request": roof.request_kv_bytes / 1e6,
+        "gpu": g.name, "model": m.name, "context_tokens": ctx, "wide": wide,
+        "weights_gb": weights / GB,
+        "kv_mb_per_request": request_kv / 1e6,
         "ridge": g.peak_flops / g.bandwidth_bytes_per_s,
         "intensity_b1": intensity(1),
         "intensity_wide": intensity(wide),
-        # As B grows, FLOPs and KV bytes grow together: intensity tends to 2P / kv bytes.
-        "intensity_limit": roof.flops_per_token / roof.request_kv_bytes,
-        "crossover": roof.crossover() or 0,  # 0: compute never binds at this context
+        # As B grows, FLOPs and KV bytes grow together: intensity tends to one request's
+        # FLOPs over its KV bytes.
+        "intensity_limit": one_flops / request_kv,
+        "crossover": crossover(stm, ctx) or 0,  # 0: compute never binds at this context
         # With a short context the KV term is small and compute does bind, at this B.
         "short_context": short_context,
-        "short_crossover": roofline(g, m, BatchSizeConfig(gpu=gpu, model=model,
-                                                          context_tokens=short_context)).crossover(),
-        "step_ms_b1": roof.step_seconds(1) * 1000,
-        "step_ms_wide": roof.step_seconds(wide) * 1000,
-        "slowdown_wide": roof.step_seconds(wide) / roof.step_seconds(1),
+        "short_crossover": crossover(stm, short_context),
+        "step_ms_b1": step_seconds(stm, ctx, 1) * 1000,
+        "step_ms_wide": step_seconds(stm, ctx, wide) * 1000,
+        "slowdown_wide": step_seconds(stm, ctx, wide) / step_seconds(stm, ctx, 1),
         # The same roofline as the linear model of page 2: t(B) = t0 + beta * B.
-        "t0_ms": roof.weight_bytes / roof.bandwidth * 1000,
-        "beta_ms": roof.request_kv_bytes / roof.bandwidth * 1000,
+        "t0_ms": weights / stm.bandwidth * 1000,
+        "beta_ms": request_kv / stm.bandwidth * 1000,
         # The contexts that page 2's illustrative beta and page 5's stand for.
         "beta_context_page2": context_for_beta(littles_law()["beta_ms"], gpu, model),
     }

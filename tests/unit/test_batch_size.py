@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from pysim import batch_size
 from pysim.__main__ import main
-from pysim.batch_size import PRESETS, BatchSizeConfig, roofline, run, text
+from pysim.batch_size import (PRESETS, BatchSizeConfig, ceilings, compute_bound, per_user_tok_s,
+                               run, step_seconds, text, total_tok_s)
 from pysim.bridge import call
 from pysim.catalog import GPUS, MODELS
 from pysim.config import ConfigError, from_mapping
@@ -78,106 +79,113 @@ def test_catalog_matches_the_spec_and_datasheets():
 def test_memory_bound_default_h100_llama_8b():
     # H100 SXM, Llama 3.1 8B, 16-bit, 2,048 tokens, 30 tok/s.
     # weights     = 8.03e9 params x 2 B                  = 16,060,000,000 B
-    # usable      = 80e9 x 0.9                           = 72,000,000,000 B
-    # KV pool     = 72e9 - 16.06e9 - 4e9                 = 51,940,000,000 B
-    # pool tokens = 51.94e9 / 131,072 = 396,270.75      -> 396,270
+    # usable      = 81,559 MiB x 0.9 = 85,520,809,984 x 9 // 10 = 76,968,728,985 B
+    # KV pool     = 76,968,728,985 - 16.06e9 - 2e9       = 58,908,728,985 B
+    # pool tokens = 58,908,728,985 / 131,072 = 449,437.9 -> 449,437
     # one request = 2,048 x 131,072                      = 268,435,456 B
-    # memory fits = 51.94e9 / 268,435,456 = 193.49       -> 193
+    # memory fits = 58,908,728,985 / 268,435,456 = 219.45 -> 219
     # speed: reads bound the step (see the crossover below), so
     #   (W + B x req) / bw <= 1/30  <=>  B <= (3.35e12/30 - 16.06e9) / 268,435,456
     #   = (111,666,666,666.7 - 16,060,000,000) / 268,435,456 = 356.16  -> 356
     # compute never binds: one request adds 268,435,456 / 3.35e12 = 80.1 us of reads but
-    #   only 2 x 8.03e9 / 989e12 = 16.2 us of FLOPs.
-    # recommendation = min(193, 356) = 193, set by memory.
-    # at 193: bytes = 16.06e9 + 193 x 268,435,456 = 67,868,043,008
-    #   t_step = 67,868,043,008 / 3.35e12 = 20.2591 ms; per user 1/t = 49.36 tok/s;
-    #   total = 193 / t = 9,526.6 tok/s.
+    #   only (2 x 8.03e9 + 2,048 x 524,288) / 989e12 = 17.3 us of FLOPs (524,288 = 4 x 32
+    #   layers x 32 heads x 128: attention's FLOPs for one query meeting one cached token).
+    # recommendation = min(219, 356) = 219, set by memory.
+    # at 219: bytes = 16.06e9 + 219 x 268,435,456 = 74,847,364,864
+    #   t_step = 74,847,364,864 / 3.35e12 = 22.3425 ms; per user 1/t = 44.7578 tok/s;
+    #   total = 219 / t = 9,801.95 tok/s.
     v = view()
     assert v["weight_bytes"] == 16_060_000_000
-    assert v["usable_bytes"] == 72_000_000_000
-    assert v["kv_pool_bytes"] == 51_940_000_000
-    assert v["kv_pool_tokens"] == 396_270
+    assert v["usable_bytes"] == 76_968_728_985
+    assert v["reserve_bytes"] == 2_000_000_000
+    assert v["kv_pool_bytes"] == 58_908_728_985
+    assert v["kv_pool_tokens"] == 449_437
     assert v["request_kv_bytes"] == 268_435_456
-    assert v["max_batch_memory"] == 193
+    assert v["max_batch_memory"] == 219
     assert v["max_batch_speed"] == 356
-    assert v["recommended_max_num_seqs"] == 193
+    assert v["recommended_max_num_seqs"] == 219
     assert v["limited_by"] == "memory"
     assert v["reason"] is None and v["reason_text"] is None
     assert v["crossover_batch"] is None
-    assert v["t_step_ms"] == pytest.approx(67_868_043_008 / 3.35e12 * 1000, rel=1e-15)
-    assert v["t_step_ms"] == pytest.approx(20.2591, abs=1e-4)
-    assert v["per_user_tok_s"] == pytest.approx(49.3605, abs=1e-4)
-    assert v["total_tok_s"] == pytest.approx(9526.57, abs=1e-2)
+    assert v["t_step_ms"] == pytest.approx(74_847_364_864 / 3.35e12 * 1000, rel=1e-15)
+    assert v["t_step_ms"] == pytest.approx(22.3425, abs=1e-4)
+    assert v["per_user_tok_s"] == pytest.approx(44.7578, abs=1e-4)
+    assert v["total_tok_s"] == pytest.approx(9801.95, abs=1e-2)
     assert all(p["bound"] == "memory" for p in v["curve"])
     assert v["answer"].startswith("On an H100 SXM with Llama 3.1 8B")
-    assert "set --max-num-seqs to 193: memory allows 193, the speed target allows 356" in v["answer"]
+    assert "set --max-num-seqs to 219: memory allows 219, the speed target allows 356" in v["answer"]
     assert "ideal" in v["answer"].lower() and "ideal" in v["note"].lower()
 
 
 def test_compute_bound_short_context():
     # H100 SXM, Llama 3.1 8B, 16-bit, 128 tokens, 30 tok/s.
-    # one request = 128 x 131,072 = 16,777,216 B; memory fits 51.94e9 / 16,777,216 = 3,095.8 -> 3,095
-    # compute time > read time  <=>  B x (2P x bw - req x F) > W x F
-    #   2P x bw  = 1.606e10 x 3.35e12        = 5.38010e22
+    # one request = 128 x 131,072 = 16,777,216 B; memory fits 58,908,728,985 / 16,777,216
+    #   = 3,511.2 -> 3,511
+    # one request's FLOPs X = 2P + 128 x 524,288 = 16,060,000,000 + 67,108,864 = 16,127,108,864
+    # compute time > read time  <=>  B x (X x bw - req x F) > W x F
+    #   X x bw   = 16,127,108,864 x 3.35e12  = 5.40258e22
     #   req x F  = 16,777,216 x 989e12       = 1.65927e22
-    #   slope    = 3.72083e22;  W x F = 16.06e9 x 989e12 = 1.588334e25
-    #   B > 1.588334e25 / 3.72083e22 = 426.87  -> compute binds from B = 427
-    # speed: compute bound 2P x B / F <= 1/30 <=> B <= 989e12 / (1.606e10 x 30) = 2,052.7 -> 2,052
+    #   slope    = 3.74331e22;  W x F = 16.06e9 x 989e12 = 1.588334e25
+    #   B > 1.588334e25 / 3.74331e22 = 424.31  -> compute binds from B = 425
+    # speed: compute bound X x B / F <= 1/30 <=> B <= 989e12 / (16,127,108,864 x 30) = 2,044.2 -> 2,044
     #   (the read bound (3.35e12/30 - 16.06e9) / 16,777,216 = 5,698.6 is looser)
-    # recommendation = min(3,095, 2,052) = 2,052, set by speed, a compute-bound point:
-    #   per user = 989e12 / (1.606e10 x 2,052) = 30.0105 tok/s; total = 989e12 / 1.606e10 = 61,581.57
+    # recommendation = min(3,511, 2,044) = 2,044, set by speed, a compute-bound point:
+    #   per user = 989e12 / (16,127,108,864 x 2,044) = 30.0026 tok/s;
+    #   total = 989e12 / 16,127,108,864 = 61,325.31
+    x = 16_060_000_000 + 128 * 4 * 32 * 32 * 128
     v = view(context_tokens=128)
-    assert v["max_batch_memory"] == 3_095
-    assert v["crossover_batch"] == 427
-    assert v["max_batch_speed"] == 2_052
-    assert v["recommended_max_num_seqs"] == 2_052
+    assert v["max_batch_memory"] == 3_511
+    assert v["crossover_batch"] == 425
+    assert v["max_batch_speed"] == 2_044
+    assert v["recommended_max_num_seqs"] == 2_044
     assert v["limited_by"] == "speed"
-    assert v["per_user_tok_s"] == pytest.approx(30.0105, abs=1e-4)
-    assert v["total_tok_s"] == 989e12 / 1.606e10
+    assert v["per_user_tok_s"] == pytest.approx(30.0026, abs=1e-4)
+    assert v["total_tok_s"] == 989e12 / x
     points = {p["batch"]: p for p in v["curve"]}
-    assert points[427]["bound"] == "compute"  # the crossover is marked on the curve
-    config = BatchSizeConfig(context_tokens=128)
-    roof = roofline(GPUS["H100"], MODELS["llama-3.1-8b"], config)
-    assert not roof.compute_bound(426) and roof.compute_bound(427)
-    assert points[2_052]["bound"] == "compute" and points[2_052]["meets_target"]
+    assert points[425]["bound"] == "compute"  # the crossover is marked on the curve
+    m = ceilings(GPUS["H100"], MODELS["llama-3.1-8b"], BatchSizeConfig(context_tokens=128))
+    assert not compute_bound(m, 128, 424) and compute_bound(m, 128, 425)
+    assert points[2_044]["bound"] == "compute" and points[2_044]["meets_target"]
     # Past the crossover total throughput is flat at the compute ceiling.
-    assert points[1_024]["total_tok_s"] == points[2_048]["total_tok_s"] == 989e12 / 1.606e10
-    # B = 1024: FLOPs 1.606e10 x 1024 / 989e12 = 16.628 ms > reads (16.06e9 + 1024 x 16,777,216)
-    #   / 3.35e12 = 9.922 ms.
-    assert points[1_024]["t_step_ms"] == pytest.approx(16.628, abs=1e-3)
+    assert points[1_024]["total_tok_s"] == points[2_048]["total_tok_s"] == 989e12 / x
+    # B = 1024: FLOPs 16,127,108,864 x 1024 / 989e12 = 16.698 ms > reads (16.06e9 + 1024 x
+    #   16,777,216) / 3.35e12 = 9.922 ms.
+    assert points[1_024]["t_step_ms"] == pytest.approx(16.698, abs=1e-3)
 
 
-def test_fp8_kv_doubles_the_pool_tokens_exactly():
+def test_fp8_kv_doubles_the_pool_tokens():
     # L40S, Llama 3.1 8B, 2,048 tokens, 30 tok/s.
-    # KV pool = 48e9 x 0.9 - 16.06e9 - 4e9 = 43.2e9 - 20.06e9 = 23,140,000,000 B (unchanged by FP8 KV)
-    # 16-bit: 23.14e9 / 131,072 = 176,544.19 -> 176,544 tokens; / 268,435,456 = 86.2 -> 86 requests
-    # FP8:    23.14e9 /  65,536 = 353,088.38 -> 353,088 tokens (= 2 x 176,544);
-    #         / 134,217,728 = 172.4 -> 172 requests (= 2 x 86)
+    # KV pool = 46,068 MiB x 0.9 - 16.06e9 - 2e9 = 48,305,799,168 x 9 // 10 - 18.06e9
+    #         = 43,475,219,251 - 18,060,000,000 = 25,415,219,251 B (unchanged by FP8 KV)
+    # 16-bit: / 131,072 = 193,902.7 -> 193,902 tokens; / 268,435,456 = 94.7 -> 94 requests
+    # FP8:    /  65,536 = 387,805.5 -> 387,805 tokens (2 x 193,902 + 1: floor(2x) gains
+    #         one when x's fraction is over a half); / 134,217,728 = 189.4 -> 189 requests
+    #         (2 x 94 + 1, likewise)
     # speed (reads bind): (864e9/30 - 16.06e9) / req = 12.74e9 / 268,435,456 = 47.46 -> 47
     #                                                  12.74e9 / 134,217,728 = 94.92 -> 94
     # so the recommendation goes 47 -> 94, both set by the speed target.
     plain, fp8 = view(gpu="L40S"), view(gpu="L40S", kv_fp8=True)
-    assert plain["kv_pool_bytes"] == fp8["kv_pool_bytes"] == 23_140_000_000
-    assert (plain["kv_pool_tokens"], fp8["kv_pool_tokens"]) == (176_544, 353_088)
-    assert fp8["kv_pool_tokens"] == 2 * plain["kv_pool_tokens"]
-    assert (plain["max_batch_memory"], fp8["max_batch_memory"]) == (86, 172)
+    assert plain["kv_pool_bytes"] == fp8["kv_pool_bytes"] == 25_415_219_251
+    assert (plain["kv_pool_tokens"], fp8["kv_pool_tokens"]) == (193_902, 387_805)
+    assert (plain["max_batch_memory"], fp8["max_batch_memory"]) == (94, 189)
     assert (plain["max_batch_speed"], fp8["max_batch_speed"]) == (47, 94)
     assert (plain["recommended_max_num_seqs"], fp8["recommended_max_num_seqs"]) == (47, 94)
     assert fp8["precision"] == {"weights": "16-bit", "kv_cache": "FP8"}
 
 
 def test_fp8_weights_grow_the_pool_by_the_saved_bytes():
-    # H100, Llama 3.1 8B with FP8 weights: weights 8.03e9 B, pool 72e9 - 8.03e9 - 4e9
-    # = 59,970,000,000 B, i.e. 8.03e9 B more than in 16-bit; 59.97e9 / 268,435,456 = 223.4 -> 223.
+    # H100, Llama 3.1 8B with FP8 weights: weights 8.03e9 B, pool 76,968,728,985 - 8.03e9
+    # - 2e9 = 66,938,728,985 B, i.e. 8.03e9 B more than in 16-bit;
+    # / 268,435,456 = 249.4 -> 249.
     v = view(weights_fp8=True)
     assert v["weight_bytes"] == 8_030_000_000
-    assert v["kv_pool_bytes"] == 59_970_000_000
-    assert v["max_batch_memory"] == 223
+    assert v["kv_pool_bytes"] == 66_938_728_985 == view()["kv_pool_bytes"] + 8_030_000_000
+    assert v["max_batch_memory"] == 249
 
 
 def test_model_that_does_not_fit():
     # L40S + Llama 3.1 70B in 16-bit: weights 70.6e9 x 2 = 141.2e9 B, while the server
-    # may use 48e9 x 0.9 = 43.2e9 B of which 4e9 is the reserve: pool = -102e9 < 0.
+    # may use 43,475,219,251 B (above) of which 2e9 is the runtime's: pool < 0.
     # FP8 weights (70.6e9 B) still do not fit.
     for fp8 in (False, True):
         v = view(gpu="L40S", model="llama-3.1-70b", weights_fp8=fp8)
@@ -187,29 +195,33 @@ def test_model_that_does_not_fit():
         assert v["per_user_tok_s"] is None and v["total_tok_s"] is None and v["limited_by"] is None
         assert "no --max-num-seqs works" in v["answer"]
         assert not any(p["fits"] for p in v["curve"])
-    assert "141.2 GB" in view(gpu="L40S", model="llama-3.1-70b")["reason_text"]
-    # The same model fits an MI300X: 192e9 x 0.9 - 141.2e9 - 4e9 = 27.6e9 B of KV pool.
-    assert view(gpu="MI300X", model="llama-3.1-70b")["kv_pool_bytes"] == 27_600_000_000
+    reason = view(gpu="L40S", model="llama-3.1-70b")["reason_text"]
+    assert "141.2 GB" in reason and "43.48 GB" in reason and "46,068 MiB" in reason
+    # The same model fits an MI300X: 196,592 MiB x 0.9 = 206,141,652,992 x 9 // 10
+    # = 185,527,487,692 B, - 141.2e9 - 2e9 = 42,327,487,692 B of KV pool.
+    assert view(gpu="MI300X", model="llama-3.1-70b")["kv_pool_bytes"] == 42_327_487_692
 
 
 def test_no_room_for_kv():
-    # H100 + Qwen3 32B, 16-bit: pool = 72e9 - 65.6e9 - 4e9 = 2.4e9 B = 9,155 tokens
-    # (2.4e9 / 262,144 = 9,155.3), fewer than one 32,768-token request needs.
-    v = view(model="qwen3-32b", context_tokens=32_768)
-    assert v["kv_pool_bytes"] == 2_400_000_000 and v["kv_pool_tokens"] == 9_155
+    # H100 + Qwen3 32B, 16-bit: pool = 76,968,728,985 - 65.6e9 - 2e9 = 9,368,728,985 B
+    # = 35,738 tokens (/ 262,144 = 35,738.9), fewer than one
+    # 40,960-token request needs (one of 32,768 would fit).
+    v = view(model="qwen3-32b", context_tokens=40_960)
+    assert v["kv_pool_bytes"] == 9_368_728_985 and v["kv_pool_tokens"] == 35_738
     assert v["max_batch_memory"] == 0
     assert v["reason"] == "no_room_for_kv"
-    assert "9,155 tokens" in v["reason_text"]
+    assert "35,738 tokens" in v["reason_text"]
+    assert view(model="qwen3-32b", context_tokens=32_768)["max_batch_memory"] == 1
     assert v["recommended_max_num_seqs"] is None
 
 
 def test_too_slow():
     # MI300X + Llama 3.1 70B, 2,048 tokens, target 100 tok/s: even one user's step reads
     # 141.2e9 + 2,048 x 327,680 = 141,871,088,640 B; at 5.3e12 B/s that is 26.77 ms,
-    # i.e. 37.36 tok/s < 100. Memory would allow 27.6e9 / 671,088,640 = 41.1 -> 41.
+    # i.e. 37.36 tok/s < 100. Memory would allow 42,327,487,692 / 671,088,640 = 63.1 -> 63.
     v = view(gpu="MI300X", model="llama-3.1-70b", target_tok_s=100)
     assert v["reason"] == "too_slow"
-    assert v["max_batch_memory"] == 41 and v["max_batch_speed"] == 0
+    assert v["max_batch_memory"] == 63 and v["max_batch_speed"] == 0
     assert v["single_user_tok_s"] == pytest.approx(5.3e12 / 141_871_088_640, rel=1e-15)
     assert "37.4 tokens/s" in v["reason_text"]
     assert v["recommended_max_num_seqs"] is None
@@ -217,17 +229,17 @@ def test_too_slow():
 
 def test_presets_chatbot_and_coding_agent():
     # Coding agent: one request = 32,768 x 131,072 = 4,294,967,296 B;
-    #   memory 51.94e9 / 4,294,967,296 = 12.09 -> 12;
-    #   speed (111,666,666,666.7 - 16.06e9) / 4,294,967,296 = 22.26 -> 22; answer 12.
+    #   memory 58,908,728,985 / 4,294,967,296 = 13.7 -> 13;
+    #   speed (111,666,666,666.7 - 16.06e9) / 4,294,967,296 = 22.26 -> 22; answer 13.
     assert set(PRESETS) == {"chatbot", "coding_agent"}
     chat = view(context_tokens=PRESETS["chatbot"]["context_tokens"],
                 target_tok_s=PRESETS["chatbot"]["target_tok_s"])
     agent = view(context_tokens=PRESETS["coding_agent"]["context_tokens"],
                  target_tok_s=PRESETS["coding_agent"]["target_tok_s"])
     assert chat["active_preset"] == "chatbot" and agent["active_preset"] == "coding_agent"
-    assert chat["recommended_max_num_seqs"] == 193
-    assert (agent["max_batch_memory"], agent["max_batch_speed"]) == (12, 22)
-    assert agent["recommended_max_num_seqs"] == 12
+    assert chat["recommended_max_num_seqs"] == 219
+    assert (agent["max_batch_memory"], agent["max_batch_speed"]) == (13, 22)
+    assert agent["recommended_max_num_seqs"] == 13
     assert view(context_tokens=4096)["active_preset"] is None
     # Every preset context is allowed for every catalog model.
     for preset in PRESETS.values():
@@ -250,10 +262,10 @@ def configs(draw):
 @given(configs(), st.integers(1, 200_000), st.integers(1, 200_000))
 def test_bigger_batch_is_slower_per_user_and_never_less_in_total(config, b1, b2):
     lo, hi = sorted((b1, b2))
-    roof = roofline(GPUS[config.gpu], MODELS[config.model], config)
-    assert roof.per_user_tok_s(hi) <= roof.per_user_tok_s(lo)
-    assert roof.total_tok_s(hi) >= roof.total_tok_s(lo)
-    assert roof.step_seconds(hi) >= roof.step_seconds(lo)
+    m, ctx = ceilings(GPUS[config.gpu], MODELS[config.model], config), config.context_tokens
+    assert per_user_tok_s(m, ctx, hi) <= per_user_tok_s(m, ctx, lo)
+    assert total_tok_s(m, ctx, hi) >= total_tok_s(m, ctx, lo)
+    assert step_seconds(m, ctx, hi) >= step_seconds(m, ctx, lo)
     # Along the drawn curve as well, point by point.
     curve = run(config, [])["curve"]
     for a, b in zip(curve, curve[1:]):
@@ -270,7 +282,8 @@ def test_bigger_batch_is_slower_per_user_and_never_less_in_total(config, b1, b2)
 def test_recommendation_fits_meets_target_and_is_the_largest(config):
     v = run(config, [])
     json.dumps(v, allow_nan=False)
-    roof = roofline(GPUS[config.gpu], MODELS[config.model], config)
+    m, ctx = ceilings(GPUS[config.gpu], MODELS[config.model], config), config.context_tokens
+    speed = lambda b: per_user_tok_s(m, ctx, b)  # noqa: E731
     rec = v["recommended_max_num_seqs"]
     if rec is None:
         assert v["reason"] in ("weights_do_not_fit", "no_room_for_kv", "too_slow")
@@ -281,14 +294,14 @@ def test_recommendation_fits_meets_target_and_is_the_largest(config):
     # fits: the KV of `rec` requests is inside the pool
     assert rec * v["request_kv_bytes"] <= v["kv_pool_bytes"]
     # meets the target
-    assert roof.per_user_tok_s(rec) >= config.target_tok_s
-    assert v["per_user_tok_s"] == roof.per_user_tok_s(rec) >= config.target_tok_s
+    assert speed(rec) >= config.target_tok_s
+    assert v["per_user_tok_s"] == speed(rec) >= config.target_tok_s
     # largest: one more either does not fit or is too slow
     assert ((rec + 1) * v["request_kv_bytes"] > v["kv_pool_bytes"]
-            or roof.per_user_tok_s(rec + 1) < config.target_tok_s)
+            or speed(rec + 1) < config.target_tok_s)
     # the speed limit is exact, the memory limit too
-    speed = v["max_batch_speed"]
-    assert roof.per_user_tok_s(speed) >= config.target_tok_s > roof.per_user_tok_s(speed + 1)
+    limit = v["max_batch_speed"]
+    assert speed(limit) >= config.target_tok_s > speed(limit + 1)
     assert v["max_batch_memory"] == v["kv_pool_bytes"] // v["request_kv_bytes"]
     # the chart marks: recommendation and the limits within the chart are on the curve
     batches = [p["batch"] for p in v["curve"]]
@@ -324,11 +337,13 @@ def test_numpy_evaluation_agrees_over_a_grid():
     def column(f):
         return np.array([f(*s) for s in grid], dtype=np.float64)
 
-    mem = column(lambda g, *_: GPUS[g].memory_bytes)
+    mem = column(lambda g, *_: GPUS[g].reported_mib * 2**20)  # what the driver reports
     bw = column(lambda g, *_: GPUS[g].bandwidth_bytes_per_s)
     flops = column(lambda g, *_: GPUS[g].peak_flops)
     params = column(lambda g, m, *_: MODELS[m].params)
     shape = column(lambda g, m, *_: MODELS[m].layers * MODELS[m].kv_heads * MODELS[m].head_dim)
+    # attention: 2 x head dim multiply-adds per query head per layer for each cached token
+    attn = column(lambda g, m, *_: 4 * MODELS[m].layers * MODELS[m].heads * MODELS[m].head_dim)
     ctx = column(lambda g, m, c, *_: c)
     target = column(lambda g, m, c, t, *_: t)
     kv_elem = column(lambda *s: 1 if s[4] else 2)
@@ -336,11 +351,12 @@ def test_numpy_evaluation_agrees_over_a_grid():
 
     kv_per_token = 2 * shape * kv_elem
     weights = params * w_elem
-    pool = mem * 0.9 - weights - 4e9
+    pool = np.floor(mem * 0.9) - weights - 2e9
+    per_request_flops = 2 * params + attn * ctx
     fits = np.where(pool > 0, np.floor(np.maximum(pool, 0) / (ctx * kv_per_token)), 0)
-    one = np.maximum((weights + ctx * kv_per_token) / bw, 2 * params / flops)  # t_step(1)
+    one = np.maximum((weights + ctx * kv_per_token) / bw, per_request_flops / flops)  # t_step(1)
     speed = np.floor(np.minimum((bw / target - weights) / (ctx * kv_per_token),
-                                flops / (2 * params * target)))
+                                flops / (per_request_flops * target)))
     speed = np.where(1 / one >= target, speed, 0)
 
     def got(key):
@@ -361,7 +377,7 @@ def test_numpy_evaluation_agrees_over_a_grid():
     row = np.array([i for i, v in enumerate(views) for _ in v["curve"]])
     b = np.array([p["batch"] for v in views for p in v["curve"]], dtype=np.float64)
     t_mem = (weights[row] + b * ctx[row] * kv_per_token[row]) / bw[row]
-    t_cmp = 2 * params[row] * b / flops[row]
+    t_cmp = per_request_flops[row] * b / flops[row]
     t_step = np.maximum(t_mem, t_cmp)
 
     def pts(key):
@@ -396,8 +412,8 @@ def test_cli_json_prints_the_documented_keys(capsys):
     assert DOCUMENTED_KEYS <= set(out)
     assert all(set(p) == POINT_KEYS for p in out["curve"])
     assert out["kv_bytes_per_token"] == 65_536
-    # FP8 KV: memory allows 51.94e9 / 134,217,728 = 386.98 -> 386 = 2 x 193
-    assert out["max_batch_memory"] == 386 == out["recommended_max_num_seqs"]
+    # FP8 KV: memory allows 58,908,728,985 / 134,217,728 = 438.9 -> 438 = 2 x 219
+    assert out["max_batch_memory"] == 438 == out["recommended_max_num_seqs"]
     assert [g["id"] for g in out["catalog"]["gpus"]] == ["H100", "H200", "L40S", "A100", "MI300X"]
     assert out["catalog"]["models"][0] == {"id": "llama-3.1-8b", "label": "Llama 3.1 8B",
                                            "max_context_tokens": 131_072}
@@ -406,8 +422,8 @@ def test_cli_json_prints_the_documented_keys(capsys):
 def test_cli_text_summary(capsys):
     assert main(["batch-size"]) == 0
     out = capsys.readouterr().out
-    assert "set --max-num-seqs to 193" in out and "ideal ceiling" in out
-    assert "tok/s/user" in out and "    193 " in out
+    assert "set --max-num-seqs to 219" in out and "ideal ceiling" in out
+    assert "tok/s/user" in out and "    219 " in out
     assert text(view(gpu="L40S", model="llama-3.1-70b")).count("no --max-num-seqs works") == 1
 
 
@@ -455,14 +471,15 @@ def test_error_messages_name_the_allowed_range():
 
 
 def test_curve_spacing_and_cap():
-    v = view()  # limits 193 and 356 -> chart to the power of two >= 712, i.e. 1,024
+    v = view()  # limits 219 and 356 -> chart to the power of two >= 712, i.e. 1,024
     assert v["curve_max_batch"] == 1_024
     batches = [p["batch"] for p in v["curve"]]
-    assert batches == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 193, 256, 356,
+    assert batches == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 219, 256, 356,
                        384, 512, 768, 1_024]
     # The largest limits (MI300X, Mistral 7B, FP8 everything, 128 tokens, 1 tok/s) stay capped.
     big = view(gpu="MI300X", model="mistral-7b-v0.3", context_tokens=128, target_tok_s=1,
                kv_fp8=True, weights_fp8=True)
     assert big["curve_max_batch"] == batch_size.CURVE_CAP
     assert len(big["curve"]) <= 40
-    assert big["max_batch_speed"] == math.floor(1307.4e12 / (2 * 7.25e9))  # 90,165: FLOPs bind
+    # FLOPs bind: 2 x 7.25e9 + 128 x 524,288 (attention) = 14,567,108,864 a request
+    assert big["max_batch_speed"] == math.floor(1307.4e12 / (2 * 7.25e9 + 128 * 524_288)) == 89_750

@@ -180,12 +180,15 @@ def test_priority_examples():
 
 
 def test_vllm_pool():
-    # H100 80 GB x 0.9 = 72 GB; Llama 3.1 8B weights 8.03e9 x 2 B = 16.06 GB; minus 4 GB.
-    assert figure("vpool.pool_gb") == pytest.approx(72 - 16.06 - 4)
-    # 51.94e9 bytes / (16 x 131,072 B) = 24,766.5 -> 24,766 blocks of 16 tokens.
-    assert figure("vpool.blocks") == 24766
-    assert figure("vpool.tokens") == 24766 * 16
-    assert figure("vpool.full_contexts") == 24766 * 16 // 4096 == 96
+    # H100: the driver reports 81,559 MiB = 85,520,809,984 B; x 0.9 = 76,968,728,985 B;
+    # Llama 3.1 8B weights 8.03e9 x 2 B = 16.06 GB; minus 2 GB for the runtime.
+    assert figure("vpool.usable_gb") == pytest.approx(76.968728985)
+    assert figure("vpool.pool_gb") == pytest.approx(76.968728985 - 16.06 - 2)
+    # 58,908,728,985 B / (16 x 131,072 B) = 28,089.6 -> 28,089 blocks of 16 tokens, the
+    # null block among them: 28,088 x 16 = 449,408 tokens hold KV.
+    assert figure("vpool.blocks") == 28089
+    assert figure("vpool.tokens") == 28088 * 16
+    assert figure("vpool.full_contexts") == 28088 * 16 // 4096 == 109
     # One 4096-token context: 4096 x 128 KiB = 512 MiB.
     assert figure("vpool.context_mib") == 512
 
@@ -235,12 +238,15 @@ def test_decode_step_roofline_by_hand():
     assert figure("decode.kv_mb_per_request") == pytest.approx(268.435456)
     # H100 SXM: 989e12 FLOP/s over 3.35e12 B/s = 295.2 FLOPs per byte.
     assert figure("decode.ridge") == pytest.approx(989 / 3.35)
-    # B = 1: 2 * 8.03e9 FLOPs over 16.06e9 + 0.268e9 bytes = 0.98 FLOP/byte.
-    assert figure("decode.intensity_b1") == pytest.approx(16.06e9 / (16.06e9 + 268_435_456))
-    # B = 32: 32 * 16.06e9 FLOPs over 16.06e9 + 32 * 0.268e9 = 24.65e9 bytes = 20.8.
+    # One request's FLOPs: 2 * 8.03e9 for the weights, plus attention's 2,048 pairs of
+    # 4 * 32 layers * 32 heads * 128 = 524,288 FLOPs: 16.06e9 + 1.07e9 = 17.13e9.
+    flops1 = 16.06e9 + 2048 * 524_288
+    # B = 1: 17.13e9 FLOPs over 16.06e9 + 0.268e9 bytes = 1.05 FLOP/byte.
+    assert figure("decode.intensity_b1") == pytest.approx(flops1 / (16.06e9 + 268_435_456))
+    # B = 32: 32 * 17.13e9 FLOPs over 16.06e9 + 32 * 0.268e9 = 24.65e9 bytes = 22.2.
     bytes32 = 16.06e9 + 32 * 268_435_456
-    assert figure("decode.intensity_wide") == pytest.approx(32 * 16.06e9 / bytes32)
-    # Reads bind (compute at B = 32 is 32 * 16.06e9 / 989e12 = 0.52 ms): time = bytes / bw.
+    assert figure("decode.intensity_wide") == pytest.approx(32 * flops1 / bytes32)
+    # Reads bind (compute at B = 32 is 32 * 17.13e9 / 989e12 = 0.55 ms): time = bytes / bw.
     assert figure("decode.step_ms_b1") == pytest.approx((16.06e9 + 268_435_456) / 3.35e12 * 1000)
     assert figure("decode.step_ms_wide") == pytest.approx(bytes32 / 3.35e12 * 1000)
     assert figure("decode.slowdown_wide") == pytest.approx(bytes32 / (16.06e9 + 268_435_456))
@@ -362,19 +368,21 @@ def test_the_self_victim_toy_differs_from_the_toy_only_in_the_victim():
 
 
 def test_decode_intensity_limit():
-    # 2 * 8.03e9 FLOPs per request over 268,435,456 KV bytes per request: 59.8 FLOP/byte,
-    # below the H100's 295, so at 2,048 tokens of context compute never binds.
-    assert figure("decode.intensity_limit") == pytest.approx(16.06e9 / 268_435_456)
+    # 2 * 8.03e9 + 2,048 * 524,288 FLOPs per request over 268,435,456 KV bytes per
+    # request: 63.8 FLOP/byte, below the H100's 295, so at 2,048 tokens of context
+    # compute never binds.
+    assert figure("decode.intensity_limit") == pytest.approx((16.06e9 + 2048 * 524_288) / 268_435_456)
     assert figure("decode.intensity_limit") < figure("decode.ridge")
     assert figure("decode.crossover") == 0
 
 
 def test_decode_short_context_crossover():
-    # 128 tokens: KV 128 * 131,072 = 16,777,216 B per request. Compute binds when
-    # B * 16.06e9 / 989e12 > (16.06e9 + B * 16,777,216) / 3.35e12, i.e.
-    # B * (16.06e9 * 3.35e12 - 16,777,216 * 989e12) > 16.06e9 * 989e12  ->  B > 426.7.
-    slope = 16.06e9 * 3.35e12 - 16_777_216 * 989e12
-    assert figure("decode.short_crossover") == int(16.06e9 * 989e12 // slope) + 1 == 427
+    # 128 tokens: KV 128 * 131,072 = 16,777,216 B per request, and X = 16.06e9 + 128 *
+    # 524,288 = 16,127,108,864 FLOPs. Compute binds when
+    # B * X / 989e12 > (16.06e9 + B * 16,777,216) / 3.35e12, i.e.
+    # B * (X * 3.35e12 - 16,777,216 * 989e12) > 16.06e9 * 989e12  ->  B > 424.3.
+    slope = 16_127_108_864 * 3.35e12 - 16_777_216 * 989e12
+    assert figure("decode.short_crossover") == int(16.06e9 * 989e12 // slope) + 1 == 425
 
 
 def test_littles_law_consequences():
@@ -474,16 +482,19 @@ def test_batch_size_page_by_hand():
     # 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes = 131,072 bytes = 128 KiB.
     assert figure("batch_size.kv_bytes_per_token") == 2 * 32 * 8 * 128 * 2
     assert figure("batch_size.kv_kib_per_token") == 128
-    # Pool: 0.9 * 80 GB - 8.03e9 * 2 bytes - 4 GB = 72 - 16.06 - 4 = 51.94 GB.
-    assert figure("batch_size.pool_gb") == pytest.approx(51.94)
-    # 51.94e9 / 131,072 = 396,270 tokens; / 2,048 tokens per request = 193 requests.
-    assert figure("batch_size.pool_tokens") == 51_940_000_000 // 131_072
-    assert figure("batch_size.max_batch_memory") == 396_270 // 2048 == 193
+    # Pool: 0.9 * 81,559 MiB - 8.03e9 * 2 bytes - 2 GB = 76.97 - 16.06 - 2 = 58.91 GB,
+    # the lab's pool (pysim.steptime.kv_pool_bytes).
+    assert figure("batch_size.reported_gb") == pytest.approx(81_559 * 2**20 / 1e9)
+    assert figure("batch_size.usable_gb") == pytest.approx(76.968728985)
+    assert figure("batch_size.pool_gb") == pytest.approx(58.908728985)
+    # 58,908,728,985 / 131,072 = 449,437 tokens; / 2,048 tokens per request = 219 requests.
+    assert figure("batch_size.pool_tokens") == 58_908_728_985 // 131_072
+    assert figure("batch_size.max_batch_memory") == 449_437 // 2048 == 219
     # FP8 KV halves bytes per token: the pool holds twice the tokens (to rounding).
-    assert figure("batch_size.fp8_pool_tokens") == 51_940_000_000 // 65_536
-    assert figure("batch_size.fp8_max_batch_memory") == 386
-    # 32,768-token contexts: 396,270 // 32,768 = 12.
-    assert figure("batch_size.coding_max_batch_memory") == 12
+    assert figure("batch_size.fp8_pool_tokens") == 58_908_728_985 // 65_536
+    assert figure("batch_size.fp8_max_batch_memory") == 438
+    # 32,768-token contexts: 449,437 // 32,768 = 13.
+    assert figure("batch_size.coding_max_batch_memory") == 13
 
 
 def test_beta_stands_for_a_context_length():
