@@ -70,6 +70,15 @@ MAX_GPUS = 16
 ATTAINMENT_TARGET = 0.9  # as the lab's capacity: 90% of requests meet both targets
 NUM_BINS = 60  # points in each per-replica time series
 SWEEP_GPUS = (2, 3, 4, 5, 6, 8, 10, 12, 16)  # the counts the page's sweep tries, in order (2: one of each side)
+# The page runs the sweep one `cluster_sweep` call per count and stops as this says;
+# which count meets the target is each point's `meets`.
+SWEEP_SENTENCE = (
+    f"For each GPU count from {SWEEP_GPUS[0]} to {SWEEP_GPUS[-1]}, pysim runs the window on that "
+    "many colocated replicas, and split into prefill and decode replicas in proportion to each "
+    "side's work, with the router, GPU, model and targets above. It stops once both layouts have "
+    f"a count where {ATTAINMENT_TARGET:.0%} of requests meet both targets.")
+SWEEP_CAPTION = (f"The sweep, GPU count by GPU count (meets: at least {ATTAINMENT_TARGET:.0%} of "
+                 "requests meet both targets)")
 FIRST_TOKEN_ID = -10**9  # made-up id of the first token a prefill replica sends along (minus the request's index)
 
 ROUTERS = ("round_robin", "least_loaded", "cache_aware")
@@ -422,6 +431,8 @@ def cluster_view(config: ClusterConfig, actions: list) -> dict:
         "series": series(result, t0, max(result.finished) - t0),
         "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
         "sweep_gpus": list(SWEEP_GPUS),
+        "sweep_sentence": SWEEP_SENTENCE,  # what the page's sweep does, and when it stops
+        "sweep_caption": SWEEP_CAPTION,
     }
 
 

@@ -287,9 +287,27 @@ def calibrate(config: LabConfig) -> tuple[Coefficients, dict | None]:
                      "error": {k: (replayed[k] - r.measured[k]) / r.measured[k] for k in shown}})
     fitted_errors = {k: [abs(row["error"][k]) for row in rows if k in row["error"]]
                      for k in fit.FIGURES}
-    return fitted, {"coefficients_before": default.record(), "coefficients": fitted.record(),
-                    "runs": rows,
-                    "mean_abs_error": {k: math.fsum(v) / len(v) for k, v in fitted_errors.items() if v}}
+    out = {"coefficients_before": default.record(), "coefficients": fitted.record(), "runs": rows,
+           "mean_abs_error": {k: math.fsum(v) / len(v) for k, v in fitted_errors.items() if v}}
+    out["sentence"] = _fit_sentence(out)
+    return fitted, out
+
+
+def _fit_sentence(cal: dict) -> str:
+    """What the fit found, in the words the page and the command line print."""
+    def coefficients(c: dict) -> str:
+        three = lambda x: f"{float(f'{x:.3g}'):,g}"  # noqa: E731  3 significant digits
+        return (f"step overhead {three(c['step_overhead_ms'])} ms, {three(c['request_overhead_us'])} us "
+                f"per request, memory efficiency {c['memory_efficiency']:.2f}, compute efficiency "
+                f"{c['compute_efficiency']:.2f}")
+
+    e = cal["mean_abs_error"]
+    pct = lambda k: "–" if e.get(k) is None else f"{e[k]:.1%}"  # noqa: E731
+    n = len(cal["runs"])
+    return (f"Fitted to your {'run' if n == 1 else f'{n} runs'}: {coefficients(cal['coefficients'])} "
+            f"(the GPU's defaults: {coefficients(cal['coefficients_before'])}). Mean error after the "
+            f"fit: TTFT {pct('mean_ttft_ms')}, TPOT {pct('mean_tpot_ms')}, output throughput "
+            f"{pct('output_throughput')}. Every number of the lab now uses these coefficients.")
 
 
 # What the calibration table compares, where the paste has it (vLLM's JSON names).
@@ -572,10 +590,7 @@ def text(view: dict) -> str:
         lines.append(view["bench_summary"]["text"])
     cal = view.get("calibration")
     if cal:
-        c = cal["coefficients"]
-        lines.append(f"  calibrated ({c['source']}): step overhead {c['step_overhead_ms']:.3g} ms, "
-                     f"{c['request_overhead_us']:.3g} us/request, memory efficiency "
-                     f"{c['memory_efficiency']:.3f}, compute efficiency {c['compute_efficiency']:.3f}")
+        lines.append("  " + cal["sentence"])
         for run in cal["runs"]:
             lines.append("    " + run["source"] + ": " + ", ".join(
                 f"{k} {run['measured'][k]:.4g} measured, {run['replayed'][k]:.4g} replayed "

@@ -105,9 +105,7 @@
         h("div", { class: "cluster-pair" }, gRunning, gHits),
         details("The replicas over time, as a table", tableBox(overTime, {}, "Replicas over time, scrolls sideways"))),
       section("How many GPUs does this traffic need?",
-        h("p", { class: "cluster-explain" }, `For each GPU count from ${view.sweep_gpus[0]} to ${view.sweep_gpus[view.sweep_gpus.length - 1]}, pysim runs the ` +
-          "window on that many colocated replicas, and split into prefill and decode replicas in proportion to each side's work, " +
-          "with the router, GPU, model and targets above. It stops once both layouts have a count where 90% of requests meet both targets."),
+        h("p", { class: "cluster-explain" }, view.sweep_sentence),
         h("div", { class: "cluster-buttons" }, sweepBtn, cancelBtn), progress, answerText, sweepChart,
         tableBox(sweepTable, {}, "The GPU sweep, scrolls sideways")),
     );
@@ -231,7 +229,7 @@
         `${dis ? `${dis.gpus} disaggregated (${dis.disaggregated.prefill_replicas} prefill + ${dis.disaggregated.decode_replicas} decode)` : none("disaggregated")}.` +
         (points[0].ceiling_sentence ? " " + points[0].ceiling_sentence : "");
       const cell = (x, meets) => h("td", {}, pct(x) + (meets ? " (meets)" : ""));
-      sweepTable.replaceChildren(h("caption", {}, "The sweep, GPU count by GPU count (meets: at least 90% of requests meet both targets)"),
+      sweepTable.replaceChildren(h("caption", {}, view.sweep_caption),
         h("thead", {}, h("tr", {}, ...["GPUs", "Colocated attainment", "Colocated goodput/GPU", "Colocated TTFT p90",
           "Split", "Disaggregated attainment", "Disaggregated goodput/GPU", "Disaggregated TTFT p90"].map((x) => h("th", { scope: "col" }, x)))),
         h("tbody", {}, ...points.map((p) => h("tr", {}, h("th", { scope: "row" }, fmt(p.gpus)),

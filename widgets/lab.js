@@ -198,8 +198,6 @@
     const FIT_FIGURES = [["mean_ttft_ms", "Mean TTFT"], ["median_ttft_ms", "Median TTFT"], ["p99_ttft_ms", "P99 TTFT"],
       ["mean_tpot_ms", "Mean TPOT"], ["median_tpot_ms", "Median TPOT"], ["p99_tpot_ms", "P99 TPOT"],
       ["mean_itl_ms", "Mean ITL"], ["output_throughput", "Output tok/s"]];
-    const coefficients = (c) => `step overhead ${fmt(+c.step_overhead_ms.toPrecision(3))} ms, ${fmt(+c.request_overhead_us.toPrecision(3))} us per request, ` +
-      `memory efficiency ${c.memory_efficiency.toFixed(2)}, compute efficiency ${c.compute_efficiency.toFixed(2)}`;
     function drawFit() {
       const cal = view.calibration;
       if (!cal) {
@@ -207,11 +205,7 @@
         fitTables.replaceChildren();
         return;
       }
-      const e = cal.mean_abs_error;
-      const pctOf = (x) => (x == null ? "–" : (x * 100).toFixed(1) + "%");
-      fitText.textContent = `Fitted to your ${cal.runs.length === 1 ? "run" : cal.runs.length + " runs"}: ${coefficients(cal.coefficients)} ` +
-        `(the GPU's defaults: ${coefficients(cal.coefficients_before)}). Mean error after the fit: TTFT ${pctOf(e.mean_ttft_ms)}, ` +
-        `TPOT ${pctOf(e.mean_tpot_ms)}, output throughput ${pctOf(e.output_throughput)}. Every number on this widget now uses these coefficients.`;
+      fitText.textContent = cal.sentence; // pysim's words
       const err = (x) => (x > 0 ? "+" : "") + (x * 100).toFixed(1) + "%";
       const show = (k, x) => (k === "output_throughput" ? fmt(Math.round(x)) : ms(x));
       // A run: what was sent (the command, and what had to be assumed), then each figure

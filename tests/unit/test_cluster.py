@@ -248,6 +248,9 @@ def test_sweep_point_runs_both_layouts():
     assert d["prefill_replicas"] + d["decode_replicas"] == 3 and d["prefill_replicas"] >= 1
     for k in ("colocated", "disaggregated"):
         assert v[k]["meets"] == (v[k]["slo_attainment"] >= cluster.ATTAINMENT_TARGET)
+    # The page's words for the sweep's rule carry the target, from here.
+    assert "90% of requests meet both targets" in cluster.SWEEP_SENTENCE
+    assert "from 2 to 16" in cluster.SWEEP_SENTENCE and "at least 90%" in cluster.SWEEP_CAPTION
 
 
 def test_first_token_floor_is_a_lone_replay():

@@ -219,6 +219,12 @@ def test_calibration_in_the_lab_shows_each_run_and_reruns_with_the_fit():
                                                                 "output_throughput"}
         assert all(abs(e) < 0.10 for e in run["error"].values()), run["error"]
     assert cal["coefficients"]["compute_efficiency"] == pytest.approx(0.45, rel=0.1)
+    # The page and the command line print one sentence, pysim's.
+    c = cal["coefficients"]
+    assert cal["sentence"].startswith("Fitted to your 4 runs: step overhead ")
+    assert f"memory efficiency {c['memory_efficiency']:.2f}" in cal["sentence"]
+    assert f"TTFT {cal['mean_abs_error']['mean_ttft_ms']:.1%}" in cal["sentence"]
+    assert "  " + cal["sentence"] in lab.text(view)
 
 
 def test_a_summary_pasted_on_one_line_and_cut_short_still_reads():
