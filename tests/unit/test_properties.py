@@ -704,19 +704,19 @@ DIGESTS = [
                '"policy": "priority", "num_gpu_blocks": 1200}}',
      "7281bfb93983db43592f3fcea15c8b6e4f3078d3ddf1523c3392dadbc4782e88"),
     ("batch_size", '{"config": {}}',
-     "ead1da14cc7344b937f48275c51074ce3a662e6b76fc2d33dccacf347ee1256d"),
+     "30d9b224698ff2e0a827644be0d1b219b59453fa78186bc794d35fe2e1a219a8"),
     ("toy_scheduler", '{"config": {"num_requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
      "1b32a34a4b9d8b27692534886dfd6fbf6007e4c88685a3217e9ac434035c6c19"),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
-     "c329717c94dccabd5fa7e2c2d287dbb1ec7f4a3ea28b2fd66e6da9f28b0a2858"),
+     "6695cc6a539a808ec88dac29faf131eba057141d28cfb54e51640fcec409c98a"),
     # A cluster's view is sums and sorts of many engines' floats: the digest pins that
     # CPython and Pyodide route and time every request alike.
     ("cluster", '{"config": {"window_minutes": 1, "replicas": 2}}',
-     "32539b55ddd13cbd5850059e334363e7796043cf6c05ee072406be727cecdcf6"),
+     "f00d37501248694148647402f819af628f0137ffecf5f91665eb35c75238ef91"),
     ("cluster", '{"config": {"window_minutes": 1, "layout": "disaggregated", "prefill_replicas": 1, '
                 '"decode_replicas": 1, "router": "least_loaded"}}',
-     "1ea11d80836bab9d3448f5d6e5ea45690daf18c92eae8afce2829f47a5cbe47b"),
+     "6d377f3e894965e6a61702017728d318cf7434f1e17db03feeb71079ea73d8c3"),
     ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
      "20c374393556d8a61e65dd7efe88a9253683e0a23470f509f327c01631b05aa6"),
     ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
