@@ -86,19 +86,29 @@ def advance_decodes(engine: Engine, k: int) -> list:
     """Apply k plain decode steps (see `plan_decode_run`): each running request
     computes and samples k tokens, and its table grows to what step-by-step
     allocation would have given it. Returns the ids that finished in the last
-    step, in batch order; their blocks are free, as after `Engine.step`."""
+    step, in batch order; their blocks are free, as after `Engine.step`.
+
+    Without prefix caching a table only grows, to whole blocks covering its tokens,
+    and all tables grow at once. With it, each request appends its k sampled ids and
+    asks for the blocks that cover them, which caches every block they filled (as the
+    step that filled each would have). Then the finished free theirs.
+    """
     assert k > 0  # and k <= plan_decode_run(engine)[0]: the caller's promise (tests check it)
-    if engine.config.enable_prefix_caching:
-        return _advance_decodes_cached(engine, k)
+    caching = engine.config.enable_prefix_caching
     bs = engine.config.block_size
+    kv = engine.kv
     grown, finished = [], []
     last_step = engine.num_steps + k - 1
     for r in engine.running:
         c = r.num_computed + k
-        if c > r.limit:
-            # plan_decode_run counted these blocks: the table only grows, to whole
-            # blocks covering c tokens (prefix caching is off here).
-            blocks = -(-c // bs)
+        if caching:
+            r.token_ids.extend([-(r.seq + 1)] * k)  # the made-up ids `Engine._sample` appends
+            if c > r.limit:
+                ok = kv.allocate_slots(r.id, r.token_ids, c, (), r.block_hashes)
+                assert ok, "plan_decode_run counted these blocks"
+                engine._set_limit(r)
+        elif c > r.limit:
+            blocks = -(-c // bs)  # plan_decode_run counted these blocks
             grown.append((r.id, blocks - r.limit // bs))
             r.limit = blocks * bs
         r.num_computed = c
@@ -109,42 +119,10 @@ def advance_decodes(engine: Engine, k: int) -> list:
             r.status = FINISHED
             r.finish_step = last_step
             finished.append(r.id)
-    # All tables grow first, then the finished free theirs, as in the run's steps.
     if grown:
-        engine.kv.grow_all(grown)
-    return _finish(engine, k, finished)
-
-
-def _advance_decodes_cached(engine: Engine, k: int) -> list:
-    """`advance_decodes` with prefix caching: each request samples its k tokens, then
-    asks for the blocks that cover them, which caches every block they filled (as
-    the step that filled each would have); then the finished free theirs."""
-    finished = []
-    kv = engine.kv
-    last_step = engine.num_steps + k - 1
-    for r in engine.running:
-        c = r.num_computed + k
-        r.token_ids.extend([-(r.seq + 1)] * k)  # the made-up ids `Engine._sample` appends
-        if c > r.limit:
-            ok = kv.allocate_slots(r.id, r.token_ids, c, (), r.block_hashes)
-            assert ok, "plan_decode_run counted these blocks"
-            engine._set_limit(r)
-        r.num_computed = c
-        r.num_tokens = c + 1
-        out = r.num_output = r.num_output + k
-        if out >= r.max_tokens:
-            assert out == r.max_tokens, "a decode run longer than an answer"
-            r.status = FINISHED
-            r.finish_step = last_step
-            finished.append(r.id)
-    return _finish(engine, k, finished)
-
-
-def _finish(engine: Engine, k: int, finished: list) -> list:
-    """The end of a run: the finished free their blocks and leave `running`, and the
-    engine's step count moves on by k."""
+        kv.grow_all(grown)
     for rid in finished:
-        engine.kv.free(rid)
+        kv.free(rid)
     engine.num_unfinished -= len(finished)
     engine._drop_finished(finished)
     engine.num_steps += k
