@@ -31,9 +31,10 @@ SECONDS = 2.0  # loose: every answer here takes milliseconds
 # lab_sweep (the CLI's whole sweep; the page asks one rate at a time) eight.
 SLOW = {"lab": 30.0, "lab_sweep_point": 30.0, "lab_sweep": 60.0, "lab_capacity": 30.0,
         "cluster": 30.0, "cluster_sweep": 60.0}  # a cluster replays up to 16 engines
-# The settings under each field a test tries, where the defaults are slow to answer: the
-# whole sweep judges its input as lab_sweep_point does, on one minute instead of five.
-UNDER = {"lab_sweep": {"window_minutes": 1}}
+# The settings under each field a test tries, where the defaults are slow to answer: a
+# sweep or a cluster judges its input the same way on one minute of traffic as on five,
+# so a field's checks need not replay five (the window's own bounds are tried as well).
+UNDER = {name: {"window_minutes": 1} for name in ("lab_sweep", "cluster", "cluster_sweep")}
 
 
 def _no_constants(token):
@@ -302,8 +303,8 @@ if given is not None:
     def payloads(draw):
         name = draw(st.sampled_from(NAMES + ["describe", "nope"]))
         known = sorted(fields(name)) if name in SIMS else ["x"]
-        config = draw(st.dictionaries(st.one_of(st.sampled_from(known), st.text(max_size=10)),
-                                      values, max_size=4))
+        config = {**UNDER.get(name, {}), **draw(st.dictionaries(
+            st.one_of(st.sampled_from(known), st.text(max_size=10)), values, max_size=4))}
         if name in SIMS and SIMS[name].runs_reader_code and isinstance(config.get("code"), str):
             config["code"] = "x = 1"  # random text is never run as a program here
         payload = {"config": config} if draw(st.booleans()) else draw(values)
