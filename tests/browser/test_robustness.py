@@ -130,7 +130,8 @@ def restore_defaults(page, widget: str) -> None:
     settings, shown only when its traffic is the benchmark)."""
     root = page.locator(root_of(widget))
     fields = prerendered(root)["fields"]
-    idle = f"!document.querySelector('{root_of(widget)}').dataset.busy"
+    data = f"document.querySelector('{root_of(widget)}').dataset"
+    idle = f"!{data}.pending && !{data}.busy"  # live.js: no change waiting, none computing
     for _ in range(3):
         touched = 0
         for f in fields:
@@ -165,9 +166,7 @@ def restore_defaults(page, widget: str) -> None:
             touched += 1
         if not touched:
             break
-        until(page, f"document.querySelector('{root_of(widget)}').dataset.live === 'ready' && {idle}")
-        page.wait_for_timeout(400)  # a debounce that had not fired yet
-        until(page, idle)
+        until(page, f"{data}.live === 'ready' && {idle}")
     assert root.get_attribute("data-error") is None, root.get_attribute("data-error")
 
 def race_answers(page):
@@ -199,7 +198,7 @@ def kvcache_answers(page):
         page.wait_for_function(f"() => !document.querySelector('{root_of('paged_kv_cache')}').dataset.busy")
     for _ in range(2):
         root.get_by_role("button", name="Admit next", exact=True).click()
-        page.wait_for_timeout(200)
+        until(page, f"!document.querySelector('{root_of('paged_kv_cache')}').dataset.busy")
     answer = json.loads(bridge.call("paged_kv_cache", json.dumps({"config": {}, "actions": ["admit", "admit"]})))
     want = [b["state"] for b in answer["result"]["blocks"]]
     until(page, f"JSON.stringify([...document.querySelectorAll('.kv-block')].map(b => b.dataset.state))"
@@ -302,7 +301,9 @@ def test_random_actions_break_nothing(page, site_url, page_name):
         page.locator(root_of(widget)).scroll_into_view_if_needed()
         done = act_randomly(page, widget, rng, ACTIONS)
         assert sum(done.values()) >= ACTIONS * 0.6, done  # most attempts were real actions
-    page.wait_for_timeout(1500)  # let the last calls come back
+    # The last changes come back: no widget has one waiting or computing (live.js).
+    until(page, "[...document.querySelectorAll('.pysim-widget')].every(w => !w.dataset.pending"
+                " && [undefined, 'false'].includes(w.dataset.busy))")
     assert page.url.split("#")[0].endswith(f"{page_name}.html"), "a random action left the page"
     for widget in PAGES[page_name]:
         state = page.locator(root_of(widget)).get_attribute("data-runtime")
