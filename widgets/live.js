@@ -55,7 +55,8 @@
 //
 // Data attributes on w.root, for tests and styles: data-live ("ready": Python is up and
 // the widget answers; "pending" while a link's state is still being computed),
-// data-busy (computing), data-error (the field pysim refused), data-compute-ms.
+// data-pending (a change waits out its debounce), data-busy (computing), data-error (the
+// field pysim refused), data-compute-ms.
 (function () {
   "use strict";
   const { h, runtime, register, buildControls, labelOf } = window.PySim;
@@ -361,6 +362,7 @@
     function flush() {
       clearTimeout(debounce);
       debounce = null;
+      delete root.dataset.pending;
       return compute(clone(draft));
     }
 
@@ -380,6 +382,7 @@
         draft.config = merged(draft.config, patch);
         if (actions) draft.actions = [...actions];
         clearTimeout(debounce);
+        root.dataset.pending = "true"; // a change waits out its debounce (then data-busy)
         debounce = setTimeout(flush, delayMs);
       },
       act(action) { return w.replay([...draft.actions, action]); },
@@ -452,7 +455,7 @@
         unsubscribe();
         if (handle.unmount) handle.unmount();
         t.release();
-        for (const key of ["live", "busy", "error", "computeMs"]) delete root.dataset[key];
+        for (const key of ["live", "pending", "busy", "error", "computeMs"]) delete root.dataset[key];
       },
     };
   }

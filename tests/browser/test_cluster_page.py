@@ -52,8 +52,9 @@ def card(page, label: str) -> str:
 
 
 def wait_idle(page):
-    page.wait_for_timeout(300)  # a control's debounce
-    page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy", timeout=60000)
+    """Until no change waits out its debounce and nothing computes (live.js's signals)."""
+    page.wait_for_function(f"() => {{ const d = document.querySelector('{WIDGET}').dataset; return !d.pending && !d.busy; }}",
+                           timeout=60000)
 
 
 def type_value(page, field: str, value) -> None:

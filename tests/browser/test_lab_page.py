@@ -40,8 +40,8 @@ def card(page, label: str) -> str:
 
 
 def wait_idle(page):
-    page.wait_for_timeout(300)  # a control's debounce
-    page.wait_for_function(f"() => !document.querySelector('{WIDGET}').dataset.busy")
+    """Until no change waits out its debounce and nothing computes (live.js's signals)."""
+    page.wait_for_function(f"() => {{ const d = document.querySelector('{WIDGET}').dataset; return !d.pending && !d.busy; }}")
 
 
 def open_ready(page, site_url, fragment=""):

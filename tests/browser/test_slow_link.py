@@ -12,7 +12,10 @@ import re
 
 from conftest import page_url, wait_for_python
 
-SLOW = {"offline": False, "latency": 150, "downloadThroughput": 4e6 / 8, "uploadThroughput": 1e6 / 8}
+# Slow enough that the page's estimate (which reads low) stays well under the snapshot's
+# 100 Mbit/s and the download takes more than the status line's 4 s, fast enough that
+# the test server's uncompressed files arrive in seconds.
+SLOW = {"offline": False, "latency": 150, "downloadThroughput": 12e6 / 8, "uploadThroughput": 3e6 / 8}
 SOURCE = re.compile(r"/python_stdlib\.[0-9a-f]{10}\.zip$")
 COMPILED = re.compile(r"/python_stdlib\.[0-9a-f]{10}\.pyc\.zip$")
 LEFT = re.compile(r"Downloading Python: \d+\.\d of \d+\.\d MB left\. "
@@ -23,7 +26,7 @@ def test_on_a_slow_link_python_starts_without_the_snapshot_and_says_what_is_left
     page = make_page()
     cdp = page.context.new_cdp_session(page)
     cdp.send("Network.enable")
-    cdp.send("Network.emulateNetworkConditions", SLOW)  # 4 Mbit/s, 150 ms
+    cdp.send("Network.emulateNetworkConditions", SLOW)  # 12 Mbit/s, 150 ms
     page.add_init_script("""window.__statuses = [];
       new MutationObserver(() => { const s = document.querySelector('.pysim-status-text');
         if (s && __statuses[__statuses.length - 1] !== s.textContent) __statuses.push(s.textContent); })

@@ -90,8 +90,9 @@ def test_static_vs_continuous_default():
 def test_unknown_figure_is_refused():
     with pytest.raises(KeyError):
         figure("little.nope")
-    # The lab group is skipped: its two sweeps take seconds (the site build computes them).
-    assert "little.w_s" in figures.names(skip=("lab",))
+    # The lab's and the cluster's groups are skipped: their sweeps and replays take
+    # seconds (the site build computes them, and their own tests check them).
+    assert "little.w_s" in figures.names(skip=("lab", "cluster"))
 
 
 # ------------------------------------------------------------------ pages 3, 7 and 8
