@@ -72,15 +72,8 @@
     const status = h("p", { class: "cluster-status", "aria-live": "polite" });
     const sentence = h("p", { class: "cluster-sentence" });
     const cards = h("dl", { class: "cluster-cards" });
-    const pin = w.pin({
-      labels: ["Pin this configuration", "Clear pin"],
-      changed(pinned) {
-        pinNote.textContent = pinned ? `Pinned: ${describe(pinned.config)}. Change a setting to compare; the pinned run is drawn dashed.` : "";
-        draw();
-      },
-    });
+    const pin = w.pin({ labels: ["Pin this configuration", "Clear pin"], describe, note: "cluster-pin-note", changed: draw });
     const pinnedView = () => (pin.pinned ? pin.pinned.view : null);
-    const pinNote = h("p", { class: "cluster-pin-note", "aria-live": "polite" });
     const cdfTtft = h("div", { class: "cluster-chart" });
     const cdfTpot = h("div", { class: "cluster-chart" });
     const results = h("table", { class: "cluster-results" });
@@ -103,7 +96,7 @@
     const details = (summary, ...kids) => h("details", { class: "cluster-details" }, h("summary", {}, summary), ...kids);
     w.body.append(
       controls.root, w.messages, note, status,
-      section("This run", sentence, cards, h("div", { class: "cluster-buttons" }, pin.buttons), pinNote,
+      section("This run", sentence, cards, h("div", { class: "cluster-buttons" }, pin.buttons), pin.note,
         h("div", { class: "cluster-pair" }, cdfTtft, cdfTpot), tableBox(results, {}, "This run in numbers, scrolls sideways")),
       section("Replica by replica", routing, transfer, tableBox(replicaTable, {}, "Replicas, scrolls sideways"),
         h("div", { class: "cluster-pair" }, gRunning, gHits),

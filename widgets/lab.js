@@ -70,14 +70,9 @@
     const cards = h("dl", { class: "lab-cards" });
     // A pinned configuration keeps its capacity sweep too, if one was run for it.
     const pin = w.pin({
-      labels: ["Pin this configuration", "Clear pin"],
+      labels: ["Pin this configuration", "Clear pin"], describe, note: "lab-pin-note", changed: draw,
       keep: () => ({ sweep: sweep && sweep.signature === signature(w.state.config) && sweep.complete ? sweep : null }),
-      changed(pinned) {
-        pinNote.textContent = pinned ? `Pinned: ${describe(pinned.config)}. Change a setting to compare; the pinned run is drawn dashed.` : "";
-        draw();
-      },
     });
-    const pinNote = h("p", { class: "lab-pin-note", "aria-live": "polite" });
     const cdfTtft = h("div", { class: "lab-chart" });
     const cdfTpot = h("div", { class: "lab-chart" });
     const results = h("table", { class: "lab-results" });
@@ -110,7 +105,7 @@
     w.body.append(
       controls.root, w.messages, note, status,
       section("This run", traffic, machine, printedBox, cards,
-        h("div", { class: "lab-buttons" }, pin.buttons), pinNote,
+        h("div", { class: "lab-buttons" }, pin.buttons), pin.note,
         h("div", { class: "lab-pair" }, cdfTtft, cdfTpot), scroll(results)),
       section("Over time", h("div", { class: "lab-pair lab-three" }, gRequests, gKv, gTokens),
         h("details", { class: "lab-details" }, h("summary", {}, "The gauges as a table"), scroll(gauges))),

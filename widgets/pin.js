@@ -11,8 +11,11 @@
 //                                      // keys in the spec's `link` too)
 //     changed(pinned) { draw(); },     // after a pin, a clear, or a link's pinned run came
 //     refused(why) { ... },            // optional: pysim refused a link's pinned run
+//     describe: (config) => "...",     // optional: the pinned configuration in words, for
+//     note: "lab-pin-note",            // pin.note, a line under the buttons with this class
 //   });
 //   pin.buttons  // [pin, clear]: place them
+//   pin.note     // with `describe`: "Pinned: <words>. Change a setting to compare; ..."
 //   pin.pinned   // {config, view, ...} or null; view is null while a link's run is computed
 //
 // A link's pinned run is computed by pysim like the live one once Python is up (so it is
@@ -22,8 +25,10 @@
   "use strict";
   const { h } = window.PySim;
 
-  function pin(w, { labels: [pinText, clearText], keep = () => ({}), link = [], changed, refused = () => {} }) {
+  function pin(w, { labels: [pinText, clearText], keep = () => ({}), link = [], changed, refused = () => {},
+    describe = null, note: noteClass = null }) {
     let pinned = null;
+    const note = describe ? h("p", { class: noteClass, "aria-live": "polite" }) : null;
     const pinBtn = h("button", { type: "button", class: "md-button",
       onclick: () => hold({ config: w.state.config, view: w.view, ...keep() }) }, pinText);
     const clearBtn = h("button", { type: "button", class: "md-button", disabled: true, onclick: () => hold(null) }, clearText);
@@ -32,6 +37,9 @@
       pinned = run;
       clearBtn.disabled = !pinned;
       w.root.dataset.pinned = String(!!pinned);
+      if (note) {
+        note.textContent = pinned ? `Pinned: ${describe(pinned.config)}. Change a setting to compare; the pinned run is drawn dashed.` : "";
+      }
       if (link.length) w.saveLink();
       changed(pinned);
     }
@@ -57,6 +65,7 @@
 
     return {
       buttons: [pinBtn, clearBtn],
+      note,
       get pinned() { return pinned; },
       linkState: () => Object.fromEntries(pinned ? link.map((field) => ["pin_" + field, pinned.config[field]]) : []),
     };
