@@ -82,7 +82,7 @@
     return fmtUpTo(x / UNITS[i][0], 1) + UNITS[i][1];
   }
 
-  // An id no other element of the page has ("budget-pace" -> "budget-pace-7"), for a
+  // An id no other element of the page has (uniqueId("pysim-speed") -> "pysim-speed-7"), for a
   // <label for> or an aria reference. One counter for the whole visit: with instant
   // navigation the widgets of several pages are mounted in one document, one after another.
   let ids = 0;

@@ -12,7 +12,7 @@
 //     changed(pinned) { draw(); },     // after a pin, a clear, or a link's pinned run came
 //     refused(why) { ... },            // optional: pysim refused a link's pinned run
 //     describe: (config) => "...",     // optional: the pinned configuration in words, for
-//     note: "lab-pin-note",            // pin.note, a line under the buttons with this class
+//     note: "my-pin-note",             // pin.note, a line under the buttons with this class
 //   });
 //   pin.buttons  // [pin, clear]: place them
 //   pin.note     // with `describe`: "Pinned: <words>. Change a setting to compare; ..."
