@@ -19,10 +19,10 @@ from pathlib import Path
 from . import NODE_MODULES, ROOT, Files
 
 WIDGETS_DIR = ROOT / "widgets"
-# Every widget page runs these, in this order, before the widgets' own scripts.
-# Shared scripts, run in this order before the widgets' own: DOM helpers, the worker's
-# client, search's wait for Python, the describe-driven controls, the widget lifecycle.
-SHARED_SCRIPTS = ("dom.js", "runtime.js", "search.js", "controls.js", "live.js")
+# Every widget page runs these, in this order, before the widgets' own scripts: DOM
+# helpers, the worker's client, search's wait for Python, the describe-driven controls,
+# the playback of a run's steps, pin and compare, the widget lifecycle.
+SHARED_SCRIPTS = ("dom.js", "runtime.js", "search.js", "controls.js", "playback.js", "pin.js", "live.js")
 WORKER = "worker.js"              # started by runtime.js, never linked from a page
 SHARED_STYLES = ("widgets.css",)
 # The site's own stylesheet, linked by every page, widget or not (mkdocs.yml's extra_css,

@@ -6,11 +6,13 @@
 // throughput against the batch size. The controls, their labels, ranges and help come
 // from pysim's description of the config (live.js draws them); this file lays the widget
 // out, applies the presets, and draws the view model with uPlot (the global `uPlot`,
-// shipped on this page by the hook). The chart is a picture of the table below it.
+// shipped on this page by the hook, with the chart kit, charts.js). The chart is a
+// picture of the table below it.
 (function () {
   "use strict";
   const { h, tableBox, fmtUpTo, compact, stripePattern, strokeLine, labelBox } = window.PySim;
   const NAME = "batch_size";
+  const kit = window.PySim.charts("bs");
 
   // ---------------------------------------------------------------- formatting
 
@@ -22,27 +24,17 @@
   const kib = (bytes) => (Number.isInteger(bytes / 1024) ? int(bytes / 1024) : (bytes / 1024).toFixed(1)) + " KiB";
   const compactTicks = (u, splits) => splits.map((s) => (s == null ? "" : compact(s)));
 
-  // ---------------------------------------------------------------- colours
-
-  function palette(el) {
-    const css = getComputedStyle(el);
-    const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
-    return {
-      text: v("--pysim-text", "#222"), grid: v("--pysim-grid", "#ccc"),
-      bg: v("--md-default-bg-color", "#fff"),
-      speed: v("--bs-speed", "#3f6ad8"), total: v("--bs-total", "#c0561b"),
-      memory: v("--bs-memory", "#d64545"), rec: v("--bs-rec", "#1f8a52"),
-      compute: v("--bs-compute", "rgba(201,162,39,0.16)"), nofit: v("--bs-nofit", "#9a9a9a"),
-      font: css.fontFamily || "sans-serif",
-    };
-  }
+  // The chart's own colours (batch_size.css), beside the kit's text and grid; labels sit
+  // on boxes of the page's background.
+  const COLOURS = {
+    bg: "--md-default-bg-color", speed: "--bs-speed", total: "--bs-total", memory: "--bs-memory",
+    rec: "--bs-rec", compute: "--bs-compute", nofit: "--bs-nofit",
+  };
 
   // ---------------------------------------------------------------- the widget
 
   function mount(w) {
-    const root = w.root;
-    let view = w.view;
-    const modelInfo = (id) => view.catalog.models.find((m) => m.id === id) || view.catalog.models[0];
+    const modelInfo = (id) => w.view.catalog.models.find((m) => m.id === id) || w.view.catalog.models[0];
 
     // A model reads at most its own context: a new model keeps the request inside it.
     const contextNote = h("span", { class: "bs-control-note", "aria-live": "polite" });
@@ -64,7 +56,7 @@
     if (controls.has("context_tokens")) controls.get("context_tokens").root.append(contextNote);
 
     function applyPreset(key) {
-      const p = view.presets[key];
+      const p = w.view.presets[key];
       const patch = {
         context_tokens: Math.min(p.context_tokens, modelInfo(w.draft.config.model).max_context_tokens),
         target_tok_s: p.target_tok_s,
@@ -74,7 +66,7 @@
       w.set(patch, 0);
     }
 
-    const presetButtons = Object.entries(view.presets).map(([key, p]) =>
+    const presetButtons = Object.entries(w.view.presets).map(([key, p]) =>
       h("button", {
         type: "button", class: "md-button bs-preset", "data-preset": key, "aria-pressed": "false", "data-needs-python": true,
         onclick: () => applyPreset(key),
@@ -119,7 +111,7 @@
     }
 
     function renderText() {
-      const v = view;
+      const v = w.view;
       const c = v.config;
       for (const b of presetButtons) b.setAttribute("aria-pressed", String(b.dataset.preset === v.active_preset));
       const preset = v.active_preset && v.presets[v.active_preset];
@@ -129,9 +121,9 @@
 
       answerEl.textContent = v.answer;
       answerEl.dataset.recommended = v.recommended_max_num_seqs === null ? "none" : String(v.recommended_max_num_seqs);
-      root.dataset.reason = v.reason || "";
+      w.root.dataset.reason = v.reason || "";
       // When nothing works, the answer is said once, in the warning box (it already
-      // holds pysim's reason: repeating it below read as two messages).
+      // holds pysim's reason: said again below, it would read as two messages).
       answerEl.hidden = !!v.reason;
       reasonEl.hidden = !v.reason;
       reasonEl.textContent = v.reason ? v.answer : "";
@@ -163,7 +155,7 @@
     }
 
     function renderTable() {
-      const v = view;
+      const v = w.view;
       const rec = v.recommended_max_num_seqs;
       const head = h("tr", {}, ["Batch", "Step (ms)", "Per-user tok/s", "Total tok/s", "Bound", "Fits in memory", "Meets target"]
         .map((t) => h("th", { scope: "col" }, t)));
@@ -187,18 +179,17 @@
     let pal = null;
 
     function chartData() {
-      return [view.curve.map((p) => p.batch), view.curve.map((p) => p.per_user_tok_s), view.curve.map((p) => p.total_tok_s)];
+      const { curve } = w.view;
+      return [curve.map((p) => p.batch), curve.map((p) => p.per_user_tok_s), curve.map((p) => p.total_tok_s)];
     }
 
-    let drawnWidth = null; // chartEl's width the chart was last sized for
     function chartSize() {
-      drawnWidth = chartEl.clientWidth;
-      const width = Math.max(220, Math.floor(drawnWidth));
+      const width = Math.max(220, Math.floor(chartEl.clientWidth));
       return { width, height: width < 520 ? 270 : 320 };
     }
 
     function summary() {
-      const v = view;
+      const v = w.view;
       const first = v.curve[0];
       const last = v.curve[v.curve.length - 1];
       const rec = v.recommended_max_num_seqs;
@@ -220,13 +211,13 @@
       ctx.beginPath();
       ctx.rect(left, top, width, height);
       ctx.clip();
-      const cross = view.crossover_batch;
+      const cross = w.view.crossover_batch;
       if (cross !== null && cross <= xMax) {
         const x0 = u.valToPos(cross, "x", true);
         ctx.fillStyle = pal.compute;
         ctx.fillRect(x0, top, right - x0, height);
       }
-      const m = view.max_batch_memory;
+      const m = w.view.max_batch_memory;
       const xm = m >= 1 ? u.valToPos(m, "x", true) : left;
       if (xm < right) {
         ctx.fillStyle = stripePattern(ctx, pal.nofit, { size: Math.round(7 * ratio), alpha: 0.55, lineWidth: Math.max(1, ratio) });
@@ -247,9 +238,9 @@
       const ratio = uPlot.pxRatio;
       const { top, left, width } = u.bbox;
       u.ctx.font = `600 ${Math.round(11 * ratio)}px ${pal.font}`;
-      const w = u.ctx.measureText(text).width;
+      const textWidth = u.ctx.measureText(text).width;
       const y = top + (4 + row * 17) * ratio;
-      if (x + 5 * ratio + w <= left + width) label(u, text, x + 5 * ratio, y, color, "left");
+      if (x + 5 * ratio + textWidth <= left + width) label(u, text, x + 5 * ratio, y, color, "left");
       else label(u, text, x - 5 * ratio, y, color, "right");
     }
 
@@ -263,7 +254,7 @@
       const ratio = uPlot.pxRatio;
       const ctx = u.ctx;
       const { left, top, width, height } = u.bbox;
-      const v = view;
+      const v = w.view;
       const small = u.width < 520;
       const m = v.max_batch_memory;
       const rec = v.recommended_max_num_seqs;
@@ -335,22 +326,17 @@
 
     function makeChart() {
       if (plot) { plot.destroy(); plot = null; }
-      pal = palette(root);
+      pal = kit.palette(w.root, COLOURS);
       const { width, height } = chartSize();
       const narrow = width < 520;
-      const axisFont = `${narrow ? 11 : 12}px ${pal.font}`;
-      const labelFont = `600 ${narrow ? 11 : 12}px ${pal.font}`;
-      const axis = (extra) => Object.assign({
-        stroke: pal.text, font: axisFont, labelFont,
-        grid: { stroke: pal.grid, width: 1 }, ticks: { stroke: pal.grid, width: 1, size: 4 },
-      }, extra);
+      const axis = (extra) => kit.axis(pal, narrow, extra);
       const opts = {
         width, height,
         cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 8 } },
         legend: { live: true },
         scales: {
           x: { distr: 3, log: 2 },
-          speed: { range: (u, lo, hi) => [0, Math.max(hi, view.config.target_tok_s) * 1.12] },
+          speed: { range: (u, lo, hi) => [0, Math.max(hi, w.view.config.target_tok_s) * 1.12] },
           total: { range: (u, lo, hi) => [0, hi * 1.12] },
         },
         series: [
@@ -392,8 +378,8 @@
     // (uPlot clears the legend after each redraw and when the pointer leaves.)
     function showLegendAtRecommendation(u) {
       if (!u || u.cursor.idx != null) return;
-      const rec = view.recommended_max_num_seqs;
-      const idx = Math.max(0, view.curve.findIndex((p) => p.batch === rec));
+      const rec = w.view.recommended_max_num_seqs;
+      const idx = Math.max(0, w.view.curve.findIndex((p) => p.batch === rec));
       u.setLegend({ idx }, false);
     }
 
@@ -413,27 +399,22 @@
     }
 
     // ---------------------------------------------------------------- start
-    // The first report comes with the first frame, at the width the chart was made for.
-    w.observe(new ResizeObserver(() => {
-      const width = chartEl.clientWidth;
-      if (!plot || width === drawnWidth) return; // (chartSize() below records the new one)
-      const before = plot.width < 520;
-      const size = chartSize();
-      // Narrow and wide charts use different label texts and fonts: rebuild across the line.
-      if ((size.width < 520) !== before) makeChart();
-      else plot.setSize(size);
-    })).observe(chartEl);
-    // uPlot draws on a canvas: rebuild it with the new colours on a light/dark switch.
-    w.onScheme(() => makeChart());
-
     return {
-      draw(next) {
-        view = next;
+      draw() {
         // The context slider reaches the model's own maximum.
         const ctx = controls.has("context_tokens") && controls.get("context_tokens");
         const lo = w.field("context_tokens").lo;
-        if (ctx) { ctx.setRange(lo, view.model.max_context_tokens); ctx.set(w.draft.config.context_tokens); }
+        if (ctx) { ctx.setRange(lo, w.view.model.max_context_tokens); ctx.set(w.draft.config.context_tokens); }
         render();
+      },
+      // uPlot draws on a canvas: a light/dark switch rebuilds it in the new colours. A new
+      // width resizes it, or rebuilds it where it crosses 520 px: narrow and wide charts
+      // have different axis labels and fonts.
+      redraw(why) {
+        if (!plot) return;
+        const size = chartSize();
+        if (why === "scheme" || (size.width < 520) !== (plot.width < 520)) makeChart();
+        else plot.setSize(size);
       },
       unmount() {
         if (plot) plot.destroy();

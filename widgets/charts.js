@@ -1,12 +1,13 @@
-// The chart kit the uPlot widgets draw with (the serving lab's charts, the cluster's):
-// what every chart of theirs shares, written once. Each chart is rebuilt whole from a
-// view model, so a theme switch or a new width is one more rebuild; each is also given
-// an aria-label that says in words what it draws (a canvas says nothing to a screen
-// reader), and its widget puts a table beside it. The build ships this file to every
-// page whose widgets load uPlot (sitebuild/assets.py, CHARTS).
+// The chart kit the uPlot widgets draw with (the batch-size chart, the serving lab's
+// charts, the cluster's): what every chart of theirs shares, written once. A lab or
+// cluster chart is rebuilt whole from a view model, so a theme switch or a new width is
+// one more rebuild; each is also given an aria-label that says in words what it draws (a
+// canvas says nothing to a screen reader), and its widget puts a table beside it. The
+// build ships this file to every page whose widgets load uPlot (sitebuild/assets.py,
+// CHARTS).
 //
 //   const kit = PySim.charts("lab");  // colours from the widget's CSS: --lab-now, --lab-c0...
-//   kit.palette(el)                   // {text, grid, now, pin, second, bad, target, lines, font}
+//   kit.palette(el, own)              // {text, grid, now, pin, second, bad, target, lines, font, ...own}
 //   kit.axis(pal, narrow, extra)      // a uPlot axis in the page's colours and font
 //   kit.marker(u, {x | y, color, text, dash})  // a labelled reference line, in a draw hook
 //   kit.make(host, opts, data, label) // the chart in `host`, its plot area a labelled image
@@ -75,17 +76,16 @@
   }
 
   function charts(prefix) {
-    function palette(el) {
-      const css = getComputedStyle(el);
-      const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
-      const lines = [];
-      for (let i = 0; i < LINE_COLOURS; i++) lines.push(v(`--${prefix}-c${i}`, "#2f5fcf"));
-      return {
-        text: v("--pysim-text", "#222"), grid: v("--pysim-grid", "#ccc"),
-        now: v(`--${prefix}-now`, "#2f5fcf"), pin: v(`--${prefix}-pin`, "#7a4cc2"),
-        second: v(`--${prefix}-second`, "#b4501a"), bad: v(`--${prefix}-bad`, "#c0392b"),
-        target: v(`--${prefix}-target`, "#555"), lines, font: css.fontFamily || "sans-serif",
-      };
+    // The chart's colours (dom.js's palette): the shared text and grid colours, the
+    // widget's --PREFIX-now, -pin, -second, -bad and -target, its line colours
+    // --PREFIX-c0... as `lines`; `own` names more of the widget's ({speed: "--bs-speed"}).
+    function palette(el, own = {}) {
+      const names = { text: "--pysim-text", grid: "--pysim-grid" };
+      for (const key of ["now", "pin", "second", "bad", "target"]) names[key] = `--${prefix}-${key}`;
+      for (let i = 0; i < LINE_COLOURS; i++) names["c" + i] = `--${prefix}-c${i}`;
+      const pal = PySim.palette(el, { ...names, ...own });
+      pal.lines = Array.from({ length: LINE_COLOURS }, (_, i) => pal["c" + i]);
+      return pal;
     }
 
     // x: the latency, log scale (a queue makes the tail 100 times the median); y: the

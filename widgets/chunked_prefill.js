@@ -2,13 +2,15 @@
 // bridge name "chunked_prefill").
 //
 // pysim runs the whole scenario at once and returns every step (its start, its duration
-// and whose tokens filled it) and the summary. This file only plays those steps back on a
-// time axis and keeps one run pinned beside the live one so two budgets can be compared;
+// and whose tokens filled it) and the summary. This file draws those steps on a time
+// axis, as long as each one lasted, so a long prompt's prefill shows as a wide step that
+// the decodes around it wait for; w.playback plays them in (scaled) real time, and w.pin
+// keeps one run beside the live one so two budgets can be compared on the same axis.
 // chunked_prefill.text.js writes the details and the tables, and live.js the controls
 // (from pysim's describe), the link and the recomputation.
 (function () {
   "use strict";
-  const { h, tableBox, fmt, reducedMotion, sizeCanvas, stripePattern } = window.PySim;
+  const { h, tableBox, fmt, palette, dark, sizeCanvas, stripePattern } = window.PySim;
   const { ms, stepEnd, stepAt, drawAxis, longestStep, runName, tableKey, drawModel, drawLegend, drawDetails, drawTable,
     drawStepsTable } = window.PySim.chunkedPrefill;
   const { drawCloseup } = window.PySim.chunkedPrefillCloseup;
@@ -20,12 +22,7 @@
   const AXIS_H = 22; // px under the bars for the time axis
   const PIN_BAR_H = 34; // px of bars in the pinned run's thin timeline
   const PACES = [["0.25", "¼× real time"], ["1", "real time"], ["0.1", "⅒× real time"]];
-  const uid = () => Math.random().toString(36).slice(2, 8);
-
-  function palette(el) {
-    const v = (name) => getComputedStyle(el).getPropertyValue(name).trim();
-    return { text: v("--pysim-text"), grid: v("--pysim-grid"), idle: v("--pysim-idle") };
-  }
+  const COLOURS = { text: "--pysim-text", grid: "--pysim-grid", idle: "--pysim-idle" };
 
   // Request colours: the golden angle spreads neighbouring requests far apart in hue.
   function requestColor(i, dark) {
@@ -37,41 +34,58 @@
 
   function mount(w) {
     const root = w.root;
-    let view = w.view;
-    let cursor = view.steps.length; // steps done; the pre-rendered picture shows the finished run
+    const steps = () => w.view.steps;
     let hover = null; // index of a step under the mouse
-    let pin = null; // {scenario, max_num_batched_tokens, view|null}
-    let playing = false;
-    let clock = 0; // simulated ms during playback
-    let raf = 0;
-    let pace = Number(PACES[0][0]);
-    let runAfterCompute = false;
+    let runAfterCompute = false; // Run was pressed while a new run was being computed
     let busy = false;
-    let dark = false;
     const patternCache = new Map();
-    const theme = { pal: null };
+    // Colours and the chart's width, read once per light/dark switch or new width (not
+    // on every frame of the playback).
+    let pal = null;
+    let isDark = false;
     let chartWidth = 0;
-    // Colours come from CSS custom properties; read them once per light/dark switch.
     function readTheme() {
-      dark = document.body.getAttribute("data-md-color-scheme") === "slate";
-      theme.pal = palette(root);
+      isDark = dark();
+      pal = palette(root, COLOURS);
     }
-    // The reader's own state in the link: the playback step and the pinned run.
-    const linked = (key) => (w.link[key] === undefined ? null : w.link[key]);
-    const linkStep = () => {
-      const n = linked("step") === null ? NaN : Number(linked("step"));
-      return Number.isInteger(n) && n >= 0 ? Math.min(n, total()) : null;
-    };
+
+    // Playback on the run's own clock, at the pace chosen (a quarter of real time to
+    // start): a step is reached when its simulated time has passed, and every frame in
+    // between draws the step in progress, so a long prefill step fills slowly while the
+    // decodes wait for it. The pre-rendered picture shows the finished run.
+    const play = w.playback({
+      steps: () => steps().length,
+      at: (n) => (n > 0 ? stepEnd(steps()[n - 1]) : 0),
+      rate: Number(PACES[0][0]),
+      smooth: true,
+      draw,
+      playing(on) {
+        runBtn.textContent = on ? "Pause" : "Run all steps";
+        details.setAttribute("aria-live", on ? "off" : "polite"); // a screen reader hears where it stopped, not every step
+      },
+    });
+    const moveTo = (n) => { hover = null; play.moveTo(n); };
+    function run() {
+      if (busy) { runAfterCompute = true; return; } // play the run being computed
+      hover = null;
+      play.run();
+    }
+    const pin = w.pin({
+      labels: ["Pin this run", "Clear pin"],
+      link: ["scenario", "max_num_batched_tokens"],
+      changed: draw,
+      refused(why) { note.textContent = `Ignored the link's pinned run: ${why}.`; },
+    });
 
     // ---------------------------------------------------------------- controls
     const change = (part, delay = 0) => { showChoices(Object.assign({}, w.draft.config, part)); w.set(part, delay); };
-    const scenarioButtons = view.scenarios.map((s) => h("button", {
+    const scenarioButtons = w.view.scenarios.map((s) => h("button", {
       type: "button", class: "md-button budget-choice", "data-scenario": s.id, "data-needs-python": true,
       onclick: () => change({ scenario: s.id }),
     }, s.label));
     const scenarioText = h("p", { class: "budget-scenario-text" });
 
-    const presetButtons = view.max_num_batched_tokens_presets.map((b) => h("button", {
+    const presetButtons = w.view.max_num_batched_tokens_presets.map((b) => h("button", {
       type: "button", class: "md-button budget-choice", "data-budget": String(b), "data-needs-python": true,
       "aria-label": `Budget ${fmt(b)} tokens`,
       onclick: () => change({ max_num_batched_tokens: b }),
@@ -80,15 +94,14 @@
     // describes get controls (the slider walks the budget on a log scale).
     const controls = w.controls({ skip: ["scenario"], onChange: (name, value, delay) => change({ [name]: value }, delay) });
 
-    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: toggleRun }, "Run all steps");
-    const stepBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); moveTo(cursor + 1); } }, "Step");
-    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => { pause(); moveTo(0); } }, "Reset");
-    const paceId = `budget-pace-${uid()}`;
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary",
+      onclick: () => (play.playing ? play.pause() : run()) }, "Run all steps");
+    const stepBtn = h("button", { type: "button", class: "md-button", onclick: () => moveTo(play.cursor + 1) }, "Step");
+    const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => moveTo(0) }, "Reset");
+    const paceId = w.id("budget-pace");
     const paceSelect = h("select", { id: paceId }, PACES.map(([v, text]) => h("option", { value: v }, text)));
-    paceSelect.addEventListener("change", () => { pace = Number(paceSelect.value); });
+    paceSelect.addEventListener("change", () => { play.rate = Number(paceSelect.value); });
     const stepLabel = h("span", { class: "pysim-step-label" });
-    const pinBtn = h("button", { type: "button", class: "md-button", onclick: pinRun }, "Pin this run");
-    const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearPin }, "Clear pin");
 
     const note = h("p", { class: "budget-note", role: "status" });
     const model = h("p", { class: "budget-model" });
@@ -104,7 +117,7 @@
     const closeup = h("div", { class: "budget-closeup", "aria-hidden": "true" });
     w.listen(closeup, "click", (event) => {
       const col = event.target.closest("[data-step]");
-      if (col) { pause(); moveTo(Number(col.dataset.step)); }
+      if (col) moveTo(Number(col.dataset.step));
     });
     const details = h("div", { class: "budget-details", "aria-live": "polite" });
     const pinHead = h("p", { class: "budget-pin-head" });
@@ -119,7 +132,7 @@
     const stepsTable = h("table", { class: "budget-steps-table" });
     const stepsDetails = h("details", { class: "budget-steps" },
       h("summary", {}, "Every step as a table"), tableBox(stepsTable));
-    stepsDetails.addEventListener("toggle", () => { if (stepsDetails.open) drawStepsTable(view, stepsTable); });
+    stepsDetails.addEventListener("toggle", () => { if (stepsDetails.open) drawStepsTable(w.view, stepsTable); });
 
     w.body.append(
       h("div", { class: "pysim-toolbar budget-row", role: "group", "aria-label": "Scenario" },
@@ -130,92 +143,15 @@
       controls.root,
       h("div", { class: "pysim-toolbar" }, runBtn, stepBtn, resetBtn,
         h("span", { class: "pysim-speed" }, h("label", { for: paceId }, "Pace "), paceSelect),
-        pinBtn, clearBtn, stepLabel),
+        pin.buttons, stepLabel),
       w.messages, note, model, legend, chartWrap, chartText, details,
       tableBox(table), moreBtn, summaryText, stepsDetails);
-
-    // ---------------------------------------------------------------- playback
-    const total = () => view.steps.length;
-
-    function moveTo(n) {
-      cursor = Math.max(0, Math.min(total(), n));
-      hover = null;
-      w.saveLink();
-      draw();
-    }
-
-    function toggleRun() {
-      if (playing) pause(); else run();
-    }
-
-    function run() {
-      if (playing) return;
-      if (busy) { runAfterCompute = true; return; } // play the run being computed
-      if (cursor >= total()) cursor = 0;
-      hover = null;
-      if (reducedMotion()) { moveTo(total()); return; }
-      playing = true;
-      root.dataset.playing = "true";
-      runBtn.textContent = "Pause";
-      details.setAttribute("aria-live", "off");
-      clock = cursor > 0 ? stepEnd(view.steps[cursor - 1]) : 0;
-      let last = performance.now();
-      const frame = (now) => {
-        if (!playing) return;
-        clock += (now - last) * pace;
-        last = now;
-        while (cursor < total() && stepEnd(view.steps[cursor]) <= clock) cursor += 1;
-        if (cursor >= total()) { pause(); draw(); return; }
-        draw();
-        raf = w.frame(frame);
-      };
-      raf = w.frame(frame);
-    }
-
-    function pause() {
-      if (!playing) return;
-      playing = false;
-      cancelAnimationFrame(raf);
-      root.dataset.playing = "false";
-      runBtn.textContent = "Run all steps";
-      details.setAttribute("aria-live", "polite");
-      w.saveLink();
-    }
-
-    // ---------------------------------------------------------------- pinning
-    function pinRun() {
-      pin = { scenario: view.config.scenario, max_num_batched_tokens: view.config.max_num_batched_tokens, view };
-      w.saveLink();
-      draw();
-    }
-
-    function clearPin() {
-      pin = null;
-      w.saveLink();
-      draw();
-    }
-
-    // A link's pinned run: computed by pysim like the live one (so it is judged there too).
-    async function computePin(wanted) {
-      pin = { scenario: wanted.scenario, max_num_batched_tokens: wanted.max_num_batched_tokens, view: null };
-      const mine = pin;
-      draw();
-      const answer = await w.call({ config: Object.assign({}, w.state.config, wanted) }).catch(() => null);
-      if (pin !== mine) return;
-      if (!answer || !answer.ok) {
-        const why = answer ? `${answer.error.field}: ${answer.error.message}` : "Python is not available";
-        note.textContent = `Ignored the link's pinned run: ${why}.`;
-        pin = null;
-        w.saveLink();
-      } else pin.view = answer.result;
-      draw();
-    }
 
     // The buttons show what is drawn or being computed.
     function showChoices(cfg) {
       for (const b of scenarioButtons) b.setAttribute("aria-pressed", String(b.dataset.scenario === cfg.scenario));
       for (const b of presetButtons) b.setAttribute("aria-pressed", String(Number(b.dataset.budget) === cfg.max_num_batched_tokens));
-      const s = view.scenarios.find((x) => x.id === cfg.scenario);
+      const s = w.view.scenarios.find((x) => x.id === cfg.scenario);
       scenarioText.textContent = s ? s.description : "";
     }
 
@@ -229,7 +165,7 @@
 
     function colorsFor(v) {
       const out = {};
-      v.requests.forEach((r, i) => { out[r.id] = requestColor(i, dark); });
+      v.requests.forEach((r, i) => { out[r.id] = requestColor(i, isDark); });
       return out;
     }
 
@@ -245,9 +181,9 @@
       }
       function drawStep(step, endMs) {
         const x0 = x(step.start_ms);
-        let w = x(endMs) - x0;
-        if (w > 2.5) w -= 0.6; // a hairline between neighbouring steps
-        w = Math.max(w, 0.8);
+        let barWidth = x(endMs) - x0;
+        if (barWidth > 2.5) barWidth -= 0.6; // a hairline between neighbouring steps
+        barWidth = Math.max(barWidth, 0.8);
         const parts = step.parts;
         let decodes = 0;
         for (const p of parts) if (p[1] === "decode") decodes += 1;
@@ -256,32 +192,35 @@
         for (const p of parts) {
           if (p[1] !== "decode") continue;
           ctx.fillStyle = colors[p[0]];
-          ctx.fillRect(x0, y - slice, w, slice > 1.6 ? slice - 0.5 : slice);
+          ctx.fillRect(x0, y - slice, barWidth, slice > 1.6 ? slice - 0.5 : slice);
           y -= slice;
         }
         for (const p of parts) {
           if (p[1] === "decode") continue;
           const ph = Math.max(1, (p[2] / budget) * prefillH);
           ctx.fillStyle = patternFor(ctx, colors[p[0]]);
-          ctx.fillRect(x0, y - ph, w, ph);
+          ctx.fillRect(x0, y - ph, barWidth, ph);
           y -= ph;
         }
       }
     }
 
+    // One time scale for the live run and the pinned one, so widths compare.
+    function axisMs() {
+      const pinned = pin.pinned && pin.pinned.view;
+      return Math.max(w.view.summary.total_ms, pinned ? pinned.summary.total_ms : 0, 1);
+    }
+
     function draw() {
       const t0 = performance.now();
-      const pal = theme.pal;
+      const view = w.view;
       const colors = colorsFor(view);
-      cursor = Math.min(cursor, total());
-      const n = total();
+      const cursor = play.cursor;
+      const n = view.steps.length;
       const shown = hover !== null ? hover : cursor - 1;
 
-      // One time scale for the live run and the pinned one, so widths compare.
       const width = Math.max(200, chartWidth);
-      let totalMs = view.summary.total_ms;
-      if (pin && pin.view) totalMs = Math.max(totalMs, pin.view.summary.total_ms);
-      totalMs = Math.max(totalMs, 1);
+      const totalMs = axisMs();
       const pad = 4;
       const x = (t) => pad + (t / totalMs) * (width - 2 * pad);
 
@@ -290,7 +229,7 @@
       ctx.fillStyle = pal.idle;
       ctx.fillRect(0, top, width, BAR_H);
       drawBars(ctx, view, { x, top, height: BAR_H, band: DECODE_BAND, upto: cursor,
-        partialTo: playing ? clock : null, colors });
+        partialTo: play.playing ? play.clock : null, colors });
       // Arrivals of new prompts: small marks under the axis line.
       for (const r of view.requests) {
         if (r.streaming_at_start) continue;
@@ -302,7 +241,7 @@
       }
       drawAxis(ctx, x, { y: top + BAR_H, width, totalMs, pal });
       // The close-up's steps: a shaded span (at least 4 px) that ties the two together.
-      const span = drawCloseup({ view, shown, cursor, colors, width, dark, el: closeup, head: closeupHead });
+      const span = drawCloseup({ view, shown, cursor, colors, width, dark: isDark, el: closeup, head: closeupHead });
       if (span.last > span.first) {
         const x0 = x(view.steps[span.first].start_ms);
         ctx.globalAlpha = 0.14;
@@ -317,7 +256,7 @@
         ctx.lineWidth = 1;
         ctx.strokeRect(x(s.start_ms) - 0.5, top + 0.5, Math.max(1, x(stepEnd(s)) - x(s.start_ms)) + 1, BAR_H - 1);
       }
-      const cursorMs = playing ? clock : cursor > 0 ? stepEnd(view.steps[cursor - 1]) : 0;
+      const cursorMs = play.playing ? play.clock : cursor > 0 ? stepEnd(view.steps[cursor - 1]) : 0;
       ctx.fillStyle = pal.text;
       ctx.fillRect(Math.round(x(cursorMs)) - 1, top - 4, 2, BAR_H + 6);
 
@@ -334,27 +273,28 @@
       root.dataset.scenario = view.config.scenario;
       root.dataset.budget = String(view.config.max_num_batched_tokens);
 
-      drawPin(pal, x, width, totalMs);
-      const c = { view, pin, cursor, dark, showAllPrompts, els: { model, legend, details, table, moreBtn, summaryText } };
+      drawPin(x, width, totalMs);
+      const c = { view, pin: pin.pinned, cursor, dark: isDark, showAllPrompts, els: { model, legend, details, table, moreBtn, summaryText } };
       drawModel(c);
       drawLegend(c, colors);
       drawDetails(c, shown, colors);
       drawTable(c);
-      pinBtn.disabled = false;
-      clearBtn.disabled = !pin;
       if (stepsDetails.open && stepsTable.dataset.key !== tableKey(view)) drawStepsTable(view, stepsTable);
       root.dataset.drawMs = (performance.now() - t0).toFixed(2);
     }
 
-    function drawPin(pal, x, width, totalMs) {
-      pinBox.hidden = !pin;
-      if (!pin) return;
-      if (!pin.view) {
-        pinHead.textContent = `Pinned: ${view.scenarios.find((s) => s.id === pin.scenario).label}, budget ${fmt(pin.max_num_batched_tokens)} (computing…)`;
+    function drawPin(x, width, totalMs) {
+      const pinned = pin.pinned;
+      pinBox.hidden = !pinned;
+      if (!pinned) return;
+      if (!pinned.view) {
+        const { scenario, max_num_batched_tokens: budget } = pinned.config;
+        const named = w.view.scenarios.find((s) => s.id === scenario);
+        pinHead.textContent = `Pinned: ${named ? named.label : scenario}, budget ${fmt(budget)} (computing…)`;
         sizeCanvas(pinCanvas, width, 1);
         return;
       }
-      const v = pin.view;
+      const v = pinned.view;
       pinHead.textContent = `Pinned: ${runName(v)} (same time axis)`;
       const ctx = sizeCanvas(pinCanvas, width, PIN_BAR_H + AXIS_H);
       ctx.fillStyle = pal.idle;
@@ -370,12 +310,9 @@
     // ---------------------------------------------------------------- pointer and keys
     function stepUnder(event) {
       const rect = canvas.getBoundingClientRect();
-      const width = rect.width;
-      let totalMs = view.summary.total_ms;
-      if (pin && pin.view) totalMs = Math.max(totalMs, pin.view.summary.total_ms);
-      const t = ((event.clientX - rect.left - 4) / (width - 8)) * Math.max(totalMs, 1);
-      if (!total() || t > view.summary.total_ms + 1) return null;
-      return stepAt(view.steps, Math.max(0, t));
+      const t = ((event.clientX - rect.left - 4) / (rect.width - 8)) * axisMs();
+      if (!steps().length || t > w.view.summary.total_ms + 1) return null;
+      return stepAt(steps(), Math.max(0, t));
     }
     canvas.addEventListener("mousemove", (event) => {
       const i = stepUnder(event);
@@ -384,69 +321,46 @@
     canvas.addEventListener("mouseleave", () => { if (hover !== null) { hover = null; draw(); } });
     canvas.addEventListener("click", (event) => {
       const i = stepUnder(event);
-      if (i !== null) { pause(); moveTo(i + 1); }
+      if (i !== null) moveTo(i + 1);
     });
     canvas.addEventListener("keydown", (event) => {
       const moves = { ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1, PageUp: 10, PageDown: -10 };
       let next = null;
-      if (event.key in moves) next = cursor + moves[event.key];
+      if (event.key in moves) next = play.cursor + moves[event.key];
       else if (event.key === "Home") next = 0;
-      else if (event.key === "End") next = total();
+      else if (event.key === "End") next = steps().length;
       if (next === null) return;
       event.preventDefault();
-      pause();
       moveTo(next);
     });
 
     // ---------------------------------------------------------------- start
     readTheme();
     chartWidth = chartWrap.clientWidth;
-    w.observe(new ResizeObserver(() => {
-      if (chartWrap.clientWidth === chartWidth) return; // heights change as we draw
-      chartWidth = chartWrap.clientWidth;
-      draw();
-    })).observe(chartWrap);
-    w.onScheme(() => { readTheme(); draw(); });
-    // A link's pinned run: what it gives of the two, the live run's value for the other.
-    const pinScenario = linked("pin_scenario"), pinBudget = linked("pin_max_num_batched_tokens");
-    if (pinScenario !== null || pinBudget !== null) {
-      const budget = pinBudget === null ? null : Number.isFinite(Number(pinBudget)) ? Number(pinBudget) : pinBudget;
-      w.whenLive.then(() => computePin({
-        scenario: pinScenario === null ? w.state.config.scenario : pinScenario,
-        max_num_batched_tokens: budget === null ? w.state.config.max_num_batched_tokens : budget,
-      }));
-    }
-    const stepFromLink = linkStep();
-    if (stepFromLink !== null) cursor = stepFromLink;
 
     return {
-      // A new run shows its end (a link's: the step it names), and plays if Run was pressed meanwhile.
+      // A new run shows its end (a link's: the step it names), and plays if Run was
+      // pressed while it was computed.
       draw(next, state, why) {
-        view = next;
         showChoices(state.config);
         if (why === "change" || why === "link") {
-          pause();
-          const step = why === "link" ? linkStep() : null;
-          cursor = step !== null ? step : total();
           hover = null;
-          w.saveLink();
-        }
-        draw();
+          if (why === "link") play.fromLink(); else play.moveTo(Infinity);
+        } else draw();
         if (runAfterCompute) { runAfterCompute = false; run(); }
       },
-      linkState() {
-        const own = { step: cursor };
-        if (pin) { own.pin_scenario = pin.scenario; own.pin_max_num_batched_tokens = pin.max_num_batched_tokens; }
-        return own;
+      redraw() {
+        readTheme();
+        chartWidth = chartWrap.clientWidth;
+        draw();
       },
       busy(on) { busy = on; },
       refused() { runAfterCompute = false; showChoices(w.state.config); },
-      unmount() { playing = false; },
     };
   }
 
-  // Issue 34 replaced the page's made-up clock with the serving lab's: links made
-  // before it may still hold its three coefficients.
+  // Keys a link may hold that pysim dropped: the page's step costs were three made-up
+  // coefficients, and the serving lab's clock times the steps instead.
   const clock = "steps are now timed by the serving lab's clock for the GPU and model chosen";
   window.PySim.widget(NAME, {
     link: ["step", "pin_scenario", "pin_max_num_batched_tokens"], mount,

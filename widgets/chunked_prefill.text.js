@@ -10,7 +10,6 @@
 
   const ms = (x) => fmt(x) + " ms";
   const tokens = (n) => fmt(n) + (n === 1 ? " token" : " tokens");
-  const uid = () => Math.random().toString(36).slice(2, 8);
 
   const stepEnd = (s) => s.start_ms + s.duration_ms;
 
@@ -151,7 +150,7 @@
     let reached = 0;
     for (const q of view.requests) if (!q.streaming_at_start && q.token_ms.length && q.token_ms[0] <= nowMs + 1e-9) reached += 1;
     const key = JSON.stringify([view.config.max_num_batched_tokens, view.config.scenario, view.summary.total_ms, finished,
-      reached, pin && pin.scenario, pin && pin.max_num_batched_tokens, !!(pin && pin.view), showAllPrompts]);
+      reached, pin && pin.config.scenario, pin && pin.config.max_num_batched_tokens, !!(pin && pin.view), showAllPrompts]);
     if (table.dataset.key === key) return;
     table.dataset.key = key;
     table.dataset.finished = String(finished);
@@ -216,7 +215,7 @@
     const head = h("tr", {}, h("th", { scope: "col" }, "Figure (ms unless stated)"),
       runs.map((run) => h("th", { scope: "col", "data-run": run.key },
         (run.key === "live" ? "This run: " : "Pinned: ") +
-        (run.v ? runName(run.v) : `${pin.scenario}, budget ${fmt(pin.max_num_batched_tokens)}`))));
+        (run.v ? runName(run.v) : `${pin.config.scenario}, budget ${fmt(pin.config.max_num_batched_tokens)}`))));
     table.replaceChildren(h("caption", {}, finished ? "Summary of the run" + (pin ? "s" : "")
       : "Summary so far: whole-run figures appear after the last step"),
     h("thead", {}, head), h("tbody", {}, rows));

@@ -9,7 +9,7 @@
 //   name: it has no widget of its own, and the calls carry this widget's data files), so the page can say how far
 //   it got, stop between two calls (Cancel) and stop early once both layouts meet the
 //   target; which count is the fewest that meets it is read off pysim's `meets`;
-// - pin and compare: the pinned view model is kept and drawn beside the new one.
+// - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one.
 (function () {
   "use strict";
   const { h, fmt, tableBox } = window.PySim;
@@ -44,8 +44,6 @@
   function mount(w) {
     const charts = window.PySim.clusterCharts;
     const ms = charts.ms;
-    let view = w.view;
-    let pin = null;     // {config, view} of the pinned configuration
     let sweep = null;   // {config, signature, points, complete, why}
     let running = null; // the sweep in progress: a token compared after every call
 
@@ -74,9 +72,8 @@
     const status = h("p", { class: "cluster-status", "aria-live": "polite" });
     const sentence = h("p", { class: "cluster-sentence" });
     const cards = h("dl", { class: "cluster-cards" });
-    const pinBtn = h("button", { type: "button", class: "md-button", onclick: pinNow }, "Pin this configuration");
-    const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearPin, disabled: true }, "Clear pin");
-    const pinNote = h("p", { class: "cluster-pin-note", "aria-live": "polite" });
+    const pin = w.pin({ labels: ["Pin this configuration", "Clear pin"], describe, note: "cluster-pin-note", changed: draw });
+    const pinnedView = () => (pin.pinned ? pin.pinned.view : null);
     const cdfTtft = h("div", { class: "cluster-chart" });
     const cdfTpot = h("div", { class: "cluster-chart" });
     const results = h("table", { class: "cluster-results" });
@@ -99,31 +96,30 @@
     const details = (summary, ...kids) => h("details", { class: "cluster-details" }, h("summary", {}, summary), ...kids);
     w.body.append(
       controls.root, w.messages, note, status,
-      section("This run", sentence, cards, h("div", { class: "cluster-buttons" }, pinBtn, clearBtn), pinNote,
+      section("This run", sentence, cards, h("div", { class: "cluster-buttons" }, pin.buttons), pin.note,
         h("div", { class: "cluster-pair" }, cdfTtft, cdfTpot), tableBox(results, {}, "This run in numbers, scrolls sideways")),
       section("Replica by replica", routing, transfer, tableBox(replicaTable, {}, "Replicas, scrolls sideways"),
         h("div", { class: "cluster-pair" }, gRunning, gHits),
         details("The replicas over time, as a table", tableBox(overTime, {}, "Replicas over time, scrolls sideways"))),
       section("How many GPUs does this traffic need?",
-        h("p", { class: "cluster-explain" }, view.sweep_sentence),
+        h("p", { class: "cluster-explain" }, w.view.sweep_sentence),
         h("div", { class: "cluster-buttons" }, sweepBtn, cancelBtn), progress, answerText, sweepChart,
         tableBox(sweepTable, {}, "The GPU sweep, scrolls sideways")),
     );
 
     // ---------------------------------------------------------------- drawing
     const drawn = []; // uPlot charts, rebuilt on every draw, a resize or a theme switch
-    let drawnWidth = null;
     function drawCharts() {
       while (drawn.length) drawn.pop().destroy();
-      drawnWidth = w.body.clientWidth;
-      const both = (key) => [{ label: "this run", cdf: view[key].cdf },
-        ...(pin ? [{ label: "pinned", cdf: pin.view[key].cdf, pinned: true }] : [])].filter((s) => s.cdf.length);
-      if (view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: view.slo.ttft_ms }));
+      const pinned = pinnedView();
+      const both = (key) => [{ label: "this run", cdf: w.view[key].cdf },
+        ...(pinned ? [{ label: "pinned", cdf: pinned[key].cdf, pinned: true }] : [])].filter((s) => s.cdf.length);
+      if (w.view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: w.view.slo.ttft_ms }));
       else cdfTtft.replaceChildren();
-      if (view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: view.slo.tpot_ms }));
+      if (w.view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: w.view.slo.tpot_ms }));
       else cdfTpot.replaceChildren();
-      const s = view.series;
-      const names = view.replicas.map(replicaName);
+      const s = w.view.series;
+      const names = w.view.replicas.map(replicaName);
       drawn.push(charts.replicas(gRunning, { title: "Requests running", t: s.t_s, yLabel: "num_requests_running",
         lines: s.replicas.map((r, i) => ({ label: names[i], values: r.num_requests_running })) }));
       drawn.push(charts.replicas(gHits, { title: "Prefix-cache hit rate so far", t: s.t_s, yLabel: "hits / queries", percent: true,
@@ -154,11 +150,12 @@
     }
 
     function drawText() {
+      const pinned = pinnedView();
       showFields(w.draft.config);
-      note.textContent = view.note;
-      sentence.textContent = view.sentence;
-      const figures = view.transfer_ms || (pin && pin.view.transfer_ms) ? [...FIGURES, TRANSFER] : FIGURES;
-      cards.replaceChildren(...figures.map(([label, f]) => card(label, f(view), pin ? f(pin.view) : null)));
+      note.textContent = w.view.note;
+      sentence.textContent = w.view.sentence;
+      const figures = w.view.transfer_ms || (pinned && pinned.transfer_ms) ? [...FIGURES, TRANSFER] : FIGURES;
+      cards.replaceChildren(...figures.map(([label, f]) => card(label, f(w.view), pinned ? f(pinned) : null)));
 
       const rows = [
         ["Requests completed", (v) => fmt(v.summary.completed)], ["Good (meet both targets)", (v) => fmt(v.summary.good)],
@@ -169,36 +166,36 @@
         ["Prefix-cache hits / queries (tokens)", (v) => `${fmt(v.prefix_cache.hits)} / ${fmt(v.prefix_cache.queries)}`],
         ...["ttft_ms", "tpot_ms"].flatMap((key) => ["mean", "p50", "p90", "p99"].map((q) =>
           [`${key.slice(0, 4).toUpperCase()} ${q}`, (v) => ms(v[key][q])])),
-        ...(view.transfer_ms || (pin && pin.view.transfer_ms) ? [TRANSFER] : []),
+        ...(w.view.transfer_ms || (pinned && pinned.transfer_ms) ? [TRANSFER] : []),
         ["Duration", (v) => fmt(Math.round(v.summary.duration_s * 10) / 10) + " s"],
       ];
       results.replaceChildren(
-        h("caption", {}, pin ? "This run and the pinned one" : "This run, in numbers"),
+        h("caption", {}, pinned ? "This run and the pinned one" : "This run, in numbers"),
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "This run"),
-          pin ? h("th", { scope: "col" }, "Pinned") : "")),
-        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(view)),
-          pin ? h("td", {}, f(pin.view)) : ""))));
+          pinned ? h("th", { scope: "col" }, "Pinned") : "")),
+        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(w.view)),
+          pinned ? h("td", {}, f(pinned)) : ""))));
 
-      const rr = view.router_reasons;
+      const rr = w.view.router_reasons;
       routing.textContent = rr ? `The cache-aware router sent ${fmt(rr.prefix)} requests to the replica with the longest prefix match, ` +
-        `${fmt(rr.low_match)} to the least-loaded replica because no match covered more than ${view.config.cache_threshold} of the prompt, ` +
+        `${fmt(rr.low_match)} to the least-loaded replica because no match covered more than ${w.view.config.cache_threshold} of the prompt, ` +
         `and ${fmt(rr.balance)} to the least-loaded replica because the loads were out of balance.`
-        : `The ${view.config.router.replace("_", " ")} router does not look at prefixes.`;
-      const t = view.transfer_ms;
+        : `The ${w.view.config.router.replace("_", " ")} router does not look at prefixes.`;
+      const t = w.view.transfer_ms;
       transfer.hidden = !t;
-      transfer.textContent = t ? `Moving each request's KV from its prefill to its decode replica over ${optionLabel("kv_link", view.config.kv_link)} ` +
+      transfer.textContent = t ? `Moving each request's KV from its prefill to its decode replica over ${optionLabel("kv_link", w.view.config.kv_link)} ` +
         `took ${ms(t.p50)} at the median, ${ms(t.p90)} at p90 and ${ms(t.p99)} at p99 (waiting for the link included).` : "";
 
       replicaTable.replaceChildren(h("caption", {}, "Each replica: what it served and its busiest moments"),
         h("thead", {}, h("tr", {}, ...["Replica", "Role", "Requests", "Hit rate", "Preemptions", "Peak running", "Peak waiting", "Peak KV use"]
           .map((x) => h("th", { scope: "col" }, x)))),
-        h("tbody", {}, ...view.replicas.map((r) => h("tr", {}, h("th", { scope: "row" }, fmt(r.replica)), h("td", {}, r.role),
+        h("tbody", {}, ...w.view.replicas.map((r) => h("tr", {}, h("th", { scope: "row" }, fmt(r.replica)), h("td", {}, r.role),
           h("td", {}, fmt(r.requests)), h("td", {}, pct(r.hit_rate)), h("td", {}, fmt(r.num_preemptions)),
           h("td", {}, fmt(r.peak_running)), h("td", {}, fmt(r.peak_waiting)), h("td", {}, pct(r.peak_kv_cache_usage_perc))))));
 
-      const s = view.series;
+      const s = w.view.series;
       const every = Math.max(1, Math.round(s.t_s.length / TABLE_ROWS));
-      const names = view.replicas.map(replicaName);
+      const names = w.view.replicas.map(replicaName);
       const body = [];
       for (let i = every - 1; i < s.t_s.length; i += every) {
         body.push(h("tr", {}, h("th", { scope: "row" }, fmt(Math.round(s.t_s[i])) + " s"),
@@ -229,7 +226,7 @@
         `${dis ? `${dis.gpus} disaggregated (${dis.disaggregated.prefill_replicas} prefill + ${dis.disaggregated.decode_replicas} decode)` : none("disaggregated")}.` +
         (points[0].ceiling_sentence ? " " + points[0].ceiling_sentence : "");
       const cell = (x, meets) => h("td", {}, pct(x) + (meets ? " (meets)" : ""));
-      sweepTable.replaceChildren(h("caption", {}, view.sweep_caption),
+      sweepTable.replaceChildren(h("caption", {}, w.view.sweep_caption),
         h("thead", {}, h("tr", {}, ...["GPUs", "Colocated attainment", "Colocated goodput/GPU", "Colocated TTFT p90",
           "Split", "Disaggregated attainment", "Disaggregated goodput/GPU", "Disaggregated TTFT p90"].map((x) => h("th", { scope: "col" }, x)))),
         h("tbody", {}, ...points.map((p) => h("tr", {}, h("th", { scope: "row" }, fmt(p.gpus)),
@@ -243,7 +240,6 @@
       drawText();
       drawSweep();
       drawCharts();
-      w.root.dataset.pinned = pin ? "true" : "false";
       showSweepState();
     }
     function showSweepState() {
@@ -251,21 +247,10 @@
     }
 
     // ---------------------------------------------------------------- pin and compare
+    // The pinned configuration in words, under the buttons.
     function describe(c) {
       const layout = c.layout === "colocated" ? `${c.replicas} colocated` : `${c.prefill_replicas} prefill + ${c.decode_replicas} decode over ${optionLabel("kv_link", c.kv_link)}`;
       return `${layout}, ${optionLabel("router", c.router)}, ${optionLabel("gpu", c.gpu)}, ${optionLabel("model", c.model)}, rate x${c.rate_scale}`;
-    }
-    function pinNow() {
-      pin = { config: w.state.config, view };
-      clearBtn.disabled = false;
-      pinNote.textContent = `Pinned: ${describe(pin.config)}. Change a setting to compare; the pinned run is drawn dashed.`;
-      draw();
-    }
-    function clearPin() {
-      pin = null;
-      clearBtn.disabled = true;
-      pinNote.textContent = "";
-      draw();
     }
 
     // ---------------------------------------------------------------- the sweep
@@ -283,12 +268,12 @@
       setSweeping(true);
       answerText.textContent = "";
       const started = performance.now();
-      const n = view.sweep_gpus.length;
+      const n = w.view.sweep_gpus.length;
       for (let i = 0; i < n; i++) {
-        progress.textContent = `${i} of ${n} counts done; simulating ${view.sweep_gpus[i]} GPUs, both layouts…`;
+        progress.textContent = `${i} of ${n} counts done; simulating ${w.view.sweep_gpus[i]} GPUs, both layouts…`;
         let answer;
         try {
-          answer = await w.call({ config: { ...config, gpus: view.sweep_gpus[i] } }, { simulation: SWEEP, timeoutMs: 120000 });
+          answer = await w.call({ config: { ...config, gpus: w.view.sweep_gpus[i] } }, { simulation: SWEEP, timeoutMs: 120000 });
         } catch (err) {
           if (running === token) stopSweep("Python stopped answering; the sweep stopped");
           return;
@@ -316,27 +301,18 @@
     function stopSweep(why) {
       if (!running) return;
       setSweeping(false);
-      progress.textContent = `${why} after ${sweep.points.length} of ${view.sweep_gpus.length} counts.`;
+      progress.textContent = `${why} after ${sweep.points.length} of ${w.view.sweep_gpus.length} counts.`;
       draw();
     }
 
     // ---------------------------------------------------------------- start
-    // Only a new width needs new charts (the observer's first report comes at the width
-    // the pre-rendered charts were built for).
-    w.observe(new ResizeObserver(() => {
-      const width = w.body.clientWidth;
-      if (width === drawnWidth) return;
-      drawnWidth = width;
-      w.frame(drawCharts);
-    })).observe(w.body);
-    w.onScheme(() => drawCharts());
-
     return {
-      draw(next, state) {
-        view = next;
+      draw(view, state) {
         if (running && sweep && sweep.signature !== signature(state.config)) stopSweep("The settings changed; the sweep stopped");
         draw();
       },
+      // The charts are rebuilt at the new width, or in the new scheme's colours.
+      redraw: drawCharts,
       busy(on) { status.textContent = on ? "Simulating the cluster…" : ""; },
       unmount() {
         running = null;

@@ -17,10 +17,7 @@
 // judge them, so a bad value always gets pysim's message.
 (function () {
   "use strict";
-  const { h, fmt } = window.PySim;
-
-  let uid = 0;
-  const newId = (name) => `pysim-${name}-${++uid}`;
+  const { h, fmt, uniqueId } = window.PySim;
 
   // "max_num_seqs" -> "Max num seqs": what a field is called if pysim gives no label.
   function labelOf(field) {
@@ -75,7 +72,7 @@
   }
 
   function numberControl(field, onChange) {
-    const id = newId(field.name);
+    const id = uniqueId(`pysim-${field.name}`);
     const c = frame(field, id);
     const integer = field.kind === "int";
     const step = field.step || (integer ? 1 : "any");
@@ -136,7 +133,7 @@
   }
 
   function choiceControl(field, onChange, optionLabel) {
-    const id = newId(field.name);
+    const id = uniqueId(`pysim-${field.name}`);
     const c = frame(field, id);
     const select = h("select", { id, name: field.name, "aria-describedby": c.describedBy },
       field.options.map((o) => h("option", { value: o },
@@ -148,7 +145,7 @@
   }
 
   function boolControl(field, onChange) {
-    const id = newId(field.name);
+    const id = uniqueId(`pysim-${field.name}`);
     const c = frame(field, id);
     const input = h("input", { type: "checkbox", id, name: field.name, role: "switch", "aria-describedby": c.describedBy });
     input.addEventListener("change", () => onChange(field.name, input.checked, 0));

@@ -1,5 +1,6 @@
-// Small drawing helpers every widget uses: build elements, format numbers, size a
-// canvas for the screen's pixel ratio, hatch a fill. Nothing here knows about Python.
+// Small helpers every widget uses: build elements, give them ids, format numbers, read
+// a drawing's colours from CSS, size a canvas for the screen's pixel ratio, hatch a
+// fill. Nothing here knows about Python.
 //
 // A classic script (not a module), like every widget file: browsers refuse module
 // scripts from file://, where a downloaded copy must still draw its pictures. It runs
@@ -38,9 +39,9 @@
   // fmtUpTo(x, digits): x as en-US prints it ("12,345.68"), at most `digits` decimals,
   // rounded half away from zero - what Intl.NumberFormat("en-US") prints, digit for
   // digit (tests/browser/test_numbers.py compares the two). Not Intl itself: a page's
-  // first Intl formatter loads ICU's data, 13-64 ms of the main thread in headless
-  // Chromium here, before any widget could draw. Rare numbers (not finite, or a
-  // billion and up) still go to Intl, made when first needed.
+  // first Intl formatter loads ICU's data, which holds up the main thread before any
+  // widget could draw. Rare numbers (not finite, or a billion and up) still go to Intl,
+  // made when first needed.
   const formats = {};
   function intl(digits, options = {}) {
     const key = digits + JSON.stringify(options);
@@ -81,9 +82,27 @@
     return fmtUpTo(x / UNITS[i][0], 1) + UNITS[i][1];
   }
 
-  function reducedMotion() {
-    return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  // An id no other element of the page has (uniqueId("pysim-speed") -> "pysim-speed-7"), for a
+  // <label for> or an aria reference. One counter for the whole visit: with instant
+  // navigation the widgets of several pages are mounted in one document, one after another.
+  let ids = 0;
+  const uniqueId = (stem) => `${stem}-${++ids}`;
+
+  // A drawing's colours, read from CSS custom properties where `el` sits:
+  //   palette(root, { text: "--pysim-text", speed: "--bs-speed" }) -> { text, speed, font }
+  // The stylesheets set each colour once for the light scheme and once for the dark one
+  // (widgets.css for the shared --pysim-*, NAME.css for the widget's own), so a canvas
+  // takes the same colours as the page's elements, and a contrast fix is one variable.
+  function palette(el, names) {
+    const css = getComputedStyle(el);
+    const out = { font: css.fontFamily || "sans-serif" };
+    for (const [key, name] of Object.entries(names)) out[key] = css.getPropertyValue(name).trim();
+    return out;
   }
+
+  // Material's dark scheme ("slate") is on: for colours a stylesheet cannot give a canvas
+  // (one hue per request, a lightness for each scheme).
+  const dark = () => document.body.getAttribute("data-md-color-scheme") === "slate";
 
   // `fn(scheme)` when the reader switches light/dark: Material's palette sets
   // data-md-color-scheme on <body>. Its bundle also sets it, to the value it already had,
@@ -172,5 +191,5 @@
     ctx.fillText(text, x0, y + 2 * ratio);
   }
 
-  window.PySim = Object.assign(window.PySim || {}, { h, tableBox, fmt, fmtUpTo, compact, reducedMotion, onSchemeChange, sizeCanvas, stripePattern, strokeLine, labelBox });
+  window.PySim = Object.assign(window.PySim || {}, { h, tableBox, fmt, fmtUpTo, compact, uniqueId, palette, dark, onSchemeChange, sizeCanvas, stripePattern, strokeLine, labelBox });
 })();

@@ -12,7 +12,7 @@
 // The lifecycle is live.js's; the reader's code never goes into the page's link.
 (function () {
   "use strict";
-  const { h, tableBox, fmt } = window.PySim;
+  const { h, tableBox, fmt, dark } = window.PySim;
   const NAME = "exercises";
   const STORE = "pysim.exercises.code"; // the reader's code survives a reload
   const THEMES = { light: "ace/theme/chrome", dark: "ace/theme/tomorrow_night" };
@@ -22,11 +22,6 @@
     mean_ttft: "mean TTFT (iterations)", max_ttft: "max TTFT (iterations)",
     mean_ttft_urgent: "urgent requests' mean TTFT", preemptions: "preemptions",
   };
-  const uid = () => Math.random().toString(36).slice(2, 8);
-
-  function dark() {
-    return document.body.getAttribute("data-md-color-scheme") === "slate";
-  }
 
   function loadSaved() {
     try { return window.localStorage.getItem(STORE); } catch (err) { return null; }
@@ -62,7 +57,7 @@
       if (!(window.ace && typeof window.ace.edit === "function") || !area.isConnected) return;
       const focused = document.activeElement === area;
       const caret = area.selectionStart;
-      const host = h("div", { class: "exercise-editor", id: "exercise-editor-" + uid() });
+      const host = h("div", { class: "exercise-editor", id: w.id("exercise-editor") });
       area.replaceWith(host);
       const editor = window.ace.edit(host, {
         mode: "ace/mode/python",

@@ -7,7 +7,7 @@
 // - the capacity sweep: one "lab_sweep_point" call per rate (simulations of their own,
 //   with this widget's data files), so the page can say how far it got and stop between
 //   two calls (Cancel), then one "lab_capacity" call for the answer;
-// - pin and compare: the pinned view model is kept and drawn beside the new one;
+// - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one;
 // - calibration: the pasted `vllm bench serve` text is the config field `bench_text`,
 //   so pysim judges it like any setting, and its message appears under the text box;
 //   pysim replays each pasted run, fits the step-time coefficients, and the table shows
@@ -39,8 +39,6 @@
   function mount(w) {
     const charts = window.PySim.labCharts;
     const ms = charts.ms;
-    let view = w.view;
-    let pin = null;      // {config, view, sweep} of the pinned configuration
     let sweep = null;    // {signature, points, capacity, complete}
     let running = null;  // the sweep in progress: a token compared after every call
     const nPoints = w.view.sweep_rates.length; // one lab_sweep_point call each
@@ -70,9 +68,11 @@
     const printed = h("pre", { class: "lab-printed", tabindex: "0", role: "region", "aria-label": "What vllm bench serve would print for this run, computed by pysim" });
     const printedBox = h("details", { class: "lab-details" }, h("summary", {}, "As vllm bench serve prints it"), printed);
     const cards = h("dl", { class: "lab-cards" });
-    const pinBtn = h("button", { type: "button", class: "md-button", onclick: pinNow }, "Pin this configuration");
-    const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearPin, disabled: true }, "Clear pin");
-    const pinNote = h("p", { class: "lab-pin-note", "aria-live": "polite" });
+    // A pinned configuration keeps its capacity sweep too, if one was run for it.
+    const pin = w.pin({
+      labels: ["Pin this configuration", "Clear pin"], describe, note: "lab-pin-note", changed: draw,
+      keep: () => ({ sweep: sweep && sweep.signature === signature(w.state.config) && sweep.complete ? sweep : null }),
+    });
     const cdfTtft = h("div", { class: "lab-chart" });
     const cdfTpot = h("div", { class: "lab-chart" });
     const results = h("table", { class: "lab-results" });
@@ -90,7 +90,7 @@
     const sweepTable = h("table", { class: "lab-sweep-table" });
 
     // ---------------------------------------------------------------- calibration
-    const benchId = `lab-bench-${Math.random().toString(36).slice(2, 8)}`;
+    const benchId = w.id("lab-bench");
     const bench = h("textarea", { id: benchId, class: "lab-bench", rows: 8, spellcheck: "false",
       placeholder: "============ Serving Benchmark Result ============\nSuccessful requests:  ...", "aria-describedby": benchId + "-err" });
     const benchError = h("p", { class: "pysim-error", id: benchId + "-err", role: "alert" });
@@ -105,7 +105,7 @@
     w.body.append(
       controls.root, w.messages, note, status,
       section("This run", traffic, machine, printedBox, cards,
-        h("div", { class: "lab-buttons" }, pinBtn, clearBtn), pinNote,
+        h("div", { class: "lab-buttons" }, pin.buttons), pin.note,
         h("div", { class: "lab-pair" }, cdfTtft, cdfTpot), scroll(results)),
       section("Over time", h("div", { class: "lab-pair lab-three" }, gRequests, gKv, gTokens),
         h("details", { class: "lab-details" }, h("summary", {}, "The gauges as a table"), scroll(gauges))),
@@ -118,16 +118,14 @@
 
     // ---------------------------------------------------------------- drawing
     const drawn = []; // uPlot charts, rebuilt on every draw, a resize or a theme switch
-    let drawnWidth = null; // w.body's width when they were last built
     function drawCharts() {
       while (drawn.length) drawn.pop().destroy();
-      drawnWidth = w.body.clientWidth; // (the charts' own sizes read the same layout next)
-      const pinned = pin ? [pin.view] : [];
-      const both = (key) => [{ label: "this run", cdf: view[key].cdf },
+      const pinned = pin.pinned ? [pin.pinned.view] : [];
+      const both = (key) => [{ label: "this run", cdf: w.view[key].cdf },
         ...pinned.map((v) => ({ label: "pinned", cdf: v[key].cdf, pinned: true }))].filter((s) => s.cdf.length);
-      const s = view.series;
-      if (view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: view.slo.ttft_ms }));
-      if (view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: view.slo.tpot_ms }));
+      const s = w.view.series;
+      if (w.view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: w.view.slo.ttft_ms }));
+      if (w.view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: w.view.slo.tpot_ms }));
       drawn.push(charts.timeline(gRequests, { title: "Requests", t: s.t_s, yLabel: "requests", lines: [
         { label: "num_requests_running", values: s.num_requests_running, color: "now" },
         { label: "num_requests_waiting", values: s.num_requests_waiting, color: "second", dash: [6, 3] }] }));
@@ -137,7 +135,7 @@
       drawn.push(charts.timeline(gTokens, { title: "Output tokens per second", t: s.t_s, yLabel: "tokens/s",
         lines: [{ label: "output tokens/s", values: s.output_tokens_per_s, color: "now" }] }));
       if (sweep) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: w.view.attainment_target, capacity: sweep.capacity,
-        pinned: pin && pin.sweep ? pin.sweep.points : null }));
+        pinned: pin.pinned && pin.pinned.sweep ? pin.pinned.sweep.points : null }));
       else sweepChart.replaceChildren();
     }
 
@@ -158,13 +156,14 @@
     ];
 
     function drawText() {
-      note.textContent = view.note;
-      traffic.textContent = view.traffic.sentence;
-      machine.textContent = view.hardware.sentence;
-      printedBox.hidden = !view.bench_summary;
-      printed.textContent = view.bench_summary ? view.bench_summary.text : "";
-      showTraffic(view.config.traffic);
-      cards.replaceChildren(...FIGURES.map(([label, f]) => card(label, f(view), pin ? f(pin.view) : null)));
+      const pinned = pin.pinned ? pin.pinned.view : null;
+      note.textContent = w.view.note;
+      traffic.textContent = w.view.traffic.sentence;
+      machine.textContent = w.view.hardware.sentence;
+      printedBox.hidden = !w.view.bench_summary;
+      printed.textContent = w.view.bench_summary ? w.view.bench_summary.text : "";
+      showTraffic(w.view.config.traffic);
+      cards.replaceChildren(...FIGURES.map(([label, f]) => card(label, f(w.view), pinned ? f(pinned) : null)));
 
       const rows = [
         ["Requests completed", (v) => fmt(v.summary.completed)], ["Good (meet both targets)", (v) => fmt(v.summary.good)],
@@ -174,13 +173,13 @@
         ["Duration", (v) => fmt(Math.round(v.summary.duration_s * 10) / 10) + " s"], ["Engine steps", (v) => fmt(v.summary.num_steps)],
       ];
       results.replaceChildren(
-        h("caption", {}, pin ? "This run and the pinned one" : "This run, in numbers"),
+        h("caption", {}, pinned ? "This run and the pinned one" : "This run, in numbers"),
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "This run"),
-          pin ? h("th", { scope: "col" }, "Pinned") : "")),
-        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(view)),
-          pin ? h("td", {}, f(pin.view)) : ""))));
+          pinned ? h("th", { scope: "col" }, "Pinned") : "")),
+        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(w.view)),
+          pinned ? h("td", {}, f(pinned)) : ""))));
 
-      const s = view.series;
+      const s = w.view.series;
       const every = Math.max(1, Math.round(s.t_s.length / GAUGE_ROWS));
       const body = [];
       for (let i = every - 1; i < s.t_s.length; i += every) {
@@ -199,9 +198,9 @@
       ["mean_tpot_ms", "Mean TPOT"], ["median_tpot_ms", "Median TPOT"], ["p99_tpot_ms", "P99 TPOT"],
       ["mean_itl_ms", "Mean ITL"], ["output_throughput", "Output tok/s"]];
     function drawFit() {
-      const cal = view.calibration;
+      const cal = w.view.calibration;
       if (!cal) {
-        fitText.textContent = view.config.bench_text ? "" : "Nothing pasted: the lab runs with the GPU's default coefficients, fitted to published runs (see \"How far to trust the lab\" below).";
+        fitText.textContent = w.view.config.bench_text ? "" : "Nothing pasted: the lab runs with the GPU's default coefficients, fitted to published runs (see \"How far to trust the lab\" below).";
         fitTables.replaceChildren();
         return;
       }
@@ -240,7 +239,6 @@
       drawFit();
       drawSweep();
       drawCharts();
-      w.root.dataset.pinned = pin ? "true" : "false";
       showSweepState();
     }
     function showSweepState() {
@@ -253,19 +251,6 @@
       const what = config.traffic === "benchmark" ? `benchmark at ${config.request_rate ? f("request_rate") + " req/s" : "once"}` : `${f("trace")} trace`;
       return `${what} x${config.rate_scale}, ${f("gpu")}, ${f("model")}, max_num_seqs ${f("max_num_seqs")}, ` +
         `max_num_batched_tokens ${f("max_num_batched_tokens")}`;
-    }
-    function pinNow() {
-      const fresh = sweep && sweep.signature === signature(w.state.config) && sweep.complete;
-      pin = { config: w.state.config, view, sweep: fresh ? sweep : null };
-      clearBtn.disabled = false;
-      pinNote.textContent = `Pinned: ${describe(pin.config)}. Change a setting to compare; the pinned run is drawn dashed.`;
-      draw();
-    }
-    function clearPin() {
-      pin = null;
-      clearBtn.disabled = true;
-      pinNote.textContent = "";
-      draw();
     }
 
     // ---------------------------------------------------------------- the sweep
@@ -317,24 +302,14 @@
     }
 
     // ---------------------------------------------------------------- start
-    // Only a new width needs new charts. The observer's first report comes with the first
-    // frame, at the width the pre-rendered charts were just built for: rebuilding them then
-    // cost 40-70 ms of this thread while Python boots (in a trace of a cold load).
-    w.observe(new ResizeObserver(() => {
-      const width = w.body.clientWidth;
-      if (width === drawnWidth) return;
-      drawnWidth = width; // (one rebuild for several reports before the next frame)
-      w.frame(drawCharts);
-    })).observe(w.body);
-    w.onScheme(() => drawCharts());
-
     return {
-      draw(next, state) {
-        view = next;
+      draw(view, state) {
         if (running && sweep && sweep.signature !== signature(state.config)) stopSweep("The settings changed; the sweep stopped");
         if (typeof state.config.bench_text === "string" && bench.value !== state.config.bench_text && document.activeElement !== bench) bench.value = state.config.bench_text;
         draw();
       },
+      // The charts are rebuilt at the new width, or in the new scheme's colours.
+      redraw: drawCharts,
       busy(on) { status.textContent = on ? "Replaying…" : ""; },
       unmount() {
         running = null;
@@ -345,7 +320,7 @@
 
   window.PySim.widget(NAME, {
     mount, unlinked: ["bench_text"],
-    // Issue 34 replaced the one efficiency with four coefficients fitted per GPU.
+    // A key older links may hold: the lab's clock had one efficiency for every GPU.
     retired: { efficiency: "the lab's clock now uses coefficients fitted to published runs for each GPU, or to the runs you paste" },
   });
 })();

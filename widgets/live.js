@@ -15,6 +15,7 @@
 //     and `data-live` says it now answers the reader;
 //   - a worker that crashed is restarted by runtime.js; answers lost with it settle
 //     here as "Python is not available";
+//   - a drawing redrawn when the widget's width or the colour scheme changes (`redraw`);
 //   - unmount(): every listener, timer, observer and canvas the widget took, released.
 //
 // Writing a widget:
@@ -34,6 +35,8 @@
 //         linkState() { return { step } },  // optional: values of the `link` keys
 //         busy(on) { ... },                 // optional: a computation starts / ends
 //         refused(error) { ... },           // optional: pysim refused the reader's change
+//         redraw(why) { ... },              // optional: the widget's width changed ("width")
+//                                           // or the reader switched light/dark ("scheme")
 //         unmount() { ... },                // optional: what `w` does not track
 //       };
 //     },
@@ -48,10 +51,12 @@
 // comparison, the reader's code, a companion simulation named by options.simulation;
 // other options as runtime.call's), whenLive (a promise: the
 // widget answers the reader now), offline (no Python here, a copy opened from disk: what needs it
-// is disabled), saveLink() after its own state changed; and, released by unmount:
-// listen(target, type, fn, opts), timeout(fn, ms), interval(fn, ms), frame(fn),
-// observe(observer), canvas(attrs), onRuntime(listener) (runtime.subscribe),
-// onScheme(fn) (a light/dark switch: a new data-md-color-scheme, not the same one again).
+// is disabled), saveLink() after its own state changed, id(stem) (an id unique on the
+// page), playback(options) (a run's steps played back: playback.js), pin(options) (pin
+// one run and compare: pin.js); and, released by unmount: listen(target, type, fn,
+// opts), timeout(fn, ms), interval(fn, ms), frame(fn), observe(observer), canvas(attrs),
+// onRuntime(listener) (runtime.subscribe), onScheme(fn) (a light/dark switch: a new
+// data-md-color-scheme, not the same one again; `redraw` above is what a drawing wants).
 //
 // Data attributes on w.root, for tests and styles: data-live ("ready": Python is up and
 // the widget answers; "pending" while a link's state is still being computed),
@@ -202,6 +207,30 @@
     };
   }
 
+  // ------------------------------------------------------------- redraw
+
+  // A drawing sized to the widget's width, or coloured from CSS, is drawn again when the
+  // width changes or the reader switches light/dark: `redraw("width")` or
+  // `redraw("scheme")` (a scheme switch may change the width too: one redraw says
+  // "scheme"), once, in the next frame, however many reports came before it. Heights
+  // change as a widget draws, so only a new width counts; and the observer's first report,
+  // which comes with the first frame at the width the picture was just drawn at, draws
+  // nothing: the pre-rendered picture is on the screen at once.
+  function redrawOn(body, redraw, t, alive) {
+    let width = body.clientWidth; // what the mount's picture was drawn for
+    let why = null; // the redraw waiting for its frame
+    const soon = (reason) => {
+      if (why === null) t.frame(() => { const now = why; why = null; if (alive()) redraw(now); });
+      if (why !== "scheme") why = reason;
+    };
+    t.observe(new ResizeObserver(() => {
+      if (body.clientWidth === width) return;
+      width = body.clientWidth;
+      soon("width");
+    })).observe(body);
+    t.scheme(() => soon("scheme"));
+  }
+
   // ------------------------------------------------------------- the lifecycle
 
   function widget(name, spec) {
@@ -228,6 +257,7 @@
     // (runtime.call's default, 20 s, unless the widget's simulation is known to be slow).
     const files = prerendered.files || null; // data files the calls read (the lab's traces)
     const slots = new Map(); // message slots the widget drew for its own editors (data fields)
+    const kits = []; // the widget's playback and pin: what they keep in the link
     let shown = clone(base);
     let draft = clone(base);
     let view = prerendered.view;
@@ -289,7 +319,7 @@
       }
       const actions = encodeActions(shown.actions);
       if (actions && actions.length <= MAX_LINK_CHARS) pairs.push(["actions", actions]);
-      const own = handle.linkState ? handle.linkState() : {};
+      const own = Object.assign({}, ...kits.map((kit) => kit.linkState()), handle.linkState ? handle.linkState() : {});
       for (const key of linkKeys) if (own[key] !== undefined) pairs.push([key, String(own[key])]);
       writeLink(name, pairs);
     }
@@ -398,6 +428,11 @@
       errorSlot(field, element) { slots.set(field, element); },
       whenLive: new Promise((resolve) => { wentLive = resolve; }),
       saveLink,
+      id: PySim.uniqueId,
+      // Playback of the run's steps (playback.js) and pin and compare (pin.js): each keeps
+      // its own keys in the link.
+      playback(options) { const kit = PySim.playback(w, options); kits.push(kit); return kit; },
+      pin(options) { const kit = PySim.pin(w, options); kits.push(kit); return kit; },
       listen: t.listen, timeout: t.timeout, interval: t.interval, frame: t.frame,
       observe: t.observe, canvas: t.canvas, onRuntime: t.subscribe, onScheme: t.scheme,
     };
@@ -414,6 +449,7 @@
     }
     const draw = (...args) => { handle.draw(...args); holdOffline(); };
     draw(view, shown, "mount");
+    if (handle.redraw) redrawOn(body, handle.redraw, t, () => alive);
 
     const linkWanted = !same(link.state, base);
     // When Python is up the widget answers the reader. Its picture stays: the build drew
@@ -460,5 +496,5 @@
     };
   }
 
-  Object.assign(window.PySim, { widget, readLink, writeLink, encodeActions, decodeActions });
+  Object.assign(window.PySim, { widget, readLink, writeLink, parseValue, encodeActions, decodeActions });
 })();

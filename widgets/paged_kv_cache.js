@@ -2,7 +2,7 @@
 // (pysim/paged_kv_cache.py, bridge name "paged_kv_cache").
 //
 // The state is (config, actions). Every button appends an action and asks pysim to
-// replay the whole list from scratch (it takes well under a millisecond per action), so
+// replay the whole list from scratch (a few dozen small actions, quick to replay), so
 // Undo drops the last action, Reset empties the list, and a link in the URL hash
 // (paged_kv_cache.enable_prefix_caching=true&paged_kv_cache.actions=admit,admit,gen)
 // restores any state; live.js keeps that state, the link and the caching switch. This
@@ -23,8 +23,6 @@
   ];
   const STATE_WORDS = { used: "in use", cached: "free but cached", free: "free", null: "reserved, vLLM's null block" };
 
-  let uid = 0;
-  const newId = (stem) => `kv-${stem}-${++uid}-${Math.random().toString(36).slice(2, 6)}`;
   const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? "" : "s"}`;
   const ordinal = (n) => {
     const s = ["th", "st", "nd", "rd"], v = n % 100;
@@ -57,13 +55,9 @@
   // ---------------------------------------------------------------- the widget
 
   function mount(w) {
-    const root = w.root;
-    const initialView = w.view;
-    const names = initialView.requests.map((r) => r.name);
+    const names = w.view.requests.map((r) => r.name);
     const hues = Object.fromEntries(names.map((n, i) => [n, hueOf(i)]));
 
-    let view = initialView;
-    let state = { caching: w.state.config.enable_prefix_caching, actions: [] }; // what `view` shows
     let selected = null; // block id shown in the inspector
     let previous = null; // the view before the latest action, to mark changed blocks
 
@@ -75,7 +69,7 @@
     const runBtn = button("Run to completion", () => w.act("run"));
     const undoBtn = button("Undo", () => { if (w.draft.actions.length) w.replay(w.draft.actions.slice(0, -1)); });
     const resetBtn = button("Reset", () => w.replay([]));
-    const selectId = newId("admit");
+    const selectId = w.id("kv-admit");
     const admitSelect = h("select", { id: selectId, name: "paged_kv_cache-admit", "data-needs-python": true });
     const admitNamedBtn = button("Admit this one", () => {
       if (admitSelect.value) w.act("admit:" + admitSelect.value);
@@ -114,13 +108,13 @@
       h("span", { class: "pysim-legend-note" },
         "ref = how many block tables hold the block; q = place in the free queue (q0 is handed out next, the highest is evicted last); #… = the block's hash."));
 
-    const poolTitle = h("p", { class: "kv-pool-title", id: newId("pool") });
+    const poolTitle = h("p", { class: "kv-pool-title", id: w.id("kv-pool") });
     const grid = h("div", { class: "kv-grid", role: "group", "aria-labelledby": poolTitle.id });
-    const blockText = newId("block");  // + "-" + block id: each tile's description
+    const blockText = w.id("kv-block"); // + "-" + block id: each tile's description
     const queueLine = h("p", { class: "kv-queue" });
     const inspector = h("section", { class: "kv-inspector", "aria-label": "Block inspector" });
     const table = h("table", { class: "kv-table" });
-    const logTitle = h("p", { class: "kv-log-title", id: newId("log") }, "Event log (newest at the bottom; the latest action is marked)");
+    const logTitle = h("p", { class: "kv-log-title", id: w.id("kv-log") }, "Event log (newest at the bottom; the latest action is marked)");
     const log = h("ol", { class: "kv-log", tabindex: "0", "aria-labelledby": logTitle.id });
 
     w.body.append(
@@ -137,8 +131,10 @@
     // ------------------------------------------------------------ drawing
     function draw() {
       const started = performance.now();
+      const view = w.view;
+      const actions = w.state.actions;
       const next = view.next_actions;
-      const acted = state.actions.length;
+      const acted = actions.length;
       const hadFocus = document.activeElement;
       const off = w.offline; // opened from disk: no Python to take an action
       admitBtn.disabled = off || !next.can_admit;
@@ -169,7 +165,7 @@
           ...lines.slice(-(LAST_LINES - 1))];
       }
       lastAction.replaceChildren(
-        h("span", { class: "kv-last-label" }, acted ? `Action ${acted}, ${actionName(state.actions[acted - 1])}:` : "No action yet: every request is waiting."),
+        h("span", { class: "kv-last-label" }, acted ? `Action ${acted}, ${actionName(actions[acted - 1])}:` : "No action yet: every request is waiting."),
         ...lines.map((line) => h("span", { class: "kv-last-line" }, line)));
 
       const c = view.counters;
@@ -190,18 +186,18 @@
       drawLog();
       summary.textContent = `After ${plural(acted, "action")} (${plural(view.step, "generate step")}), ` +
         `caching ${p.enable_prefix_caching ? "on" : "off"}: ${p.used} blocks in use, ${p.cached} free but cached, ${p.free} free.` +
-        (encodeActions(state.actions).length > MAX_LINK_CHARS ? " This history is too long for the page link, which keeps only the caching setting." : "");
-      root.dataset.actions = String(acted);
-      root.dataset.drawMs = (performance.now() - started).toFixed(2); // for the benchmark
+        (encodeActions(actions).length > MAX_LINK_CHARS ? " This history is too long for the page link, which keeps only the caching setting." : "");
+      w.root.dataset.actions = String(acted);
+      w.root.dataset.drawMs = (performance.now() - started).toFixed(2); // for the benchmark
     }
 
     // Request name -> its pending token (sampled last step, KV written next step).
     function pendingTokens() {
-      return Object.fromEntries(view.requests.filter((r) => r.pending_token).map((r) => [r.name, r.pending_token]));
+      return Object.fromEntries(w.view.requests.filter((r) => r.pending_token).map((r) => [r.name, r.pending_token]));
     }
 
     function describeBlock(b) {
-      if (b.state === "null") return `Block ${b.id}: ${STATE_WORDS.null}. ${view.pool.null_block_why}`;
+      if (b.state === "null") return `Block ${b.id}: ${STATE_WORDS.null}. ${w.view.pool.null_block_why}`;
       const who = b.owners.length ? " by " + b.owners.join(" and ") : "";
       let text = `Block ${b.id}: ${STATE_WORDS[b.state]}${who}, ref count ${b.ref_count}`;
       if (b.hash) text += `, hash ${b.hash}`;
@@ -222,10 +218,10 @@
     function drawGrid() {
       const focused = document.activeElement && grid.contains(document.activeElement)
         ? Number(document.activeElement.dataset.block) : null;
-      if (selected !== null && selected >= view.blocks.length) selected = null;
+      if (selected !== null && selected >= w.view.blocks.length) selected = null;
       const tabStop = selected !== null ? selected : 0;
       const pend = pendingTokens();
-      const cells = view.blocks.map((b) => {
+      const cells = w.view.blocks.map((b) => {
         const cls = ["kv-block", "kv-" + b.state];
         if (b.owners.length > 1) cls.push("kv-shared");
         if (changed(b)) cls.push("kv-changed");
@@ -258,7 +254,7 @@
     }
 
     function select(id, { focus = false } = {}) {
-      if (id === null || !view.blocks[id]) return;
+      if (id === null || !w.view.blocks[id]) return;
       selected = id;
       for (const cell of grid.children) {
         const mine = Number(cell.dataset.block) === id;
@@ -283,7 +279,7 @@
       const cell = e.target.closest(".kv-block");
       if (!cell) return;
       const id = Number(cell.dataset.block);
-      const n = view.blocks.length;
+      const n = w.view.blocks.length;
       const columns = Math.max(1, getComputedStyle(grid).gridTemplateColumns.split(" ").filter(Boolean).length);
       const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: columns, ArrowUp: -columns };
       let target = null;
@@ -301,15 +297,15 @@
           "Block inspector: click a block, or Tab into the pool and use the arrow keys, to see its details here."));
         return;
       }
-      const b = view.blocks[selected];
+      const b = w.view.blocks[selected];
       if (b.state === "null") {
         inspector.replaceChildren(h("h4", { class: "kv-inspector-title" }, `Block ${b.id}: ${STATE_WORDS.null}`),
-          h("p", { class: "kv-null-why" }, view.pool.null_block_why + " So a pool of " +
-            `${view.pool.num_gpu_blocks} blocks (vLLM's num_gpu_blocks) has ${view.pool.usable} usable.`));
+          h("p", { class: "kv-null-why" }, w.view.pool.null_block_why + " So a pool of " +
+            `${w.view.pool.num_gpu_blocks} blocks (vLLM's num_gpu_blocks) has ${w.view.pool.usable} usable.`));
         return;
       }
       const pend = pendingTokens();
-      const tables = view.requests.filter((r) => r.block_table.includes(b.id))
+      const tables = w.view.requests.filter((r) => r.block_table.includes(b.id))
         .map((r) => `${r.name} (entry ${r.block_table.indexOf(b.id)})`);
       const row = (term, value) => [h("dt", {}, term), h("dd", {}, value)];
       const q = b.free_queue_position;
@@ -324,7 +320,7 @@
           row("Tokens", b.tokens.length ? b.tokens.join(" ") : "none"),
           row("Pending", b.pending.length ? b.pending.map((n) => `${pend[n]} (${n}): sampled, KV written here next step`).join("; ") : "none"),
           row("Free-queue position", q === null ? "not in the free queue (in use)"
-            : `${q} of ${view.free_queue.length} (${q === 0 ? "handed out next" : q === view.free_queue.length - 1 ? "evicted last" : "0 is handed out next"})`)));
+            : `${q} of ${w.view.free_queue.length} (${q === 0 ? "handed out next" : q === w.view.free_queue.length - 1 ? "evicted last" : "0 is handed out next"})`)));
     }
 
     function statusText(r) {
@@ -334,15 +330,15 @@
     }
 
     function drawTable() {
-      const bs = view.pool.block_size;
-      const owners = Object.fromEntries(view.blocks.map((b) => [b.id, b.owners]));
+      const bs = w.view.pool.block_size;
+      const owners = Object.fromEntries(w.view.blocks.map((b) => [b.id, b.owners]));
       const head = h("tr", {}, ["Request", "Status", "Block table", "Tokens (grouped by block)", "Prefilled", "From cache", "Preempted"]
         .map((text) => h("th", { scope: "col" }, text)));
-      const rows = view.requests.map((r) => {
+      const rows = w.view.requests.map((r) => {
         const chips = r.block_table.length
           ? r.block_table.map((id) => h("span", {
             class: "kv-chip" + (owners[id].length > 1 ? " kv-chip-shared" : ""), "data-block": id,
-            title: `block ${id}, ref ${view.blocks[id].ref_count}`,
+            title: `block ${id}, ref ${w.view.blocks[id].ref_count}`,
             style: ownerBackground(owners[id].map((n) => hues[n])),
           }, String(id)))
           : h("span", { class: "kv-none" }, "none");
@@ -387,25 +383,24 @@
 
     function drawLog() {
       const items = [];
-      if (view.log_dropped) items.push(h("li", { class: "kv-log-dropped" }, `(${plural(view.log_dropped, "older line")} not shown)`));
-      view.log.forEach((line, i) => {
-        const isNew = state.actions.length > 0 && i >= view.last_action_log_start;
+      if (w.view.log_dropped) items.push(h("li", { class: "kv-log-dropped" }, `(${plural(w.view.log_dropped, "older line")} not shown)`));
+      w.view.log.forEach((line, i) => {
+        const isNew = w.state.actions.length > 0 && i >= w.view.last_action_log_start;
         items.push(h("li", { class: isNew ? "kv-log-new" : null }, line));
       });
-      if (!view.log.length) items.push(h("li", { class: "kv-log-empty" }, "Nothing has happened yet."));
+      if (!w.view.log.length) items.push(h("li", { class: "kv-log-empty" }, "Nothing has happened yet."));
       log.replaceChildren(...items);
       log.scrollTop = log.scrollHeight;
     }
 
-    // Redraw when the reader switches light/dark (cheap; the colours come from CSS).
-    w.onScheme(() => draw());
-
+    // The blocks changed by the latest action are marked: against the view drawn before
+    // it, unless caching was switched (a new start: nothing to compare).
+    let drawn = { view: w.view, caching: w.state.config.enable_prefix_caching };
     return {
-      draw(next, shown) {
-        const caching = shown.config.enable_prefix_caching;
-        previous = caching === state.caching && next !== view ? view : null;
-        state = { caching, actions: shown.actions };
-        view = next;
+      draw(view, state) {
+        const caching = state.config.enable_prefix_caching;
+        previous = caching === drawn.caching && view !== drawn.view ? drawn.view : null;
+        drawn = { view, caching };
         draw();
       },
     };

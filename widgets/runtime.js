@@ -401,7 +401,7 @@
 
   // Run `then` in a task of its own, ahead of ordinary tasks where the browser lets us
   // say so: after a frame, a setTimeout would queue behind the page's other start-up
-  // work (Material's bundle, ~100 ms), and Python would start that much later.
+  // work (Material's bundle), and Python would start that much later.
   function soon(then) {
     if (window.scheduler && typeof scheduler.postTask === "function") {
       scheduler.postTask(then, { priority: "user-blocking" }).catch(() => {});
@@ -435,8 +435,8 @@
       w.addEventListener("focusin", touched, { once: true });
     }
     // Where the widgets are is read in the next frame, where the browser lays the page out
-    // to draw them anyway; read now, it would lay it out once more first (11-22 ms on the
-    // chunked-prefill page, in a trace), and the pictures would come that much later.
+    // to draw them anyway; read now, it would lay the page out once more first, and the
+    // pictures would come that much later.
     const frame = requestAnimationFrame(() => whereTheyAre(widgets, touched));
     releaseArming = () => cancelAnimationFrame(frame);
   }

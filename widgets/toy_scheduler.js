@@ -30,7 +30,6 @@
     ["tokens_per_iteration", "Tokens / iteration"], ["finished", "Finished"],
   ];
   const MAX_ROWS = 12;
-  const uid = () => Math.random().toString(36).slice(2, 8);
   const SVG = "http://www.w3.org/2000/svg";
 
   function svg(tag, attrs) {
@@ -40,8 +39,6 @@
   }
 
   function mount(w) {
-    const root = w.root;
-    let view = w.view;
     const names = w.fields.filter((f) => f.kind !== "data").map((f) => f.name);
     const keyOf = (config) => names.map((n) => config[n]).join("|");
     const policyName = (id) => (w.field("policy").option_labels || {})[id] || id;
@@ -49,7 +46,7 @@
     // A run keeps its number for good, so "run 1" means the same row all along.
     let made = 0;
     const newRun = (v, source) => ({ n: ++made, config: Object.assign({}, v.config), results: v.results, source });
-    let runs = [newRun(view, "pre-computed")];
+    let runs = [newRun(w.view, "pre-computed")];
 
     // ---------------------------------------------------------------- controls
     // Every change, typed or dragged, waits a quarter second: edits to two boxes in a
@@ -61,9 +58,8 @@
     const cards = h("dl", { class: "toy-cards", "aria-live": "polite" });
     const chartTitle = h("p", { class: "toy-chart-title" });
     const chart = svg("svg", { class: "toy-chart", role: "img", preserveAspectRatio: "none" });
-    let drawnWidth = null; // the width of the chart's box when it was last drawn
     const seriesTable = h("table", { class: "toy-series-table" });
-    const seriesWrap = tableBox(seriesTable, { class: "toy-series-wrap", id: "toy-series-" + uid(), hidden: true }, "table, scrolls");
+    const seriesWrap = tableBox(seriesTable, { class: "toy-series-wrap", id: w.id("toy-series"), hidden: true }, "table, scrolls");
     const seriesToggle = h("button", { type: "button", class: "toy-series-toggle", "aria-expanded": "false",
       "aria-controls": seriesWrap.id }, "Show the line's values as a table");
     seriesToggle.addEventListener("click", () => {
@@ -93,9 +89,9 @@
     }
 
     function clearRuns() {
-      const key = keyOf(view.config);
+      const key = keyOf(w.view.config);
       runs = runs.filter((r) => keyOf(r.config) === key);
-      if (!runs.length) runs = [newRun(view, "current")];
+      if (!runs.length) runs = [newRun(w.view, "current")];
       draw();
     }
 
@@ -114,37 +110,39 @@
     }
 
     function drawCards() {
-      const r = view.results;
+      const { results, config } = w.view;
       cards.replaceChildren(...METRICS.map(([key, label, show]) =>
         h("div", { class: "toy-card", "data-metric": key },
-          h("dt", {}, label), h("dd", {}, show(r[key], view.config)))));
+          h("dt", {}, label), h("dd", {}, show(results[key], config)))));
     }
 
+    // The chart is as wide as its box (up to 720 px): an SVG drawn in pixels, so its
+    // text stays the page's size at any width.
     function drawChart() {
+      const view = w.view;
       const s = view.series;
       const c = view.config;
       const n = s.batch.length;
       const iterations = view.results.iterations;
-      drawnWidth = chart.parentElement.clientWidth;
-      const width = Math.max(200, Math.min(720, drawnWidth || 600));
+      const width = Math.max(200, Math.min(720, chart.parentElement.clientWidth || 600));
       const height = 90;
       const pad = { l: 30, r: 6, t: 8, b: 18 };
-      const w = width - pad.l - pad.r;
+      const plotWidth = width - pad.l - pad.r;
       const hgt = height - pad.t - pad.b;
       const top = Math.max(c.max_num_seqs, ...s.batch, 1);
-      const x = (i) => pad.l + (n <= 1 ? 0 : (i / (n - 1)) * w);
+      const x = (i) => pad.l + (n <= 1 ? 0 : (i / (n - 1)) * plotWidth);
       const y = (v) => pad.t + hgt - (v / top) * hgt;
       chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
       chart.setAttribute("width", width);
       chart.setAttribute("height", height);
       const parts = [];
-      parts.push(svg("line", { x1: pad.l, x2: pad.l + w, y1: y(0), y2: y(0), class: "toy-axis" }));
-      parts.push(svg("line", { x1: pad.l, x2: pad.l + w, y1: y(c.max_num_seqs), y2: y(c.max_num_seqs), class: "toy-limit" }));
+      parts.push(svg("line", { x1: pad.l, x2: pad.l + plotWidth, y1: y(0), y2: y(0), class: "toy-axis" }));
+      parts.push(svg("line", { x1: pad.l, x2: pad.l + plotWidth, y1: y(c.max_num_seqs), y2: y(c.max_num_seqs), class: "toy-limit" }));
       const label = (text, attrs) => { const t = svg("text", attrs); t.textContent = text; return t; };
       parts.push(label(String(c.max_num_seqs), { x: pad.l - 4, y: y(c.max_num_seqs) + 3, "text-anchor": "end", class: "toy-tick" }));
       parts.push(label("0", { x: pad.l - 4, y: y(0) + 3, "text-anchor": "end", class: "toy-tick" }));
       parts.push(label("iteration 1", { x: pad.l, y: height - 4, class: "toy-tick" }));
-      parts.push(label(`${fmt(iterations)}`, { x: pad.l + w, y: height - 4, "text-anchor": "end", class: "toy-tick" }));
+      parts.push(label(`${fmt(iterations)}`, { x: pad.l + plotWidth, y: height - 4, "text-anchor": "end", class: "toy-tick" }));
       const points = s.batch.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
       parts.push(svg("polyline", { points, class: "toy-line" }));
       chart.replaceChildren(...parts);
@@ -163,7 +161,7 @@
     }
 
     function drawRuns() {
-      const current = keyOf(view.config);
+      const current = keyOf(w.view.config);
       const head = h("tr", {}, ["Run", "Policy", "Settings", ...COLUMNS.map((c) => c[1])]
         .map((t) => h("th", { scope: "col" }, t)));
       const rows = runs.map((run) => {
@@ -179,25 +177,17 @@
         h("thead", {}, head), h("tbody", {}, rows));
     }
 
-    // Only a new width changes the chart. The first report comes with the first frame, at
-    // the width just drawn at: redrawing then delayed that frame, the pre-rendered
-    // picture's, by 16 ms (in a trace of a cold load).
-    w.observe(new ResizeObserver(() => {
-      if (chart.parentElement.clientWidth !== drawnWidth) drawChart();
-    })).observe(w.body);
-    w.onScheme(() => draw());
-
     return {
       // Every run the reader asks for, and a link's, gets a row of the table.
-      draw(next, state, why) {
-        view = next;
+      draw(view, state, why) {
         if (why !== "mount") addRun(view, why === "change" ? "your run" : "from the link");
         draw();
         if (why === "change" || why === "link") {
           status.textContent = `Ran ${fmt(view.config.num_requests)} requests under ${policyName(view.config.policy)} in ` +
-            `${fmt(Math.round(Number(root.dataset.computeMs)))} ms.`;
+            `${fmt(Math.round(Number(w.root.dataset.computeMs)))} ms.`;
         }
       },
+      redraw: drawChart,
       busy(on) { if (on) status.textContent = "Running the driver in Python…"; },
       refused() { status.textContent = "Nothing was run: fix the setting marked in red."; },
     };

@@ -205,8 +205,8 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib
     // The wheel's files into site-packages, as the lock's install_dir "site" says: a
     // restored Python has pysim imported, but its file system (for tracebacks, inspect
     // and the exercise's source listings) lives outside the snapshot. unpackArchive, not
-    // loadPackage: the same files, in a fraction of the time (right after a restore, in
-    // Node here: 30-95 ms against 440-470 ms).
+    // loadPackage: the same files, without loadPackage's own work of resolving and
+    // checking a package, which takes several times as long.
     py.unpackArchive(await wheel, "wheel", { extractDir: py.runPython("__import__('site').getsitepackages()[0]") });
     py.runPython("__import__('importlib').invalidate_caches()");
     progress.finish();
