@@ -202,7 +202,7 @@ def run(config: BatchSizeConfig, actions: list) -> dict:
         "request_kv_bytes": request_kv_bytes,
         "weight_bytes": m.weight_bytes,
         "usable_bytes": usable_bytes(gpu),
-        "reserve_bytes": RUNTIME_BYTES,
+        "runtime_bytes": RUNTIME_BYTES,
         "kv_pool_bytes": kv_pool,
         "kv_pool_tokens": kv_pool // m.kv_bytes_per_token,
         "max_batch_memory": max_batch_memory,
@@ -362,7 +362,7 @@ def text(view: dict) -> str:
         f"  KV cache {view['kv_bytes_per_token']:,} B/token ({view['precision']['kv_cache']}); "
         f"weights {_gb(view['weight_bytes'])} ({view['precision']['weights']})",
         f"  KV pool {_gb(view['kv_pool_bytes'])} = {view['kv_pool_tokens']:,} tokens "
-        f"(usable {_gb(view['usable_bytes'])} - weights - {_gb(view['reserve_bytes'])} for the runtime)",
+        f"(usable {_gb(view['usable_bytes'])} - weights - {_gb(view['runtime_bytes'])} for the runtime)",
         f"  memory allows {view['max_batch_memory']:,} requests of {cfg['context_tokens']:,} "
         f"tokens; {cfg['target_tok_s']:g} tokens/s per user allows {view['max_batch_speed']:,}",
     ]
@@ -403,7 +403,7 @@ def figures() -> dict:
         "reported_gb": GPUS[base["gpu"]["id"]].reported_bytes / 1e9,
         "utilization_pct": GPU_MEMORY_UTILIZATION * 100,
         "usable_gb": base["usable_bytes"] / 1e9,
-        "runtime_gb": base["reserve_bytes"] / 1e9,
+        "runtime_gb": base["runtime_bytes"] / 1e9,
         "pool_gb": base["kv_pool_bytes"] / 1e9,
         "pool_tokens": base["kv_pool_tokens"],
         "max_batch_memory": base["max_batch_memory"],

@@ -140,7 +140,7 @@
           `${kib(v.kv_bytes_per_token)}, ${v.precision.kv_cache}`),
         figure("weight_bytes", "Weights", gb(v.weight_bytes), v.precision.weights),
         figure("kv_pool_bytes", "KV pool", gb(v.kv_pool_bytes),
-          `${gb(v.usable_bytes)} usable − weights − ${gb(v.reserve_bytes)} reserve`),
+          `${gb(v.usable_bytes)} usable − weights − ${gb(v.runtime_bytes)} for the runtime`),
         figure("kv_pool_tokens", "KV pool holds", int(v.kv_pool_tokens), "tokens"),
         rec === null ? null : figure("at_recommended", `At ${int(rec)} requests`,
           `${speed(v.per_user_tok_s)} tok/s`,

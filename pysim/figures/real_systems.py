@@ -19,7 +19,7 @@ def vllm_pool(gpu="H100", model="llama-3.1-8b", block_size=16, context_tokens=40
         "reported_mib": g.reported_mib, "utilization": GPU_MEMORY_UTILIZATION,
         "usable_gb": usable_bytes(g) / 1e9,
         "weights_gb": m.weight_bytes(weights_fp8=False) / 1e9,
-        "reserve_gb": RUNTIME_BYTES / 1e9, "pool_gb": kv_pool_bytes(g, m) / 1e9,
+        "runtime_gb": RUNTIME_BYTES / 1e9, "pool_gb": kv_pool_bytes(g, m) / 1e9,
         "kv_kib_per_token": kv_per_token / 1024,
         "block_mib": block_size * kv_per_token / 2**20,
         "blocks": blocks, "tokens": tokens,

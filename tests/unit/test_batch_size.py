@@ -97,7 +97,7 @@ def test_memory_bound_default_h100_llama_8b():
     v = view()
     assert v["weight_bytes"] == 16_060_000_000
     assert v["usable_bytes"] == 76_968_728_985
-    assert v["reserve_bytes"] == 2_000_000_000
+    assert v["runtime_bytes"] == 2_000_000_000
     assert v["kv_pool_bytes"] == 58_908_728_985
     assert v["kv_pool_tokens"] == 449_437
     assert v["request_kv_bytes"] == 268_435_456

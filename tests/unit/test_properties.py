@@ -705,12 +705,12 @@ DIGESTS = [
                '"policy": "priority", "num_gpu_blocks": 1200}}',
      "7281bfb93983db43592f3fcea15c8b6e4f3078d3ddf1523c3392dadbc4782e88"),
     ("batch_size", '{"config": {}}',
-     "30d9b224698ff2e0a827644be0d1b219b59453fa78186bc794d35fe2e1a219a8"),
+     "22fa8a5c5a94e76ce694fb8bee2ddb1833a2881e24aac953ad590dc0f1ac3183"),
     ("toy_scheduler", '{"config": {"num_requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
      "1b32a34a4b9d8b27692534886dfd6fbf6007e4c88685a3217e9ac434035c6c19"),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
-     "6695cc6a539a808ec88dac29faf131eba057141d28cfb54e51640fcec409c98a"),
+     "e55bfb1fefe4c48713051101147e24a14944ddcf33227a749932ffdd7a54956a"),
     # A cluster's view is sums and sorts of many engines' floats: the digest pins that
     # CPython and Pyodide route and time every request alike.
     ("cluster", '{"config": {"window_minutes": 1, "replicas": 2}}',
