@@ -88,8 +88,11 @@ def scaled_value(f: dict):
         return st.sampled_from(f["options"])
     if kind == "int":
         lo, hi = f["lo"], f["hi"]
-        # Minutes of traffic scale a replay's cost and nothing in its rules: one or two.
-        top = lo + 1 if f["name"] == "window_minutes" else min(hi, max(f["default"], lo + 8))
+        if f["name"] == "window_minutes":
+            # Minutes of traffic scale a replay's cost and nothing in its rules: one or
+            # two (rate_scale still reaches overload).
+            return st.integers(lo, lo + 1)
+        top = min(hi, max(f["default"], lo + 8))
         return st.one_of(st.just(lo), st.just(f["default"]), st.integers(lo, top))
     if kind == "float":
         return st.floats(f["lo"], f["hi"], allow_nan=False, allow_infinity=False)
@@ -102,7 +105,8 @@ def payloads(draw):
     config = {}
     for f in describe(SIMS[name].config_cls):
         strategy = scaled_value(f)
-        if strategy is not None and draw(st.booleans()):
+        # (The window is always drawn: left out, it would be the page's five minutes.)
+        if strategy is not None and (f["name"] == "window_minutes" or draw(st.booleans())):
             config[f["name"]] = draw(strategy)
     return name, config
 
