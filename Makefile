@@ -66,10 +66,10 @@ setup: $(VENV)/.installed $(LOCK_VENV)/.installed node_modules/.installed
 
 # Two builds of the same sources (README, "Deploying"): the download first (site-offline/,
 # Material's offline plugin, and its zip), then the hosted site (site/, instant
-# navigation), which copies that zip in for its footer's download link.
+# navigation), which copies that zip in for its footer's download link. Both in one
+# process (sitebuild/__main__.py), so the second reuses the figures the first computed.
 site: setup
-	$(VENV)/bin/mkdocs build --strict -f mkdocs-offline.yml
-	$(VENV)/bin/mkdocs build --strict
+	$(PY) -m sitebuild
 
 wheel: $(VENV)/.installed
 	$(PY) -m build --wheel --no-isolation --outdir dist .

@@ -19,8 +19,9 @@ One module per job:
     iframe_worker.py    the shim Material's offline plugin needs for search from file://
     offline_zip.py      the whole site in one zip for offline reading
 
-`hooks.py` is the only file that knows MkDocs: it adapts MkDocs's events to these
-functions and keeps what one build needs in one small object. The HTML around our
+`hooks.py` is the only file that knows MkDocs's events: it adapts them to these
+functions and keeps what one build needs in one small object. (`__main__.py` runs the
+two builds, as `mkdocs build` would, in one process.) The HTML around our
 tags comes from Material's own template blocks (`overrides/main.html`), not from
 editing Material's output as strings.
 

@@ -101,7 +101,13 @@ def on_startup(command, dirty=False, **kwargs):
 def on_config(config, **kwargs):
     """Whichever of the offline plugin and this hook runs first, no unpkg URL is left.
     Every page links the site's stylesheet after Material's (Material's template writes
-    `extra_css` there), under its hashed name."""
+    `extra_css` there), under its hashed name.
+
+    A build starts from nothing the last one left: MkDocs loads this file once per
+    process, and `mkdocs serve` (each rebuild) and `python -m sitebuild` (the download,
+    then the hosted site) build more than once in one."""
+    global build
+    build = Build(command=build.command)
     build.theme = assets.theme()
     config.extra_css = [*(c for c in config.extra_css if not str(c).startswith(assets.THEME_DIR + "/theme.")),
                         build.theme.path]
@@ -125,7 +131,7 @@ def on_pre_build(config, **kwargs):
     pyodide_runtime.check()
     build.bridge = prerender.fresh_import("pysim.bridge")
     build.figure = importlib.import_module("pysim.figures").figure
-    build.plots = importlib.reload(sitebuild.plots)  # it imported the pysim just dropped
+    build.plots = importlib.reload(sitebuild.plots)  # on the pysim just imported
     build.fields = prerender.describe(build.bridge.call)
     build.facts = facts.load(Path(config.docs_dir) / "facts.toml")
     build.assets = assets.collect()

@@ -31,14 +31,30 @@ NOSCRIPT = ('<p class="pysim-noscript">This interactive simulation needs JavaScr
             "its numbers are also in the text.</p>")
 
 
+_IMPORTED: tuple | None = None  # the pysim sources as they were when last imported
+
+
+def sources(source: Path = ROOT) -> tuple:
+    """What identifies the pysim on disk: each file's path, size and modification time."""
+    files = sorted(p for p in (source / "pysim").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return tuple((str(p.relative_to(source)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+
+
 def fresh_import(name: str, source: Path = ROOT) -> ModuleType:
-    """Import `name` (e.g. "pysim.bridge") from the working tree, dropping any copy of
-    pysim a previous build imported, so `mkdocs serve` always uses the code on disk."""
+    """Import `name` (e.g. "pysim.bridge") from the working tree. A copy of pysim that a
+    previous build imported is dropped when any of its files changed since, so `mkdocs
+    serve` always uses the code on disk; while none did, it is kept, with the figures it
+    has computed (`python -m sitebuild` makes the two builds in one process)."""
+    global _IMPORTED
+    now = sources(source)
     sys.path.insert(0, str(source))
     try:
-        for loaded in [m for m in sys.modules if m == "pysim" or m.startswith("pysim.")]:
-            del sys.modules[loaded]
-        return importlib.import_module(name)
+        if now != _IMPORTED:
+            for loaded in [m for m in sys.modules if m == "pysim" or m.startswith("pysim.")]:
+                del sys.modules[loaded]
+        module = importlib.import_module(name)
+        _IMPORTED = now
+        return module
     finally:
         sys.path.remove(str(source))
 

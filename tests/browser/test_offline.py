@@ -134,6 +134,9 @@ def test_nothing_is_loaded_from_another_host():
         assert all(re.fullmatch(r"assets/javascripts/bundle\.[0-9a-f]+\.min\.js(\.map)?", p) for p in with_unpkg), with_unpkg
     assert "iframe-worker" in (OFFLINE_SITE / "index.html").read_text()
     assert "iframe-worker" not in (SITE / "index.html").read_text()  # the hosted site searches by fetch()
+    # ...and does not carry the shim either: the hosted build, made second in the same
+    # process (`python -m sitebuild`), starts from none of the download's state.
+    assert not list(SITE.glob("assets/vendor/iframe-worker.*")), "the hosted site ships the download's shim"
 
 
 def test_precompressed_copies_match_their_files():

@@ -1,10 +1,13 @@
 """Widget placeholders filled with a view model, against a stand-in for pysim.bridge.call."""
 
 import json
+import shutil
+import subprocess
+import sys
 
 import pytest
 
-from sitebuild import BuildError, prerender
+from sitebuild import ROOT, BuildError, prerender
 
 FIELDS = {"race": {"fields": [{"name": "seed"}]}, "toy": {"fields": []}}
 
@@ -82,3 +85,25 @@ def test_a_widget_with_data_files_carries_their_map_and_others_do_not():
     first, second = out.split('data-widget="toy"')
     assert model_of(first)["files"] == files["race"]
     assert "files" not in model_of(second)
+
+
+def test_a_second_build_keeps_pysim_until_one_of_its_files_changes(tmp_path):
+    """`python -m sitebuild`'s second build reuses the first one's pysim (and the figures
+    it computed); `mkdocs serve` gets a fresh one after an edit. In a Python of its own,
+    on a copy of pysim: dropping modules here would drop the pysim other tests hold."""
+    shutil.copytree(ROOT / "pysim", tmp_path / "pysim", ignore=shutil.ignore_patterns("__pycache__"))
+    script = """
+import sys
+from pathlib import Path
+from sitebuild import prerender
+source = Path(sys.argv[1])
+first = prerender.fresh_import("pysim.figures", source)
+again = prerender.fresh_import("pysim.figures", source)
+edited = source / "pysim" / "utils.py"
+edited.write_text(edited.read_text() + "\\n# an edit\\n")
+after = prerender.fresh_import("pysim.figures", source)
+print(first is again, again is after, Path(first.__file__).is_relative_to(source))
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["True", "False", "True"], out
