@@ -18,7 +18,7 @@ PORT ?= 8000
 PY312 ?= $(shell for p in python3 python3.14 python3.13 python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -r); do \
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v $$p; exit; }; done)
 
-.PHONY: help serve test test-unit test-pyodide test-browser site site-then-pyodide wheel bench setup chromium clean
+.PHONY: help serve test test-unit test-pyodide test-browser site site-then-suites wheel bench setup chromium clean
 
 help:
 	@echo "make serve   build the site and serve it at http://$(HOST):$(PORT) (rebuilds on change)"
@@ -82,18 +82,18 @@ serve: setup
 # ------------------------------------------------------------------ tests
 
 # The set-up's downloads (two virtual environments, npm's packages) run side by side.
-# Then two lines of work, one per core (each one's output printed whole when it ends):
-# the CPython suite, which needs no built site, and the site's build followed by the
-# Pyodide suite, which tests the wheel the site ships. The browser suite, which keeps
-# both cores busy (two workers), runs last.
+# Then the CPython suite, which needs no built site, beside the site's build; once the
+# site is built, the Pyodide suite (one Node process: it tests the wheel the site ships)
+# beside the browser suite (two workers). Every step but the downloads is CPU-bound, so
+# this keeps both cores busy: after the build, the Pyodide suite alone would leave one
+# idle for about a minute and a half. Each step's output is printed whole when it ends.
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target setup $(WHEELS_FOR_PYODIDE)/.installed chromium
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit site-then-pyodide
-	$(MAKE) --no-print-directory test-browser
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-unit site-then-suites
 
-site-then-pyodide:
+site-then-suites:
 	$(MAKE) --no-print-directory site
-	$(MAKE) --no-print-directory test-pyodide
+	$(MAKE) --no-print-directory --output-sync=target test-pyodide test-browser
 
 # pysim's tests, and the build steps' (sitebuild/: plain CPython, no MkDocs, no browser).
 test-unit: $(VENV)/.installed
