@@ -162,6 +162,7 @@ def test_a_change_shows_the_finished_race_at_once(live_page):
     assert page.locator('.race-table tr[data-finished="true"]').count() == 3  # no Run pressed
     assert root.get_attribute("data-playing") != "true"
     assert table_steps(page) == {n: want["schedulers"][n]["steps_to_finish"] for n in want["schedulers"]}
+    root.get_by_label("Speed").fill("60")  # the fastest replay a reader can pick: 60 steps/s
     root.get_by_role("button", name="Run").click()  # replays from the start...
     page.wait_for_function("() => document.querySelectorAll('.race-table tr[data-finished=\"true\"]').length < 3")
     page.wait_for_function(
