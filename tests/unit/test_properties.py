@@ -19,7 +19,8 @@ blocks (test_toy). This file adds what they leave out:
   models, recorded below, so CPython and Pyodide (this same file runs under
   `make test-pyodide`) must produce byte-identical answers.
 
-Sizes are kept small so the whole file runs in a few seconds.
+Sizes are kept small (a replay gets one or two minutes of traffic), so the whole file
+runs in well under a minute in CPython.
 """
 
 from __future__ import annotations
