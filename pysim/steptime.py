@@ -143,10 +143,9 @@ class StepTimeModel:
         """One step: its tokens, the requests they belong to, the KV entries attention
         reads (every request's context) and the query-key pairs it computes."""
         c = self.coefficients
-        read, flops = self.work(num_tokens, kv_tokens_read, attention_pairs)
+        memory, compute = self.roofline(num_tokens, kv_tokens_read, attention_pairs)
         return (c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6 * num_requests
-                + max(read / self.bandwidth / c.memory_efficiency,
-                      flops / self.peak_flops / c.compute_efficiency))
+                + max(memory / c.memory_efficiency, compute / c.compute_efficiency))
 
     def step_seconds(self, result) -> float:
         """A step of pysim.engine, from its StepResult."""
