@@ -60,6 +60,10 @@ from .steptime import DEFAULTS, Coefficients, check_fits, num_gpu_blocks, step_t
 
 BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
 SWEEP_RATES = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
+# The slowest benchmark rate the lab takes, in requests per second (0 aside: all at once).
+# 1,000 prompts at 0.01 req/s already span 28 hours; far lower, the gaps between sends
+# no longer fit in a float (1,000 / 5e-324 is infinite).
+MIN_RATE = 0.01
 ATTAINMENT_TARGET = 0.9  # the capacity is the highest rate at which 90% of requests are good
 NUM_BINS = 120  # points in each time series
 MAX_BENCH_CHARS = 20_000
@@ -161,6 +165,9 @@ class LabConfig:
         check_fits(self.gpu, self.model)
 
     def _check_benchmark(self) -> None:
+        if 0 < self.request_rate < MIN_RATE:
+            raise ConfigError("request_rate", f"got {self.request_rate:g}; expected 0 (all at "
+                                              f"once) or a number from {MIN_RATE:g} to 1,000")
         run = fit.Run(benchmark(self, 1.0), server(self), {}, "the benchmark")
         try:
             fit.check(run, "random_input_len")
@@ -179,7 +186,8 @@ class SweepConfig(LabConfig):
         super().check()
         if self.traffic == "benchmark" and not self.request_rate:
             raise ConfigError("request_rate", "got 0 (all at once); the capacity sweep scales the "
-                                              "request rate: expected a number from 0.01 to 1,000")
+                                              f"request rate: expected a number from {MIN_RATE:g} "
+                                              "to 1,000")
 
 
 @dataclass(frozen=True)

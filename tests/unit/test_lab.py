@@ -400,6 +400,9 @@ def test_sweep_points_one_by_one_give_the_same_capacity_as_one_sweep():
     ({"max_num_seqs": 1024, "max_num_batched_tokens": 1000}, "max_num_batched_tokens", "max_num_seqs"),
     ({"model": "llama-3.1-70b"}, "model", "do not fit"),
     ({"bench_text": "x" * 20_001}, "bench_text", "20,000"),
+    # (Far below 0.01, n / rate overflowed and the arrivals came out as NaN.)
+    ({"traffic": "benchmark", "request_rate": 5e-324}, "request_rate", "0 (all at once) or a number from 0.01"),
+    ({"traffic": "benchmark", "request_rate": 0.009}, "request_rate", "0.01 to 1,000"),
 ])
 def test_bad_settings_name_the_field_and_the_bound(config, field, words):
     with pytest.raises(ConfigError) as err:
