@@ -27,17 +27,22 @@ from conftest import page_url, pysim_view, wait_for_python, until, prerendered, 
 from pysim import bridge, exercises
 
 ACTIONS = 250  # random actions per widget page
-# How long one action waits for its element to be actionable. One that is covered,
-# moving or being redrawn is skipped (it is counted as not done); the next action
-# picks again. Waiting longer finds no more bugs, it only makes the test slower.
+# How long one action waits for its element to be actionable (a box to fill, a list to
+# choose from; a click goes to the pointer's place at once, see PICK). One still being
+# redrawn is skipped (it is counted as not done); the next action picks again. Waiting
+# longer finds no more bugs, it only makes the test slower.
 WAIT_MS = 500
 PAGES = widget_pages()
 
 # What the reader can operate inside a widget (shown: a box on screen, not hidden).
 TARGETS = "button, input, select, textarea, summary, canvas, [tabindex], [role=button]"
 # One look at the widget per action, in the page: the visible targets, one picked by
-# the number passed in (0 <= f < 1) and marked, what it is, and whether the focus is
-# inside the widget. One round trip instead of three keeps 250 actions a page short.
+# the number passed in (0 <= f < 1) and marked, what it is, whether the focus is inside
+# the widget, and where a pointer at its centre lands (scrolled to, if it was off screen):
+# in the widget (on the element, or on what the widget lays over it: uPlot's event layer
+# over its canvas, Ace's text over its hidden input), outside it (the page's header), or
+# nowhere on screen (an element taller than the window).
+# One round trip instead of three keeps 250 actions a page short.
 PICK = """([root, targets, f]) => {
   const box = document.querySelector(root);
   for (const old of box.querySelectorAll("[data-robot-pick]")) old.removeAttribute("data-robot-pick");
@@ -48,9 +53,17 @@ PICK = """([root, targets, f]) => {
   if (!shown.length) return null;
   const e = shown[Math.floor(f * shown.length)];
   e.setAttribute("data-robot-pick", "");
+  const centre = () => { const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; };
+  let [x, y] = centre();
+  if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) {
+    e.scrollIntoView({block: "center", inline: "nearest"});  // as a reader scrolls to it
+    [x, y] = centre();
+  }
+  const hit = document.elementFromPoint(x, y);
   return {tag: e.tagName.toLowerCase(), type: (e.type || "").toLowerCase(), min: e.min, max: e.max,
           options: e.options ? e.options.length : 0, disabled: !!e.disabled,
-          inside: !!(document.activeElement && document.activeElement.closest(root))};
+          inside: !!(document.activeElement && document.activeElement.closest(root)),
+          x, y, pointer: !hit ? "none" : box.contains(hit) ? "widget" : "outside"};
 }"""
 KEYS = ["Tab", "Shift+Tab", "Enter", " ", "ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown",
         "Home", "End", "PageUp", "PageDown", "Escape", "Backspace", "Delete", "1", "0", "-"]
@@ -106,6 +119,12 @@ def act_randomly(page, widget: str, rng: random.Random, n: int) -> dict:
             elif info["tag"] == "select" and info["options"]:
                 el.select_option(index=rng.randrange(info["options"]), timeout=WAIT_MS)
                 done["select"] += 1
+            elif info["pointer"] == "outside":
+                continue  # the click would land outside the widget: not a widget action
+            elif info["pointer"] == "widget":
+                # A reader's click at its centre, reaching whatever is drawn on top there.
+                page.mouse.click(info["x"], info["y"])
+                done["click"] += 1
             else:
                 el.click(timeout=WAIT_MS)
                 done["click"] += 1
