@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+from conftest import settle
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -98,7 +99,7 @@ def set_scheme(page, scheme: str):
         target = page.locator(f'input[name="__palette"][data-md-color-scheme="{SCHEMES[scheme]}"]').get_attribute("id")
         page.locator(f'label[for="{target}"]').click()
         page.wait_for_function(f"() => document.body.dataset.mdColorScheme === '{SCHEMES[scheme]}'")
-        page.wait_for_timeout(300)  # the widgets redraw their canvases in the new colours
+        settle(page)  # the widgets redraw their canvases in the new colours
     assert scheme_applied(page) == {"scheme": SCHEMES[scheme], "dark": scheme == "dark"}
 
 
@@ -108,7 +109,7 @@ def set_width(page, width: int):
     if page.viewport_size["width"] == width:
         return
     page.set_viewport_size({"width": width, "height": page.viewport_size["height"]})
-    page.wait_for_timeout(400)
+    settle(page)
     assert page.evaluate("window.innerWidth") == width
 
 

@@ -325,6 +325,25 @@ def until(page, expression: str, timeout: float = 60):
         page.wait_for_timeout(100)
 
 
+# Three animation frames (a ResizeObserver's or a scheme switch's report comes in one,
+# live.js's redraw runs in the next: widgets/live.js, redrawOn), then the end of every
+# CSS transition under way (Material fades colours over 125 ms), then one more frame.
+SETTLE = """async () => {
+  const frame = () => new Promise((done) => requestAnimationFrame(done));
+  for (let i = 0; i < 3; i++) await frame();
+  await Promise.all(document.getAnimations().filter((a) => a instanceof CSSTransition)
+    .map((a) => a.finished.catch(() => null)));
+  await frame();
+}"""
+
+
+def settle(page) -> None:
+    """Wait until what the last change set off has been drawn: the widgets' redraws and
+    the page's colour transitions. (Instead of a fixed sleep: it takes as long as the page
+    needs, a few frames on an idle machine.)"""
+    page.evaluate(SETTLE)
+
+
 def prerendered(widget) -> dict:
     """The model a widget's page carries (sitebuild/prerender.py's data block), read in
     the page from the widget's locator."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, page_url, until, wait_for_python, widget_homes
+from conftest import ROOT, page_url, settle, until, wait_for_python, widget_homes
 
 # Widgets built on live.js (their script calls PySim.widget), with the page that holds
 # them: read from the built site and the widget files, so a new widget is here unlisted.
@@ -192,7 +192,7 @@ def test_back_and_forward_follow_the_link(page, offline_site_url):
     until(page, f"{answer}.includes('H200') && {gpu} === 'H200'")
     # A heading's anchor changes nothing.
     page.evaluate("location.hash = 'how-to-read-it'")
-    page.wait_for_timeout(300)
+    settle(page)  # (hashchange has been handled and anything it set off drawn)
     assert page.get_by_label("GPU", exact=True).input_value() == "H200"
 
 

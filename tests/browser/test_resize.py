@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ROOT, page_url, until, widget_homes
+from conftest import ROOT, page_url, settle, until, widget_homes
 
 # A script that gives the width the widget's drawing was made for: a uPlot chart's box,
 # a canvas's pixels or an SVG's viewBox, whichever the widget draws first; NaN (the test
@@ -54,7 +54,7 @@ def test_the_drawing_follows_the_page_width(make_page, site_url, watch, name, wi
     page.goto(page_url(site_url, name))
     root = f".pysim-widget[data-widget='{widget}']"
     until(page, f"document.querySelector(\"{root}\").dataset.mounted")
-    page.wait_for_timeout(300)  # the first frames and the observers' first reports
+    settle(page)  # the first frames and the observers' first reports
     wide = drawn_width(page, widget, script)
     page.set_viewport_size({"width": 700, "height": 900})
     until(page, f"(() => {{ const ROOT = document.querySelector(\"{root}\"); return {script}; }})() < {wide}")
@@ -78,7 +78,7 @@ def test_the_lab_rebuilds_its_charts_for_a_new_width_or_scheme_only(make_page, s
     def rebuilt(change: str) -> bool:
         page.evaluate(f"() => {{ window.__charts = [...document.querySelectorAll(\"{root} .uplot\")]; }}")
         page.evaluate(change)
-        page.wait_for_timeout(400)  # a rebuild waits for the next frame
+        settle(page)  # a rebuild waits for the next frame
         return page.evaluate(f"""() => {{
             const now = [...document.querySelectorAll("{root} .uplot")];
             return !(now.length === __charts.length && now.every((el, i) => el === __charts[i]));
