@@ -210,9 +210,9 @@ def test_a_bad_value_in_the_link_is_named_by_its_label(page, site_url):
     assert answer_text(page) == computed()["answer"]
 
 
-def test_every_control_shows_pysims_help(page, site_url):
+def test_every_control_shows_pysims_help(live_page):
     # Labels, units and help come from pysim's describe: the page shows each help text.
-    page.goto(page_url(site_url, PAGE))
+    page = live_page(PAGE)
     fields = prerendered(page.locator(WIDGET))["fields"]
     for f in fields:
         control = page.locator(f'{WIDGET} .pysim-control[data-field="{f["name"]}"]')

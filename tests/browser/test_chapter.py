@@ -5,7 +5,7 @@ where the text quotes them."""
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT, page_url, until
+from conftest import ROOT, page_url, settle, until, widget_pages
 
 from pysim.figures import figure
 
@@ -86,7 +86,7 @@ def test_a_phone_reaches_everything_and_scrolls_it_from_the_keyboard(make_page, 
     page = make_page(width=375, height=800)
     page.goto(page_url(site_url, name))
     page.wait_for_load_state("load")
-    page.wait_for_timeout(300)  # Material's tables and the widgets' first drawing
+    settle(page)  # Material's tables and the widgets' first drawing
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     assert page.evaluate(OUTSIDE_SCROLLERS) == []
     boxes = page.evaluate(WIDE_BOXES)

@@ -127,8 +127,8 @@ def test_pin_one_run_and_compare_with_the_next(live_page):
     assert "pin_max_num_batched_tokens" not in page.url
 
 
-def test_step_moves_the_cursor_and_shows_the_step(page, site_url):
-    page.goto(page_url(site_url, PAGE))
+def test_step_moves_the_cursor_and_shows_the_step(live_page):
+    page = live_page(PAGE)
     view = expected()
     steps = view["steps"]
     n = len(steps)
@@ -171,10 +171,10 @@ def test_step_moves_the_cursor_and_shows_the_step(page, site_url):
     assert step_label(page) == f"Step {n} of {n}"
 
 
-def test_each_step_stays_visible_in_the_close_up(page, site_url):
+def test_each_step_stays_visible_in_the_close_up(live_page):
     # The first steps last 5 ms of a 1,320 ms axis: about a pixel on the timeline. The
     # close-up under it gives every step a column, and the current one is outlined.
-    page.goto(page_url(site_url, PAGE))
+    page = live_page(PAGE)
     widget = page.locator(ROOT)
     widget.get_by_role("button", name="Reset", exact=True).click()
     current = widget.locator(".budget-closeup [data-current]")

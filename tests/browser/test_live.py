@@ -200,10 +200,10 @@ NO_SLIDERS = {"exercises", "paged_kv_cache"}  # widgets that show no slider; any
 
 
 @pytest.mark.parametrize("widget", sorted(set(LIVE) - NO_SLIDERS))
-def test_a_slider_reached_by_the_keyboard_shows_its_focus(page, site_url, widget):
+def test_a_slider_reached_by_the_keyboard_shows_its_focus(live_page, widget):
     """Issue 16: tabbing onto a slider showed nothing. The ring is the text colour (well
     over 3:1 against the page in both themes), and the slider says its value in words."""
-    page.goto(page_url(site_url, LIVE[widget]))
+    page = live_page(LIVE[widget])
     control = page.locator(f'.pysim-widget[data-widget="{widget}"] .pysim-control[data-kind="int"]',
                            has=page.locator('input[type="range"]:visible')).first
     control.locator('input[type="number"]').focus()

@@ -195,13 +195,12 @@ def preemptions_seen(page, name):
         row.locator("td").last.inner_text()
 
 
-def test_cell_colour_is_state_and_each_preemption_is_one_mark(page, site_url):
+def test_cell_colour_is_state_and_each_preemption_is_one_mark(live_page):
     """Issue 16: requests had their own hues, some red or green, so static batching showed
     "preempted" red cells while reporting 0 preemptions. Colour is now the slot's state,
     and every preemption is one outlined red mark: count them and get pysim's number."""
-    page.goto(page_url(site_url, PAGE))
+    page = live_page(PAGE)
     page.wait_for_selector('.race-table tr[data-finished="true"]')
-    wait_for_python(page)
     for config in ({}, {"num_gpu_blocks": 60}):
         if config:  # as a reader: type the pool size
             box = page.locator('.pysim-control[data-field="num_gpu_blocks"] input[type="number"]')

@@ -395,9 +395,8 @@ def test_every_page_and_widget_works_with_the_network_cut(make_page, offline_sit
 
 
 @pytest.mark.parametrize("name", WIDGET_PAGES)
-def test_printed_page_shows_the_pictures_not_the_controls(make_page, site_url, name, tmp_path):
-    page = make_page()
-    page.goto(page_url(site_url, name))
+def test_printed_page_shows_the_pictures_not_the_controls(live_page, name, tmp_path):
+    page = live_page(name)
     page.emulate_media(media="print")
     for widget in WIDGET_PAGES[name]:
         root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
