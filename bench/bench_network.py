@@ -583,7 +583,7 @@ def run(build: Build, pages: list[str]):
         print(estimate_line(loads for (pr, _, mode), loads in results.items() if pr == profile and mode == "auto"))
     print()
     if not FULL:
-        print(f"Forced starts (snapshot, plain): the first widget page only (the snapshot is one file for every page)"
+        print("Forced starts (snapshot, plain): the first widget page only (the snapshot is one file for every page)"
               + (f"; {', '.join(only_first)}: the first widget page only" if only_first else ""))
     print("at link rate: the bytes over the wire at the profile's download rate alone (no latency, no CPU)")
 

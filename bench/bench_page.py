@@ -184,7 +184,7 @@ def click_to(page, page_file: str, hover_ms: int) -> dict:
         page.wait_for_timeout(hover_ms)
     link.click()
     page.wait_for_function(f"() => location.pathname.endsWith('/{page_file}')")
-    page.wait_for_function(f"() => {{ const n = __nav[__nav.length - 1]; return n && n.interactive && n.drawn; }}",
+    page.wait_for_function("() => { const n = __nav[__nav.length - 1]; return n && n.interactive && n.drawn; }",
                            timeout=60000)
     n = page.evaluate("(({click, drawn, interactive}) => ({click, drawn, interactive}))(__nav[__nav.length - 1])")
     return {"drawn": n["drawn"] - n["click"], "interactive": n["interactive"] - n["click"]}

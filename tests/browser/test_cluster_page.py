@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from conftest import page_url, pysim_view, until, wait_for_python
 
 PAGE = "cluster"

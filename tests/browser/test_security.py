@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from pathlib import Path
 from urllib.parse import quote

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ALL_LIVE, page_url, prerendered, until, wait_for_python
+from conftest import ALL_LIVE, page_url, until, wait_for_python
 from test_offline import WIDGET_PAGES
 from test_security import LINKED, PROBE, crafted_hash, markup_census
 

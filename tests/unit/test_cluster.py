@@ -11,7 +11,7 @@ from pysim import cluster, lab, traces
 from pysim.catalog import GPUS, MODELS
 from pysim.cluster import ClusterConfig, Router
 from pysim.config import ConfigError
-from pysim.replay import Server, engine_config, replay
+from pysim.replay import engine_config, replay
 from pysim.steptime import DEFAULTS, num_gpu_blocks, step_time_model
 
 H100, LLAMA = GPUS["H100"], MODELS["llama-3.1-8b"]
