@@ -11,6 +11,7 @@ from pysim.figures import figure
 
 PAGES = sorted(p.stem for p in (ROOT / "docs").glob("*.md"))
 MATH_PAGES = [p for p in PAGES if "$" in (ROOT / "docs" / f"{p}.md").read_text()]
+WIDGET_PAGES = widget_pages()
 
 
 def article_text(page) -> str:
@@ -19,7 +20,7 @@ def article_text(page) -> str:
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_has_no_raw_math_or_placeholders(live_page, make_page, site_url, name):
-    if name in widget_pages():
+    if name in WIDGET_PAGES:
         page = live_page(name)  # (the open one its widget tests share)
     else:
         page = make_page()
