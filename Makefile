@@ -51,14 +51,18 @@ $(WHEELS_FOR_PYODIDE)/.installed: tests/pyodide/requirements.txt $(VENV)/.instal
 		--only-binary=:all: --python-version 3.14 --implementation py --platform any --abi none
 	touch $@
 
-# A browser for the tests: one already on the machine, else Debian's (as root).
+# A browser for the tests: $CHROMIUM, or Chromium's headless shell (tests/browser/conftest.py
+# says why), or a full Chromium already on the machine. As root with none of them,
+# Debian's `chromium-headless-shell` (a smaller download than `chromium`).
 chromium:
-	@if [ -n "$$CHROMIUM" ] || [ -x /usr/lib/chromium/chromium ] || [ -x /usr/bin/chromium ] \
-		|| command -v google-chrome >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
-		|| ls ~/.cache/ms-playwright/chromium-* >/dev/null 2>&1; then :; \
+	@if [ -n "$$CHROMIUM" ] || [ -x /usr/lib/chromium/chromium-headless-shell ] \
+		|| command -v chromium-headless-shell >/dev/null 2>&1 || command -v chrome-headless-shell >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing Debian's chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	else echo "No Chromium found. Install one (apt-get install chromium) or run: $(VENV)/bin/playwright install chromium"; exit 1; fi
+		echo "installing Debian's chromium-headless-shell"; apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; \
+	elif [ -x /usr/lib/chromium/chromium ] || [ -x /usr/bin/chromium ] || command -v google-chrome >/dev/null 2>&1 \
+		|| command -v chromium-browser >/dev/null 2>&1 || ls ~/.cache/ms-playwright/chromium* >/dev/null 2>&1; then :; \
+	else echo "No Chromium found. Install one (apt-get install chromium-headless-shell) or run: $(VENV)/bin/playwright install chromium-headless-shell"; exit 1; fi
 
 setup: $(VENV)/.installed $(LOCK_VENV)/.installed node_modules/.installed
 

@@ -517,13 +517,14 @@ def copy_of(site: Path, into: Path) -> Path:
 
 
 def launch(p):
-    path = chromium_path()
+    path = chromium_path(shell=False)
     return p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)
 
 
 def print_header(began: float):
     free = [pr.name for pr in PROFILES if pr.down_mbit is None]
-    print(f"Chromium headless, throttled by DevTools (Network.emulateNetworkConditions; upload a quarter of "
+    path = chromium_path(shell=False)
+    print(f"Chromium headless ({Path(path).name if path else 'Playwright download'}), throttled by DevTools (Network.emulateNetworkConditions; upload a quarter of "
           f"download{'; ' + ', '.join(free) + ': not throttled' if free else ''}); cold: a fresh context, warm: a "
           f"second tab in it; medians of {COLD} cold and {WARM} warm loads "
           f"({os.cpu_count()} CPUs; {time.monotonic() - began:.0f} s in all)")

@@ -411,7 +411,7 @@ def main():
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     results = {"floor": []} | {p: [] for p in pages}
     with sync_playwright() as p:
-        path = chromium_path()
+        path = chromium_path(shell=False)
         browser = p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)
         for _ in range(RUNS):
             for name, widgets in pages.items():
@@ -444,7 +444,7 @@ def main():
                      f"{min(pairs[name]):.2f}-{max(pairs[name]):.2f}", f"{med(r, 'page_bytes') / 1e3:.0f}",
                      f"{med(r, 'total_bytes') / 1e6:.2f}"])
         verdicts.append((name, ratio, max(med(r, "fcp"), med(r, "prerendered"))))
-    print(f"Chromium headless, cold cache per load, median of {RUNS} loads each (ms from navigation start; "
+    print(f"Chromium headless ({Path(path).name if path else 'Playwright download'}), cold cache per load, median of {RUNS} loads each (ms from navigation start; "
           f"{os.cpu_count()} CPUs)")
     print(table(["page (widgets)", "first paint", "pre-rendered", "Python start", "Python ready", "interactive", "vs floor",
                  "range", "KB without Python", "MB total"], rows))
