@@ -18,7 +18,7 @@ PORT ?= 8000
 PY312 ?= $(shell for p in python3 python3.14 python3.13 python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -r); do \
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v $$p; exit; }; done)
 
-.PHONY: help serve test test-unit test-pyodide test-browser site site-then-suites wheel bench setup chromium clean
+.PHONY: help serve test test-unit test-pyodide test-browser site site-then-suites wheel bench setup chromium chromium-full clean
 
 help:
 	@echo "make serve   build the site and serve it at http://$(HOST):$(PORT) (rebuilds on change)"
@@ -63,6 +63,16 @@ chromium:
 	elif [ -x /usr/lib/chromium/chromium ] || [ -x /usr/bin/chromium ] || command -v google-chrome >/dev/null 2>&1 \
 		|| command -v chromium-browser >/dev/null 2>&1 || ls ~/.cache/ms-playwright/chromium* >/dev/null 2>&1; then :; \
 	else echo "No Chromium found. Install one (apt-get install chromium-headless-shell) or run: $(VENV)/bin/playwright install chromium-headless-shell"; exit 1; fi
+
+# The benchmarks time pages in the browser a reader runs, the full Chromium: one on the
+# machine, else Debian's `chromium` as root, else they fall back to the headless shell.
+chromium-full:
+	@if [ -n "$$CHROMIUM" ] || [ -x /usr/lib/chromium/chromium ] || [ -x /usr/bin/chromium ] \
+		|| command -v google-chrome >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium"; apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "No full Chromium found: the benchmarks run in the headless shell"; fi
 
 setup: $(VENV)/.installed $(LOCK_VENV)/.installed node_modules/.installed
 
@@ -119,7 +129,7 @@ BROWSER_WORKERS ?= 2
 test-browser: $(VENV)/.installed
 	$(VENV)/bin/pytest -p no:cacheprovider --durations=25 -n $(BROWSER_WORKERS) --dist worksteal tests/browser
 
-bench: site $(WHEELS_FOR_PYODIDE)/.installed chromium
+bench: site $(WHEELS_FOR_PYODIDE)/.installed chromium chromium-full
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
