@@ -19,7 +19,6 @@ Needs the built site (`make site`) and both browsers (Debian: `chromium` and
 from __future__ import annotations
 
 import functools
-import os
 import http.server
 import statistics
 import sys
@@ -30,7 +29,7 @@ from common import ROOT, table
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from conftest import (ALL_LIVE, FULL, LAUNCH_ARGS, SHELLS, SITE, _QuietHandler,  # noqa: E402
-                      until, wait_for_python)
+                      first_found, until, wait_for_python)
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 RUNS = 7  # medians of this many, after one warm-up load of each
@@ -92,17 +91,13 @@ def measure(path: str, base: str) -> dict[str, tuple[float, float]]:
     return out
 
 
-def first(paths: list) -> str | None:
-    return next((p for p in paths if p and os.path.exists(p)), None)
-
-
 def main():
     if not (SITE / "index.html").exists():
         sys.exit(f"{SITE} has no index.html: run `make site` first")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
-    browsers = {"full Chromium": first(FULL), "headless shell": first(SHELLS)}
+    browsers = {"full Chromium": first_found(FULL), "headless shell": first_found(SHELLS)}
     found = {name: path for name, path in browsers.items() if path}
     if not found:
         sys.exit("no Chromium found (apt-get install chromium chromium-headless-shell)")

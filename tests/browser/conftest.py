@@ -52,14 +52,15 @@ FULL = ["/usr/lib/chromium/chromium", "/usr/bin/chromium", shutil.which("chromiu
         shutil.which("chromium-browser"), shutil.which("google-chrome"), shutil.which("google-chrome-stable")]
 
 
+def first_found(paths: list) -> str | None:
+    """The first of `paths` (None skipped) that exists on this machine."""
+    return next((p for p in paths if p and Path(p).exists()), None)
+
+
 def chromium_path(shell: bool = True) -> str | None:
     """$CHROMIUM, else a Chromium on this machine (its headless shell first when `shell`,
     the full browser first otherwise), or None to let Playwright use its own."""
-    candidates = [os.environ.get("CHROMIUM"), *(SHELLS + FULL if shell else FULL + SHELLS)]
-    for path in candidates:
-        if path and Path(path).exists():
-            return path
-    return None
+    return first_found([os.environ.get("CHROMIUM"), *(SHELLS + FULL if shell else FULL + SHELLS)])
 
 
 SITEMAP_LOC = re.compile(rb"<loc>https?://[^/<]+/")
