@@ -27,9 +27,18 @@ all of them under one token budget (`max_num_batched_tokens`):
    request its first token in that very step. A request that has all its tokens
    finishes and frees its blocks in the same step; they are usable from the next step.
 
-Sync, not async: we mirror the synchronous `Scheduler`, where step k's sampled
-tokens, finishes and freed blocks are all visible to step k+1's schedule. (vLLM 0.33's
-default `AsyncScheduler` sees them one schedule later.)
+Sync or async (`EngineConfig.async_scheduling`, vLLM's `--async-scheduling`). The
+synchronous `Scheduler` applies step k's outputs before it schedules step k + 1. vLLM's
+default, the `AsyncScheduler` (vllm/v1/core/sched/async_scheduler.py; the loop is
+`EngineCore.step_with_batch_queue` in vllm/v1/engine/core.py), schedules step k + 1
+while step k runs. `schedule` then advances computed tokens at once and gives each
+request that will sample a *placeholder* for its token, so step k + 1 hands it the
+next token without waiting; a request whose last token is in flight is skipped. What
+step k's outputs change is seen one schedule later: its finished requests keep their
+blocks and seats through the schedule of step k + 1, and a request preempted while a
+batch of its was in flight still receives that batch's token (stale output) and is
+not admitted again before it has. `run_timed` and pysim.replay drive the engine either
+way; `step` applies each batch before the next, as the synchronous loop does.
 
 Preemption is by recompute: the victim's blocks are freed, `num_computed` drops to 0 and
 it goes back to the front of the waiting queue (under PRIORITY: into the heap), keeping
@@ -49,7 +58,8 @@ tests/unit/test_fidelity_sched.py); `schedule` and `update_from_output` are the 
 halves of a step, so a test can read the state between them as vLLM's recorder did.
 
 Not modelled (single model, plain decoder): max_model_len, long_prefill_token_threshold,
-the watermark (0 by default), speculative decoding, KV connectors, async scheduling.
+the watermark (0 by default), speculative decoding, KV connectors, structured output,
+and, with async scheduling, pipeline parallelism's decode stagger.
 
 Time is not in here: the engine counts tokens. `run_timed` adds a step-time model given
 by the caller (the budget simulation's is in pysim.chunked_prefill).
@@ -59,6 +69,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from itertools import islice
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -85,6 +96,10 @@ class EngineConfig:
     enable_prefix_caching: bool = False  # prefix caching
     enable_chunked_prefill: bool = True
     policy: str = "fcfs"  # or "priority": lower value first, then arrival
+    # vLLM's --async-scheduling (SchedulerConfig.async_scheduling): step k + 1 is
+    # scheduled while step k runs, so it sees step k's samples, finishes and freed
+    # blocks one step late (the `AsyncScheduler`; see the module docstring).
+    async_scheduling: bool = False
 
     def __post_init__(self):
         for name in ("max_num_batched_tokens", "max_num_seqs", "num_gpu_blocks", "block_size"):
@@ -94,6 +109,8 @@ class EngineConfig:
                 raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if not isinstance(self.async_scheduling, bool):
+            raise ValueError(f"async_scheduling must be true or false, got {self.async_scheduling!r}")
 
 
 class Request:
@@ -105,6 +122,7 @@ class Request:
         "num_tokens", "num_computed", "num_output", "status", "limit",
         "num_preemptions", "recomputed_tokens", "cached_tokens",
         "prefilled", "first_token_step", "finish_step", "decode_part",
+        "placeholders", "in_flight", "stale",
     )
 
     def __init__(self, req_id, seq, arrival, priority, num_prompt_tokens, max_tokens, token_ids):
@@ -131,6 +149,13 @@ class Request:
         self.first_token_step = None  # step that sampled its first token (-1: before step 0)
         self.finish_step = None
         self.decode_part = (req_id, DECODE, 1)  # its entry in a step's parts when it decodes (made once)
+        # Async scheduling only (vLLM: `Request.num_output_placeholders`,
+        # `num_in_flight_tokens`, `num_stale_output_tokens`): tokens a batch still in
+        # flight will sample, tokens scheduled in batches not yet back, and of those the
+        # ones scheduled before a preemption, whose sample arrives "stale".
+        self.placeholders = 0
+        self.in_flight = 0
+        self.stale = 0
 
     @property
     def served_tokens(self) -> int:
@@ -206,8 +231,10 @@ class Engine:
         # `record_prefix_cache_stats`: a preempted request's return is kept apart).
         self.prefix_cache_queries = 0
         self.prefix_cache_hits = 0
-        self._batch = None  # (request, tokens) pairs scheduled by `schedule`, not yet applied
-        self._batch_tokens = 0  # the tokens in it
+        # Batches scheduled and not yet applied, oldest first: (result, [(request,
+        # tokens)], tokens in all). The synchronous loop holds at most one; the async
+        # one two, as vLLM's batch queue (`EngineCore.step_with_batch_queue`).
+        self._inflight: deque = deque()
 
     # --- adding work -------------------------------------------------------------
     def add_request(self, req_id, num_prompt_tokens: int, max_tokens: int, *, arrival=0,
@@ -307,7 +334,20 @@ class Engine:
     def scheduled(self) -> dict:
         """{request id: tokens} of the batch the last `schedule` made, in scheduling order
         (running requests first, then admissions), until `update_from_output`."""
-        return {r.id: n for r, n in self._batch or ()}
+        return {r.id: n for r, n in self._inflight[-1][1]} if self._inflight else {}
+
+    def oldest_finishes_any(self) -> bool:
+        """Async: will applying the oldest batch's outputs finish some request?"""
+        _, batch, _, samples = self._inflight[0]
+        return any(s and r.num_output + 1 >= r.max_tokens for (r, _), s in zip(batch, samples))
+
+    def oldest_inflight(self) -> StepResult:
+        """The batch whose outputs `update_from_output` takes next."""
+        return self._inflight[0][0]
+
+    def num_inflight(self) -> int:
+        """Batches scheduled whose outputs are not applied yet (0 or 1; 2 with async)."""
+        return len(self._inflight)
 
     def snapshot(self) -> dict:
         """The scheduler's visible state, for comparing another scheduler step by step."""
@@ -330,10 +370,15 @@ class Engine:
         for r in self.running:
             assert r.status == RUNNING
             assert len(tables.get(r.id, ())) * cfg.block_size >= r.num_computed
-            assert r.num_computed < r.num_tokens == r.num_prompt_tokens + r.num_output
-            assert r.num_output < r.max_tokens
+            assert r.num_tokens == r.num_prompt_tokens + r.num_output
+            # Sync: computed trails the known tokens. Async: it may also cover the
+            # positions of tokens still in flight (placeholders).
+            assert r.num_computed < r.num_tokens + r.placeholders
+            assert r.num_output + r.placeholders <= r.max_tokens
+            assert 0 <= r.placeholders <= len(self._inflight) and r.in_flight >= r.stale >= 0
         for r in waiting:
             assert r.status == WAITING and r.num_computed == 0 and not tables.get(r.id)
+            assert r.placeholders == 0
         unfinished = 0
         for r in self.requests.values():
             assert r.status in (PENDING, WAITING, RUNNING, FINISHED)
@@ -355,7 +400,8 @@ class Engine:
         batch, with its blocks allocated. Nothing is computed or sampled yet; call
         `update_from_output` with the result to finish the step."""
         cfg = self.config
-        result = StepResult(self.num_steps)
+        assert len(self._inflight) < 1 + cfg.async_scheduling, "schedule() with the batch queue full"
+        result = StepResult(self.num_steps + len(self._inflight))
         self._arrive(now, result)
         budget = cfg.max_num_batched_tokens
         running = self.running
@@ -366,7 +412,13 @@ class Engine:
         while i < end and budget > 0:
             r = running[i]
             c = r.num_computed
-            n = r.num_tokens - c
+            ph = r.placeholders  # always 0 in the synchronous loop
+            if ph and c + 2 - ph >= r.num_prompt_tokens + r.max_tokens:
+                # Async: the batch in flight samples its last token; scheduling it
+                # again would compute a token nobody reads (vLLM skips it too).
+                i += 1
+                continue
+            n = r.num_tokens + ph - c  # with async, the in-flight token's position too
             if n > budget:
                 n = budget  # chunked prefill: the rest waits for the next step
             if c + n > r.limit:  # crosses into a block it does not hold yet
@@ -387,17 +439,24 @@ class Engine:
             budget = self._admit(budget, batch, result)
 
         assert budget >= 0
-        self._batch = batch
-        self._batch_tokens = cfg.max_num_batched_tokens - budget
+        tokens = cfg.max_num_batched_tokens - budget
+        samples = self._after_schedule(batch, tokens, result) if cfg.async_scheduling else None
+        self._inflight.append((result, batch, tokens, samples))
         return result
 
     def update_from_output(self, result: StepResult) -> StepResult:
         """The second half, vLLM's `update_from_output()`: advance computed tokens,
         sample, finish and free."""
-        batch, self._batch = self._batch, None
-        assert batch is not None, "update_from_output without a schedule"
-        self._apply(batch, self._batch_tokens, result)
-        self.num_steps += 1
+        assert self._inflight, "update_from_output without a schedule"
+        oldest, batch, tokens, samples = self._inflight.popleft()
+        assert oldest is result, "outputs are applied in the order the batches were scheduled"
+        if samples is not None:
+            self._apply_async(batch, samples, result)
+        else:
+            self._apply(batch, tokens, result)
+        # An empty batch (async: nothing could be scheduled ahead) is no forward pass.
+        # Its index is reused by the next batch; it finished nothing.
+        self.num_steps += bool(batch)
         result.num_requests_running = len(self.running)
         result.num_requests_waiting = len(self.waiting)
         result.num_free_blocks = self.pool.num_free_blocks
@@ -448,6 +507,10 @@ class Engine:
         r.recomputed_tokens += r.num_computed
         r.num_computed = 0
         r.limit = 0
+        # Async: what its batches in flight sample still arrives, as stale output
+        # (vLLM: `Scheduler._preempt_request`), and it is not re-admitted before then.
+        r.stale = r.in_flight
+        r.placeholders = 0
         r.num_preemptions += 1
         self.num_preemptions += 1
         self.waiting.prepend_request(r)
@@ -457,8 +520,15 @@ class Engine:
         """Admit waiting requests from the head while they fit (vLLM: `Scheduler.schedule`). Returns the budget."""
         cfg = self.config
         waiting, running, kv = self.waiting, self.running, self.kv
+        skipped = []
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             r = waiting.peek_request()
+            if r.stale:
+                # Async: a preempted request whose last batch is still in flight waits
+                # for that output; the requests behind it are still tried (vLLM:
+                # `skip_request`, then `prepend_requests`), no head-of-line block.
+                skipped.append(waiting.pop_request())
+                continue
             hits, hit = kv.lookup(r.token_ids, r.block_hashes) if cfg.enable_prefix_caching else ((), 0)
             ready = max(hit, r.external_tokens)  # KV it need not compute: cached, or sent to it
             n = r.num_tokens - ready  # cache hits and sent KV cost no budget
@@ -484,6 +554,8 @@ class Engine:
             batch.append((r, n))
             budget -= n
             result.admitted.append(r.id)
+        for r in reversed(skipped):  # back to the front, in the order they were in
+            waiting.prepend_request(r)
         return budget
 
     def _set_limit(self, r: Request) -> None:
@@ -528,6 +600,67 @@ class Engine:
         result.context_tokens = context
         result.attention_pairs += context  # each request's last token sees its whole context
         self._drop_finished(finished)
+
+    def _after_schedule(self, batch, tokens: int, result: StepResult) -> list:
+        """Async only, at schedule time (vLLM: `AsyncScheduler._update_after_schedule`):
+        computed tokens advance now, so the next schedule, made while this batch runs,
+        hands out the tokens after them; a request whose prefill this batch completes
+        gets a placeholder for the token it will sample. The step's shape (its parts,
+        context and attention work) is known now, so a step-time model can price it
+        before its outputs are back."""
+        parts = result.parts
+        prefill = context = pairs = 0
+        samples = []  # per entry: does this batch complete its prefill (and so sample)?
+        add_part, add_sample = parts.append, samples.append
+        for r, n in batch:
+            c = r.num_computed = r.num_computed + n
+            r.in_flight += n
+            context += c
+            known = r.num_tokens + r.placeholders  # tokens sampled, or being sampled
+            if c >= known:  # the prefill is complete: it samples
+                r.placeholders += 1
+                if n == 1 and r.num_output + r.placeholders > 1:
+                    add_part(r.decode_part)  # the token it sampled, or will have, last
+                    add_sample(True)
+                    continue
+                add_sample(True)
+            else:
+                add_sample(False)
+            add_part((r.id, PREFILL, n))
+            prefill += n
+            pairs += (n - 1) * c - n * (n - 1) // 2
+        result.prefill_tokens = prefill
+        result.decode_tokens = tokens - prefill
+        result.context_tokens = context
+        result.attention_pairs = pairs + context
+        return samples
+
+    def _apply_async(self, batch, samples: list, result: StepResult) -> None:
+        """Async only: the outputs of `batch` are back (vLLM: `update_from_output`).
+        Each request the batch completed samples its token; one that reaches its
+        answer length finishes and frees its blocks now, a step after the schedule
+        that already ran without it. A request preempted while the batch was in
+        flight still takes the token (stale output), waiting; it may even finish."""
+        sampled, finished, index = result.sampled, result.finished, result.index
+        for (r, n), samples_one in zip(batch, samples):
+            r.in_flight -= n
+            if r.stale:
+                r.stale -= n  # scheduled before its preemption: no placeholder left to settle
+                if samples_one and r.status == WAITING:
+                    sampled.append(r.id)
+                    if self._sample(r, index):
+                        finished.append(r.id)
+                        self.waiting.remove_request(r)
+            elif samples_one:
+                r.placeholders -= 1
+                sampled.append(r.id)
+                out = r.num_output + 1
+                if out < r.max_tokens and r.token_ids is None and r.first_token_step is not None:
+                    r.num_output = out  # the common case: `_sample` without its rarer branches
+                    r.num_tokens += 1
+                elif self._sample(r, index):
+                    finished.append(r.id)
+                    self.running.remove(r)
 
     def _prefilled(self, r: Request, n: int, result: StepResult) -> None:
         """Part of `_apply`: r computed n tokens of prefill (its `num_computed` includes
@@ -577,15 +710,30 @@ def run_timed(engine: Engine, step_time: Callable[[StepResult], float], *, start
     next arrival.
     """
     now = start
+    ahead = None  # async: the batch scheduled while the previous one ran
     while engine.has_unfinished():
-        if engine.is_idle():
-            nxt = engine.next_arrival()
-            assert nxt is not None, "unfinished requests but nothing pending, waiting or running"
-            if nxt > now:
-                now = nxt
         if engine.num_steps >= max_steps:
             raise RuntimeError(f"still running after {max_steps} steps")
-        result = engine.step(now)
+        if ahead is None:
+            if engine.is_idle():
+                nxt = engine.next_arrival()
+                assert nxt is not None, "unfinished requests but nothing pending, waiting or running"
+                if nxt > now:
+                    now = nxt
+            result = engine.schedule(now)
+        else:
+            result, ahead = ahead, None
+        if engine.config.async_scheduling and (engine.running or engine.waiting):
+            # The next batch is scheduled as this one starts, from what the engine
+            # knows then: arrivals up to now, and none of this batch's outputs.
+            ahead = engine.schedule(now)
+        engine.update_from_output(result)
+        if ahead is not None and not ahead.parts:
+            # Nothing could be scheduled ahead (every running request's last token is
+            # in flight): the empty batch returns at once, and the next is scheduled
+            # after this one's outputs, as vLLM's batch queue does.
+            engine.update_from_output(ahead)
+            ahead = None
         assert result.parts, "a step with work to do scheduled nothing"
         duration = step_time(result)
         yield result, now, duration

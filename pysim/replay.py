@@ -196,6 +196,7 @@ class Server:
         self.seg_start, self.seg_end, self.seg_steps, self.work = [], [], [], []
         self.running, self.waiting, self.usage, self.outs, self.preempts = [], [], [], [], []
         self.cache_queries, self.cache_hits = [], []  # the engine's prefix-cache counters after each segment
+        self.ahead = None  # async scheduling: the batch scheduled while the last one ran
 
     def add(self, i: int, num_prompt_tokens: int, max_tokens: int, at: float,
             token_ids=None, external_tokens: int = 0) -> None:
@@ -238,10 +239,17 @@ class Server:
         engine, model = self.engine, self.model
         gaps, last_token = self.gaps, self.last_token
         run_seconds = model.decode_run_seconds
+        pipelined = engine.config.async_scheduling
         while engine.has_unfinished():
             if engine.num_steps >= self.max_steps:
                 raise RuntimeError(f"still running after {self.max_steps} steps")
             now = self.now
+            if self.ahead is not None:
+                if now >= until:
+                    return
+                result, self.ahead = self.ahead, None
+                self._step(result, now, until)
+                continue
             if engine.is_idle():  # nothing to do until the next request arrives
                 nxt = engine.next_arrival()
                 if nxt is None:
@@ -255,7 +263,12 @@ class Server:
             nxt = engine.next_arrival()
             stop = until if nxt is None or nxt > until else nxt
             k, kv = plan_decode_run(engine) if self.fast and stop > now else (0, 0)
-            if k:
+            if pipelined:
+                # With async scheduling the run's last step, the one that finishes
+                # requests, is stepped: the schedule made while it runs must not see
+                # its finishes. The steps before it are the same in both loops.
+                k -= 1
+            if k > 0:
                 # A run of plain decodes: the same batch of b requests, each step reading
                 # one more KV entry per request. Stop before the step that would start
                 # at or after `stop` (from the run's closed-form time), and apply the
@@ -286,25 +299,48 @@ class Server:
                 for rid in finished:
                     self._finish(rid, end)
                 continue
-            result = engine.step(now)
-            assert result.parts, "a step with work to do scheduled nothing"
-            end = self.now = now + model.step_seconds(result)
-            seg = self._record(now, end, 1, ("step", result.num_tokens, len(result.parts),
-                                             result.context_tokens, result.attention_pairs),
-                               result.num_requests_running, result.num_requests_waiting,
-                               len(result.sampled), len(result.preempted))
-            requests, index = engine.requests, result.index
-            for rid in result.sampled:
-                if requests[rid].first_token_step == index:
-                    self.first[rid] = end
-                    self.first_seg[rid] = seg
-                    if self.on_first:
-                        self.on_first(rid, end)
-                elif gaps is not None:
-                    gaps.append((end - last_token[rid], 1))
-                last_token[rid] = end
-            for rid in result.finished:
-                self._finish(rid, end)
+            self._step(engine.schedule(now), now, until)
+
+    def _step(self, result, now: float, until: float) -> None:
+        """Run one scheduled batch from `now`: with async scheduling, schedule the next
+        one as it starts; apply its outputs; record it."""
+        engine, model, gaps, last_token = self.engine, self.model, self.gaps, self.last_token
+        if engine.config.async_scheduling:
+            end = now + model.step_seconds(result)  # its shape is known once scheduled
+            nxt = engine.next_arrival()
+            # The next batch is scheduled now, before this one's outputs. When those
+            # outputs change nothing a schedule can see (no finish, no preemption to
+            # settle, no arrival before the end), scheduling after them gives the same
+            # batch, and the engine is left with nothing in flight: the decode-run
+            # shortcut can then take over.
+            settles = (self.fast and not result.preempted and end < until
+                       and (nxt is None or nxt > end) and not engine.oldest_finishes_any())
+            if not settles and (engine.running or engine.waiting):
+                self.ahead = engine.schedule(now)
+            engine.update_from_output(result)
+            if self.ahead is not None and not self.ahead.parts:
+                engine.update_from_output(self.ahead)  # an empty batch comes back at once
+                self.ahead = None
+        else:
+            engine.update_from_output(result)
+        assert result.parts, "a step with work to do scheduled nothing"
+        end = self.now = now + model.step_seconds(result)
+        seg = self._record(now, end, 1, ("step", result.num_tokens, len(result.parts),
+                                         result.context_tokens, result.attention_pairs),
+                           result.num_requests_running, result.num_requests_waiting,
+                           len(result.sampled), len(result.preempted))
+        requests, index = engine.requests, result.index
+        for rid in result.sampled:
+            if requests[rid].first_token_step == index:
+                self.first[rid] = end
+                self.first_seg[rid] = seg
+                if self.on_first:
+                    self.on_first(rid, end)
+            elif gaps is not None:
+                gaps.append((end - last_token[rid], 1))
+            last_token[rid] = end
+        for rid in result.finished:
+            self._finish(rid, end)
 
 
 def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[int],
