@@ -1,6 +1,6 @@
-"""The scheduler engine: one step of vLLM V1's synchronous `Scheduler`, over the shared pool.
+"""The scheduler engine: one step of vLLM V1's `Scheduler`, or of its `AsyncScheduler`, over the shared pool.
 
-This is the one place in pysim where the scheduling rules live: vLLM 0.33's
+This is the one place in pysim where the scheduling rules live: vLLM 0.34's
 `Scheduler.schedule` and `Scheduler.update_from_output` (vllm/v1/core/sched/scheduler.py).
 The budget simulation runs on it, the chapter's workloads run on it, and the toy
 scheduler is compared against it step by step.
