@@ -6,7 +6,8 @@ Default: the shared records (../shared/realbench/records.jsonl), or the project'
 file in that format can be measured without a change.
 
 For every record pysim can replay (a GPU and model of its catalog, one GPU, known
-lengths), it prints measured against predicted mean TTFT, mean TPOT and output
+lengths; each on its own vLLM release's defaults, pysim.vllm_defaults, or v0.11.0's when
+it names none), it prints measured against predicted mean TTFT, mean TPOT and output
 throughput, in two modes:
 - uncalibrated: the step-time model's default coefficients for the GPU
   (pysim.steptime.DEFAULTS, fitted on data/realbench/records.jsonl);

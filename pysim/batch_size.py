@@ -33,7 +33,7 @@ from .registry import Simulation
 from .catalog import GB, GPU, GPUS, MODELS, Model
 from . import fields
 from .config import ConfigError, bounded, flag, to_mapping
-from .steptime import (GPU_MEMORY_UTILIZATION, IDEAL, RUNTIME_BYTES, StepTimeModel, kv_pool_bytes,
+from .steptime import (IDEAL, RUNTIME_BYTES, StepTimeModel, gpu_memory_utilization, kv_pool_bytes,
                        step_time_model, usable_bytes)
 
 # The curve stops here however large the limits are (the speed limit can reach ~90,000
@@ -332,7 +332,7 @@ def _reason_text(view: dict, gpu: GPU, model: Model) -> str | None:
     if reason == "weights_do_not_fit":
         return (f"the weights alone take {_gb(view['weight_bytes'])}; with the "
                 f"{_gb(RUNTIME_BYTES)} the runtime keeps that is more than the "
-                f"{_gb(view['usable_bytes'])} the server may use ({GPU_MEMORY_UTILIZATION:.0%} of "
+                f"{_gb(view['usable_bytes'])} the server may use ({gpu_memory_utilization(gpu):.0%} of "
                 f"the {gpu.reported_mib:,} MiB the driver reports)")
     if reason == "no_room_for_kv":
         return (f"after the weights and the runtime's {_gb(RUNTIME_BYTES)} the KV pool holds "
@@ -401,7 +401,7 @@ def figures() -> dict:
         "weights_gb": base["weight_bytes"] / 1e9,
         "reported_mib": GPUS[base["gpu"]["id"]].reported_mib,
         "reported_gb": GPUS[base["gpu"]["id"]].reported_bytes / 1e9,
-        "utilization_pct": GPU_MEMORY_UTILIZATION * 100,
+        "utilization_pct": gpu_memory_utilization(GPUS[base["gpu"]["id"]]) * 100,
         "usable_gb": base["usable_bytes"] / 1e9,
         "runtime_gb": base["runtime_bytes"] / 1e9,
         "pool_gb": base["kv_pool_bytes"] / 1e9,

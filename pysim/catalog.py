@@ -41,6 +41,9 @@ class GPU:
     # figure vLLM multiplies by --gpu-memory-utilization. The "80 GB" of a datasheet is
     # closer to 80 GiB; every KV pool (pysim.steptime.kv_pool_bytes) starts from this.
     reported_mib: int = 0
+    # The software platform vLLM runs it on ("cuda" or "rocm"): it picks the attention
+    # backend, and with it the default block size (pysim.vllm_defaults.block_size).
+    platform: str = "cuda"
 
     @property
     def reported_bytes(self) -> int:
@@ -115,7 +118,7 @@ _GPU_LIST = (
     # FP16/BF16 matrix 1,307.4 TFLOPS dense (2,614.9 with sparsity).
     GPU("MI300X", "MI300X", 192 * GB, 5_300 * GB, 1_307_400_000_000_000,
         "AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s, FP16/BF16 1,307.4 TFLOPS "
-        "dense (2,614.9 with sparsity); rocminfo shows a 201,310,208 KB pool", 196_592),
+        "dense (2,614.9 with sparsity); rocminfo shows a 201,310,208 KB pool", 196_592, "rocm"),
 )
 
 _MODEL_LIST = (
@@ -172,3 +175,4 @@ MODELS: dict[str, Model] = {m.id: m for m in _MODEL_LIST}
 
 assert len(GPUS) == len(_GPU_LIST) and len(MODELS) == len(_MODEL_LIST), "duplicate catalog id"
 assert all(g.reported_mib for g in _GPU_LIST)
+assert all(g.platform in ("cuda", "rocm") for g in _GPU_LIST)

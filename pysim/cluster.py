@@ -58,14 +58,16 @@ import heapq
 import math
 from dataclasses import dataclass, replace
 
-from . import fields, slo, traces
+from . import fields, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
 from .config import ConfigError, bounded, choice
 from .registry import Simulation
 from .replay import Server, engine_config
 from .steptime import DEFAULTS, check_fits, num_gpu_blocks, step_time_model
 
-BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
+# Every replica runs vLLM 0.34.0's defaults (pysim.vllm_defaults); the scheduler's start
+# from `vllm serve`'s on the default GPU (an H100).
+SERVE = vllm_defaults.defaults(GPUS["H100"])
 MAX_GPUS = 16
 ATTAINMENT_TARGET = 0.9  # as the lab's capacity: 90% of requests meet both targets
 NUM_BINS = 60  # points in each per-replica time series
@@ -130,8 +132,9 @@ class ClusterConfig:
                           option_labels={k: v[0] for k, v in LINKS.items()})
     gpu: str = fields.gpu("H100")  # every replica's (16-bit weights and KV)
     model: str = fields.model("llama-3.1-8b")
-    max_num_seqs: int = fields.max_num_seqs(1024, 16, 1024, scale="log")  # per replica
-    max_num_batched_tokens: int = fields.max_num_batched_tokens(8192, 512, 16384, scale="log")
+    max_num_seqs: int = fields.max_num_seqs(SERVE.max_num_seqs, 16, 1024, scale="log")  # per replica
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(SERVE.max_num_batched_tokens, 512, 16384,
+                                                                scale="log")
     slo_ttft_ms: float = fields.slo_ttft_ms(2000.0, 10, 60_000)
     slo_tpot_ms: float = fields.slo_tpot_ms(100.0, 1, 5_000)
     gpus: int = bounded(4, 2, MAX_GPUS, "GPUs in the cluster (cluster_sweep: one count of the sweep)",
@@ -226,6 +229,11 @@ class ClusterResult:
     reasons: dict
 
 
+def block_size(config: ClusterConfig) -> int:
+    """Every replica's KV block, vLLM's default on the GPU (at vllm_defaults.LATEST)."""
+    return vllm_defaults.defaults(GPUS[config.gpu]).block_size
+
+
 def window(config: ClusterConfig) -> list:
     trace = traces.load(config.trace)
     return traces.requests(trace, config.window_start_min, config.window_minutes, config.rate_scale)
@@ -240,13 +248,14 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
         raise ConfigError("window_minutes", "the window holds no request; expected a window with traffic")
     gpu, model = GPUS[config.gpu], MODELS[config.model]
     stm = step_time_model(gpu, model, DEFAULTS[config.gpu])
-    blocks = num_gpu_blocks(gpu, model, BLOCK_SIZE)
+    bs = block_size(config)
+    blocks = num_gpu_blocks(gpu, model, bs)
     longest = max(r.num_prompt_tokens + r.max_tokens for r in reqs)
-    if -(-longest // BLOCK_SIZE) > blocks - 1:
+    if -(-longest // bs) > blocks - 1:
         raise ConfigError("model", f"the longest request ({longest:,} tokens) needs more KV blocks "
                                    f"than {model.name} leaves on one {gpu.name} ({blocks - 1:,} usable); "
                                    f"pick a smaller model or a larger GPU")
-    ecfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens,
+    ecfg = engine_config(blocks, bs, config.max_num_seqs, config.max_num_batched_tokens,
                          enable_prefix_caching=True)
     n = len(reqs)
     first, done = [math.nan] * n, [math.nan] * n
@@ -450,7 +459,7 @@ def first_token_floors(config: ClusterConfig, reqs: list) -> list[float]:
     stm = step_time_model(GPUS[config.gpu], MODELS[config.model], DEFAULTS[config.gpu])
     budget = config.max_num_batched_tokens
     out = []
-    for r, done in seen_before(reqs):
+    for r, done in seen_before(reqs, block_size(config)):
         t = 0.0
         while done < r.num_prompt_tokens:
             n = min(budget, r.num_prompt_tokens - done)
@@ -553,7 +562,7 @@ def trace_sharing(name: str) -> dict:
             "blocks_seen_before_pct": 100 * repeated / total, "distinct_blocks": len(seen)}
 
 
-def bound_hit_rate(reqs: list, block_size: int = BLOCK_SIZE) -> float:
+def bound_hit_rate(reqs: list, block_size: int) -> float:
     """The hit rate of one cache that never forgets, over the requests in order: each
     prompt hits the blocks of its longest prefix seen before, in whole `block_size`
     blocks, and always computes its last token, as vLLM's lookup does. No cluster of
@@ -565,7 +574,7 @@ def bound_hit_rate(reqs: list, block_size: int = BLOCK_SIZE) -> float:
     return hit / queried if queried else 0.0
 
 
-def seen_before(reqs: list, block_size: int = BLOCK_SIZE):
+def seen_before(reqs: list, block_size: int):
     """(request, tokens of its prompt an earlier request already had), in order: its
     longest run of leading block ids seen before, in whole `block_size` blocks, and never
     its last token (vLLM always computes that one)."""
@@ -588,7 +597,7 @@ def figures() -> dict:
     out |= {"window_requests": len(reqs), "window_minutes": base.window_minutes,
             "window_start_min": base.window_start_min,
             "window_rate": len(reqs) / (base.window_minutes * 60),
-            "window_bound_hit_pct": 100 * bound_hit_rate(reqs),
+            "window_bound_hit_pct": 100 * bound_hit_rate(reqs, block_size(base)),
             "slo_ttft_ms": base.slo_ttft_ms, "slo_tpot_ms": base.slo_tpot_ms,
             "replicas": base.replicas, "cache_threshold": base.cache_threshold,
             "balance_abs_threshold": base.balance_abs_threshold,

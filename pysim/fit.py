@@ -31,13 +31,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from . import bench_serve
+from . import bench_serve, vllm_defaults
 from .catalog import GPUS, MODELS
 from .config import ConfigError
 from .replay import engine_config, replay
 from .steptime import BOUNDS, Coefficients, num_gpu_blocks, step_time_model
 
-BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
 FIGURES = ("mean_ttft_ms", "mean_tpot_ms", "output_throughput")
 MAX_PROMPTS = 5_000  # a replay's requests: bounded so a paste cannot freeze a page
 REPLAYS = 3
@@ -53,18 +52,33 @@ GENERIC_WEIGHT = 0.002
 
 @dataclass(frozen=True)
 class Server:
-    """What the benchmark ran against: vLLM's flags that change its schedule."""
+    """What the benchmark ran against: vLLM's flags that change its schedule, and the
+    vLLM release whose defaults fill in the rest (block size, and the memory share
+    when `gpu_memory_utilization` is None; pysim.vllm_defaults)."""
 
     gpu: str
     model: str
     max_num_seqs: int
     max_num_batched_tokens: int
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = None
     enable_prefix_caching: bool = True
+    vllm_version: str = vllm_defaults.LATEST
+
+    @property
+    def defaults(self) -> vllm_defaults.Defaults:
+        return vllm_defaults.defaults(GPUS[self.gpu], self.vllm_version)
+
+    @property
+    def block_size(self) -> int:
+        return self.defaults.block_size
+
+    @property
+    def utilization(self) -> float:
+        u = self.gpu_memory_utilization
+        return self.defaults.gpu_memory_utilization if u is None else u
 
     def num_gpu_blocks(self) -> int:
-        return num_gpu_blocks(GPUS[self.gpu], MODELS[self.model], BLOCK_SIZE,
-                              self.gpu_memory_utilization)
+        return num_gpu_blocks(GPUS[self.gpu], MODELS[self.model], self.block_size, self.utilization)
 
 
 @dataclass(frozen=True)
@@ -88,11 +102,11 @@ def check(run: Run, field_name: str = "bench_text", max_prompts: int | None = MA
     longest = (int(b.random_input_len * (1 + b.random_range_ratio)) + b.random_prefix_len
                + int(b.random_output_len * (1 + b.random_range_ratio)))
     blocks = s.num_gpu_blocks()
-    if -(-longest // BLOCK_SIZE) > blocks - 1:
+    if -(-longest // s.block_size) > blocks - 1:
         raise ConfigError(field_name, f"{run.label}: a request of up to {longest:,} tokens does "
                                       f"not fit the KV pool of {MODELS[s.model].name} on one "
                                       f"{GPUS[s.gpu].name} ({max(blocks - 1, 0):,} blocks of "
-                                      f"{BLOCK_SIZE})")
+                                      f"{s.block_size})")
 
 
 def replay_run(run: Run, coefficients: Coefficients, itl: bool = True):
@@ -101,8 +115,9 @@ def replay_run(run: Run, coefficients: Coefficients, itl: bool = True):
     model = step_time_model(GPUS[s.gpu], MODELS[s.model], coefficients)
     blocks = s.num_gpu_blocks()
     reqs = bench_serve.requests(run.bench)
-    caching = s.enable_prefix_caching and run.bench.random_prefix_len >= BLOCK_SIZE
-    cfg = engine_config(blocks, BLOCK_SIZE, s.max_num_seqs, s.max_num_batched_tokens,
+    # A prefix shorter than a block fills no block, so nothing can be found in the cache.
+    caching = s.enable_prefix_caching and run.bench.random_prefix_len >= s.block_size
+    cfg = engine_config(blocks, s.block_size, s.max_num_seqs, s.max_num_batched_tokens,
                         enable_prefix_caching=caching)
     result = replay(reqs.arrivals, reqs.prompt_tokens, reqs.output_tokens, cfg, model, blocks,
                     max_concurrency=run.bench.max_concurrency,

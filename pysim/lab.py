@@ -29,7 +29,10 @@ What is left out, and why:
   is shared, and cached, as on a real server);
 - the waiting-queue policy is FCFS: the trace carries no request priorities, so
   `--scheduling-policy priority` would have nothing to sort by;
-- `block_size` is vLLM's default, 16.
+- the KV pool, its block size and the scheduler's defaults are vLLM 0.34.0's
+  (pysim.vllm_defaults): 64-token blocks on CUDA (16 on ROCm, the MI300X), the pool cut
+  from all the memory the driver reports (--gpu-memory-utilization 1.0), and
+  `max_num_seqs` 1,024 and `max_num_batched_tokens` 8,192, `vllm serve`'s on an H100.
 
 Four questions, four simulations in the registry, one config and one engine:
 - `lab` (`run`): one replay, the full view (distributions, gauges over time, goodput);
@@ -50,7 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import bench_serve, benchsummary, fields, fit, slo, traces
+from . import bench_serve, benchsummary, fields, fit, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
 from .utils import percentile
 from .config import ConfigError, bounded, choice, data
@@ -58,7 +61,8 @@ from .replay import engine_config, replay
 from .registry import Simulation
 from .steptime import DEFAULTS, Coefficients, check_fits, num_gpu_blocks, step_time_model
 
-BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
+# The defaults the lab starts from: `vllm serve`'s on its default GPU (an H100).
+SERVE = vllm_defaults.defaults(GPUS["H100"])
 SWEEP_RATES = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
 # The slowest benchmark rate the lab takes, in requests per second (0 aside: all at once).
 # 1,000 prompts at 0.01 req/s already span 28 hours; far lower, the gaps between sends
@@ -144,8 +148,9 @@ class LabConfig:
                                    label="max_concurrency", unit="requests", slider_max=512)
     gpu: str = fields.gpu("H100")  # 16-bit weights and KV
     model: str = fields.model("llama-3.1-8b")
-    max_num_seqs: int = fields.max_num_seqs(1024, 16, 1024, scale="log")
-    max_num_batched_tokens: int = fields.max_num_batched_tokens(8192, 512, 16384, scale="log")
+    max_num_seqs: int = fields.max_num_seqs(SERVE.max_num_seqs, 16, 1024, scale="log")
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(SERVE.max_num_batched_tokens, 512, 16384,
+                                                                scale="log")
     slo_ttft_ms: float = fields.slo_ttft_ms(1000.0, 10, 60_000)
     slo_tpot_ms: float = fields.slo_tpot_ms(50.0, 1, 1000)
     bench_text: str = data(str, "a pasted vllm bench serve summary or --save-result JSON "
@@ -203,6 +208,11 @@ class CapacityConfig(LabConfig):
 
 
 # --- the parts of a run ---------------------------------------------------------------
+def defaults(config: LabConfig) -> vllm_defaults.Defaults:
+    """vLLM's defaults (at vllm_defaults.LATEST) on the GPU the settings name."""
+    return vllm_defaults.defaults(GPUS[config.gpu])
+
+
 def server(config: LabConfig) -> fit.Server:
     return fit.Server(config.gpu, config.model, config.max_num_seqs, config.max_num_batched_tokens)
 
@@ -236,7 +246,8 @@ def workload(config: LabConfig, rate_scale: float) -> Traffic:
     if config.traffic == "benchmark":
         bench = benchmark(config, rate_scale)
         reqs = bench_serve.requests(bench)
-        cached = bench.random_prefix_len >= BLOCK_SIZE
+        # A shared prefix shorter than one block fills no block: nothing can hit.
+        cached = bench.random_prefix_len >= defaults(config).block_size
         return Traffic(reqs.arrivals, reqs.prompt_tokens, reqs.output_tokens, bench,
                        reqs.token_ids if cached else None)
     trace = traces.load(config.trace)
@@ -253,14 +264,15 @@ def workload(config: LabConfig, rate_scale: float) -> Traffic:
 def run_once(config: LabConfig, rate_scale: float, coefficients: Coefficients):
     gpu, model = GPUS[config.gpu], MODELS[config.model]
     stm = step_time_model(gpu, model, coefficients)
-    blocks = num_gpu_blocks(gpu, model, BLOCK_SIZE)
+    bs = defaults(config).block_size
+    blocks = num_gpu_blocks(gpu, model, bs)
     t = workload(config, rate_scale)
     longest = max(p + o for p, o in zip(t.prompt_tokens, t.output_tokens))
-    if -(-longest // BLOCK_SIZE) > blocks - 1:
+    if -(-longest // bs) > blocks - 1:
         raise ConfigError("model", f"the longest request ({longest:,} tokens) needs more "
                                    f"KV blocks than {model.name} leaves on one {gpu.name} "
                                    f"({blocks - 1:,} usable); pick a smaller model or a larger GPU")
-    cfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens,
+    cfg = engine_config(blocks, bs, config.max_num_seqs, config.max_num_batched_tokens,
                         enable_prefix_caching=t.token_ids is not None)
     bench = t.bench
     result = replay(t.arrivals, t.prompt_tokens, t.output_tokens, cfg, stm, blocks,
@@ -411,10 +423,12 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
     t, result, m, stm, blocks = run_once(config, config.rate_scale, coefficients)
     gpu, model = GPUS[config.gpu], MODELS[config.model]
     c = coefficients
+    d = defaults(config)
     hardware = {
         "gpu": gpu.label, "model": model.name, "coefficients": c.record(),
-        "num_gpu_blocks": blocks, "block_size": BLOCK_SIZE,
-        "kv_pool_tokens": (blocks - 1) * BLOCK_SIZE,
+        "num_gpu_blocks": blocks, "block_size": d.block_size,
+        "gpu_memory_utilization": d.gpu_memory_utilization, "vllm_defaults": d.label,
+        "kv_pool_tokens": (blocks - 1) * d.block_size,
         "kv_bytes_per_token": stm.kv_bytes_per_token, "weight_bytes": stm.weight_bytes,
         "decode_step_ms_1k_context": stm.seconds(1, 1, 1000, 1000) * 1000,
     }
@@ -422,8 +436,9 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
         f"{gpu.label}, {model.name}: step overhead {c.step_overhead_ms:.3g} ms, "
         f"{c.request_overhead_us:.3g} us per request, memory efficiency "
         f"{c.memory_efficiency:.2f}, compute efficiency {c.compute_efficiency:.2f} ({c.source}); "
-        f"num_gpu_blocks {blocks:,} of {BLOCK_SIZE} tokens ({(blocks - 1) * BLOCK_SIZE:,} tokens "
-        f"of KV; block 0 is the null block). "
+        f"num_gpu_blocks {blocks:,} of {d.block_size} tokens ({(blocks - 1) * d.block_size:,} tokens "
+        f"of KV; block 0 is the null block), from {d.gpu_memory_utilization:.0%} of the "
+        f"{gpu.reported_mib:,} MiB the driver reports ({d.label}). "
         + _caching_sentence(config, t, result))
     view = {
         "config": _echo(config),
@@ -460,6 +475,13 @@ def prefix_cache(result) -> dict:
 
 
 def _caching_sentence(config: LabConfig, t: Traffic, result) -> str:
+    if not t.token_ids and t.bench is not None:
+        prefix = config.random_prefix_len
+        if not prefix:
+            return "Prefix caching finds nothing: the prompts share no prefix."
+        return (f"Prefix caching finds nothing: the prompts share their first {prefix:,} tokens, "
+                f"less than one block of {defaults(config).block_size}, and only full blocks are "
+                f"cached.")
     if not t.token_ids:
         return "Prefix caching off: the Azure trace has no prompt content, so nothing is shared to cache."
     rate = prefix_cache(result)["hit_rate"]
@@ -641,6 +663,9 @@ def figures() -> dict:
         "window_requests": view["traffic"]["num_requests"],
         "window_rate": view["traffic"]["real_rate_req_s"],
         "num_gpu_blocks": view["hardware"]["num_gpu_blocks"],
+        "block_size": view["hardware"]["block_size"],
+        "gpu_memory_utilization": view["hardware"]["gpu_memory_utilization"],
+        "vllm_version": vllm_defaults.LATEST,
         "kv_pool_tokens": view["hardware"]["kv_pool_tokens"],
         "decode_step_ms": view["hardware"]["decode_step_ms_1k_context"],
         "slo_ttft_ms": base.slo_ttft_ms, "slo_tpot_ms": base.slo_tpot_ms,

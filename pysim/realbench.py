@@ -13,12 +13,17 @@ in the catalog, several GPUs, no lengths, nothing measured we compare). A line t
 is not a record at all (not JSON, no `metrics`) raises RecordError naming the line
 and what was expected there.
 
-What a record does not say is filled in as vLLM would have run it:
-- `--max-num-seqs` and `--max-num-batched-tokens`: V1's defaults for `vllm serve`
-  (vllm/engine/arg_utils.py, `_set_default_args`, v0.10 and v0.11): 1024 and 8192 on
-  GPUs with at least 70 GiB that are not A100s, 256 and 2048 on the others; for the old
-  V0 engine (vLLM < 0.8) the budget is max(max_model_len, 2048) without chunked prefill;
-- `--gpu-memory-utilization` 0.9 (vllm/config/cache.py in v0.11), unless given;
+What a record does not say is filled in as its own vLLM release would have run it
+(pysim.vllm_defaults, for the release its free-text `vllm_version` names: "v0.11.0 (doc
+'Engine Version')" is 0.11.0):
+- `--max-num-seqs` and `--max-num-batched-tokens`: that release's defaults for
+  `vllm serve` (V1: 1024 and 8192 on GPUs with at least 70 GiB that are not A100s, 256
+  and 2048 on the others; the old V0 engine, before 0.8: a budget of
+  max(max_model_len, 2048) without chunked prefill);
+- `--gpu-memory-utilization` (0.9 before v0.21) and the block size (16 before v0.34);
+- a record that names no release (or says only "latest") runs ASSUMED_VERSION's
+  defaults, what pysim assumed of every record before it read their versions, and
+  says so in its notes;
 - prompt and answer lengths of a non-random dataset (ShareGPT): the run's means, from
   its token totals (pysim.bench_serve says what that leaves out).
 """
@@ -31,6 +36,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import vllm_defaults
 from .bench_serve import Benchmark
 from .catalog import GPUS, MODELS
 from .config import ConfigError
@@ -52,6 +58,13 @@ GPU_NAMES = (("H100", "H100"), ("H200", "H200"), ("L40S", "L40S"), ("A100", "A10
              ("MI300X", "MI300X"))
 FIGURE_KEYS = {"mean_ttft_ms": ("mean_ttft_ms",), "mean_tpot_ms": ("mean_tpot_ms",),
                "output_throughput": ("output_throughput", "output_token_throughput")}
+
+
+# The release a record that names none is replayed with: V1 with two tiers of batch
+# defaults, --gpu-memory-utilization 0.9, 16-token blocks (pysim's rule for every record
+# before records were read by version).
+ASSUMED_VERSION = "0.11.0"
+V0_STANDIN = (0, 7, 0)  # a record that says "V0" but names no release: V0's defaults
 
 
 class RecordError(ValueError):
@@ -154,12 +167,16 @@ def _flag(flags: dict, key: str):
     return float(m.group(1)) if m else None
 
 
-def _v0(raw) -> bool:
-    """The pre-V1 engine (vLLM < 0.8): its scheduler ran prompts in steps of their own."""
-    if str(raw.get("engine") or "").upper().startswith("V0"):
-        return True
-    m = re.match(r"\s*v?0\.(\d+)", str(raw.get("vllm_version") or ""))
-    return bool(m) and int(m.group(1)) < 8
+def _version(raw) -> tuple[vllm_defaults.Version, str]:
+    """The release whose defaults a record runs with, and a note when it names none."""
+    named = vllm_defaults.parse_version(raw.get("vllm_version"))
+    v = named or vllm_defaults.version(ASSUMED_VERSION)
+    note = "" if named else (f"names no vLLM release: replayed with v{ASSUMED_VERSION}'s defaults "
+                             f"(pysim's assumption)")
+    # The pre-V1 engine (vLLM < 0.8): its scheduler ran prompts in steps of their own.
+    if str(raw.get("engine") or "").upper().startswith("V0") and not vllm_defaults.is_v0(v):
+        v = V0_STANDIN
+    return v, note
 
 
 def _run(raw) -> tuple[Run | None, str]:
@@ -210,17 +227,20 @@ def _run(raw) -> tuple[Run | None, str]:
     rate = _number(w.get("request_rate"), math.inf)
     conc = _number(w.get("max_concurrency"))
     flags = raw.get("server_flags") if isinstance(raw.get("server_flags"), dict) else {}
-    big = gpu in ("H100", "H200", "MI300X")  # >= 70 GiB and not an A100
-    v0 = _v0(raw)
+    v, unnamed = _version(raw)
+    v0 = vllm_defaults.is_v0(v)
     max_model_len = _flag(flags, "max_model_len")
-    seqs = _flag(flags, "max_num_seqs") or (1024 if big else 256)
+    default_seqs, default_budget = vllm_defaults.batch_defaults(
+        v, GPUS[gpu].reported_bytes, GPUS[gpu].name, max_model_len=int(max_model_len or 0) or None)
+    seqs = _flag(flags, "max_num_seqs") or default_seqs
     budget = _flag(flags, "max_num_batched_tokens")
     if budget is None:
-        budget = max(max_model_len or 2048, 2048) if v0 else (8192 if big else 2048)
-        budget = max(budget, seqs) if not v0 else budget
+        budget = default_budget if v0 else max(default_budget, seqs)
+    if unnamed:
+        notes.append(unnamed)
     if v0:
         notes.append("vLLM V0 engine: replayed on V1's scheduler")
-    util = _flag(flags, "gpu_memory_utilization") or 0.9
+    util = _flag(flags, "gpu_memory_utilization") or vllm_defaults.gpu_memory_utilization(v, GPUS[gpu])
     bench = Benchmark(
         num_prompts=int(num_prompts),
         random_input_len=max(1, round(input_len)), random_output_len=max(1, round(output_len)),
@@ -231,7 +251,8 @@ def _run(raw) -> tuple[Run | None, str]:
         burstiness=_number(w.get("burstiness"), 1.0) or 1.0,
         max_concurrency=int(conc) if conc and conc < math.inf else None,
         dataset_name=kind)
-    server = Server(gpu, model, int(min(seqs, budget)), int(budget), min(max(util, 0.1), 0.99))
+    server = Server(gpu, model, int(min(seqs, budget)), int(budget), min(max(util, 0.1), 1.0),
+                    vllm_version=".".join(map(str, v)))
     run = Run(bench, server, measured, str(raw.get("id")), tuple(notes))
     try:
         check(run, "record", max_prompts=None)  # its requests fit the KV pool

@@ -48,26 +48,28 @@ What it leaves out: tensor-parallel communication (every record fitted runs on o
 GPU), CUDA-graph padding of batch sizes, speculative decoding, and any overlap of the
 CPU's work with the GPU's.
 
-The KV pool is sized as vLLM sizes it: the memory the driver reports (the catalog's
+The KV pool is sized by one rule (pysim.vllm_defaults says how each vLLM release sizes
+it, and what this rule stands for): the memory the driver reports (the catalog's
 `reported_mib`: an "80 GB" H100 shows 81,559 MiB) times `--gpu-memory-utilization`
-(GPU_MEMORY_UTILIZATION, 0.9, vLLM 0.33's default: vllm/config/cache.py; the product is
-`requested_memory` in vllm/v1/worker/gpu_worker.py, `Worker.init_device`), minus the
-weights, minus what the runtime holds besides (activations of vLLM's profiling run, the
-CUDA context, CUDA graphs): RUNTIME_BYTES, an assumption of 2 GB. Every page that sizes a
-pool uses `kv_pool_bytes`. The pool is cut into blocks of `block_size` tokens: vLLM's
-`num_gpu_blocks` (vllm/v1/core/kv_cache_utils.py divides the available KV memory by the
-bytes of one block), which includes block 0, reserved by `BlockPool.__init__` as the
-null block, so `num_gpu_blocks - 1` hold KV.
+(vLLM 0.34.0's default: 1.0, with its extensible KV cache on CUDA and ROCm; a benchmark
+record replays with its own release's, 0.9 before v0.21), minus the weights, minus what
+the runtime holds besides (the CUDA context, CUDA graphs, the activations' peak and,
+at 0.34, the safety margin vLLM keeps after measuring them): RUNTIME_BYTES, an assumption
+of 2 GB. Every page that sizes a pool uses `kv_pool_bytes`. The pool is cut into blocks
+of `block_size` tokens (64 at 0.34 on CUDA): vLLM's `num_gpu_blocks`
+(vllm/v1/core/kv_cache_utils.py divides the available KV memory by the bytes of one
+block), which includes block 0, reserved by `BlockPool.__init__` as the null block, so
+`num_gpu_blocks - 1` hold KV.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from . import vllm_defaults
 from .catalog import GB, GPU, GPUS, Model
 
-GPU_MEMORY_UTILIZATION = 0.9  # vLLM's --gpu-memory-utilization default
-RUNTIME_BYTES = 2 * GB
+RUNTIME_BYTES = 2 * GB  # stands for what vLLM measures besides the weights (see above)
 
 # Where each coefficient may go in a fit: an efficiency above 1 would beat the datasheet.
 BOUNDS = {"step_overhead_ms": (0.0, 100.0), "request_overhead_us": (0.0, 1000.0),
@@ -277,13 +279,24 @@ def step_parts_ms(model: StepTimeModel, result) -> dict:
             "compute_ms": round(compute / c.compute_efficiency * 1e3, 3)}
 
 
-def usable_bytes(gpu: GPU, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> int:
+def gpu_memory_utilization(gpu: GPU) -> float:
+    """vLLM's default --gpu-memory-utilization on this GPU, at vllm_defaults.LATEST."""
+    return vllm_defaults.defaults(gpu).gpu_memory_utilization
+
+
+def usable_bytes(gpu: GPU, gpu_memory_utilization: float | None = None) -> int:
     """The memory vLLM may use: the driver's total times --gpu-memory-utilization
-    (in whole bytes, the fraction to 3 decimals, so the product is exact)."""
-    return gpu.reported_bytes * round(gpu_memory_utilization * 1000) // 1000
+    (vLLM 0.34.0's default when None; in whole bytes, the fraction to 3 decimals, so the
+    product is exact)."""
+    util = _utilization(gpu, gpu_memory_utilization)
+    return gpu.reported_bytes * round(util * 1000) // 1000
 
 
-def kv_pool_bytes(gpu: GPU, model: Model, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+def _utilization(gpu: GPU, value: float | None) -> float:
+    return gpu_memory_utilization(gpu) if value is None else value
+
+
+def kv_pool_bytes(gpu: GPU, model: Model, gpu_memory_utilization: float | None = None,
                   weights_fp8: bool = False) -> int:
     """Bytes left for the KV cache (negative: the weights do not fit)."""
     return usable_bytes(gpu, gpu_memory_utilization) - model.weight_bytes(weights_fp8) - RUNTIME_BYTES
@@ -301,7 +314,7 @@ def check_fits(gpu_id: str, model_id: str, field: str = "model") -> None:
 
 
 def num_gpu_blocks(gpu: GPU, model: Model, block_size: int,
-                   gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> int:
+                   gpu_memory_utilization: float | None = None) -> int:
     """vLLM's `num_gpu_blocks` for this GPU and model: the null block included."""
     pool = kv_pool_bytes(gpu, model, gpu_memory_utilization)
     return max(pool, 0) // (block_size * model.kv_bytes_per_token(False))

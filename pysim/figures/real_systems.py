@@ -4,19 +4,23 @@ and the vllm bench serve example."""
 from __future__ import annotations
 
 
-def vllm_pool(gpu="H100", model="llama-3.1-8b", block_size=16, context_tokens=4096) -> dict:
+def vllm_pool(gpu="H100", model="llama-3.1-8b", context_tokens=4096) -> dict:
     """How --gpu-memory-utilization becomes the toy's number of blocks: the chapter's one
-    KV pool (pysim.steptime.kv_pool_bytes and num_gpu_blocks, as the lab sizes it)."""
+    KV pool (pysim.steptime.kv_pool_bytes and num_gpu_blocks, as the lab sizes it, with
+    vLLM's defaults at pysim.vllm_defaults.LATEST)."""
     from ..catalog import GPUS, MODELS
-    from ..steptime import (GPU_MEMORY_UTILIZATION, RUNTIME_BYTES, kv_pool_bytes, num_gpu_blocks,
-                            usable_bytes)
+    from ..steptime import RUNTIME_BYTES, kv_pool_bytes, num_gpu_blocks, usable_bytes
+    from ..vllm_defaults import defaults
 
     g, m = GPUS[gpu], MODELS[model]
+    d = defaults(g)
+    block_size = d.block_size
     kv_per_token = m.kv_bytes_per_token(kv_fp8=False)
     blocks = num_gpu_blocks(g, m, block_size)
     tokens = (blocks - 1) * block_size  # block 0 is vLLM's null block
     return {
-        "reported_mib": g.reported_mib, "utilization": GPU_MEMORY_UTILIZATION,
+        "reported_mib": g.reported_mib, "utilization": d.gpu_memory_utilization,
+        "block_size": block_size, "vllm_version": d.version,
         "usable_gb": usable_bytes(g) / 1e9,
         "weights_gb": m.weight_bytes(weights_fp8=False) / 1e9,
         "runtime_gb": RUNTIME_BYTES / 1e9, "pool_gb": kv_pool_bytes(g, m) / 1e9,

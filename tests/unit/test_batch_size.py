@@ -79,48 +79,48 @@ def test_catalog_matches_the_spec_and_datasheets():
 def test_memory_bound_default_h100_llama_8b():
     # H100 SXM, Llama 3.1 8B, 16-bit, 2,048 tokens, 30 tok/s.
     # weights     = 8.03e9 params x 2 B                  = 16,060,000,000 B
-    # usable      = 81,559 MiB x 0.9 = 85,520,809,984 x 9 // 10 = 76,968,728,985 B
-    # KV pool     = 76,968,728,985 - 16.06e9 - 2e9       = 58,908,728,985 B
-    # pool tokens = 58,908,728,985 / 131,072 = 449,437.9 -> 449,437
+    # usable      = 81,559 MiB x 1.0 (vLLM 0.34.0's default) = 85,520,809,984 B
+    # KV pool     = 85,520,809,984 - 16.06e9 - 2e9       = 67,460,809,984 B
+    # pool tokens = 67,460,809,984 / 131,072 = 514,685.1 -> 514,685
     # one request = 2,048 x 131,072                      = 268,435,456 B
-    # memory fits = 58,908,728,985 / 268,435,456 = 219.45 -> 219
+    # memory fits = 67,460,809,984 / 268,435,456 = 251.31 -> 251
     # speed: reads bound the step (see the crossover below), so
     #   (W + B x req) / bw <= 1/30  <=>  B <= (3.35e12/30 - 16.06e9) / 268,435,456
     #   = (111,666,666,666.7 - 16,060,000,000) / 268,435,456 = 356.16  -> 356
     # compute never binds: one request adds 268,435,456 / 3.35e12 = 80.1 us of reads but
     #   only (2 x 8.03e9 + 2,048 x 524,288) / 989e12 = 17.3 us of FLOPs (524,288 = 4 x 32
     #   layers x 32 heads x 128: attention's FLOPs for one query meeting one cached token).
-    # recommendation = min(219, 356) = 219, set by memory.
-    # at 219: bytes = 16.06e9 + 219 x 268,435,456 = 74,847,364,864
-    #   t_step = 74,847,364,864 / 3.35e12 = 22.3425 ms; per user 1/t = 44.7578 tok/s;
-    #   total = 219 / t = 9,801.95 tok/s.
+    # recommendation = min(251, 356) = 251, set by memory.
+    # at 251: bytes = 16.06e9 + 251 x 268,435,456 = 83,437,299,456
+    #   t_step = 83,437,299,456 / 3.35e12 = 24.9067 ms; per user 1/t = 40.1499 tok/s;
+    #   total = 251 / t = 10,077.63 tok/s.
     v = view()
     assert v["weight_bytes"] == 16_060_000_000
-    assert v["usable_bytes"] == 76_968_728_985
+    assert v["usable_bytes"] == 85_520_809_984
     assert v["runtime_bytes"] == 2_000_000_000
-    assert v["kv_pool_bytes"] == 58_908_728_985
-    assert v["kv_pool_tokens"] == 449_437
+    assert v["kv_pool_bytes"] == 67_460_809_984
+    assert v["kv_pool_tokens"] == 514_685
     assert v["request_kv_bytes"] == 268_435_456
-    assert v["max_batch_memory"] == 219
+    assert v["max_batch_memory"] == 251
     assert v["max_batch_speed"] == 356
-    assert v["recommended_max_num_seqs"] == 219
+    assert v["recommended_max_num_seqs"] == 251
     assert v["limited_by"] == "memory"
     assert v["reason"] is None and v["reason_text"] is None
     assert v["crossover_batch"] is None
-    assert v["t_step_ms"] == pytest.approx(74_847_364_864 / 3.35e12 * 1000, rel=1e-15)
-    assert v["t_step_ms"] == pytest.approx(22.3425, abs=1e-4)
-    assert v["per_user_tok_s"] == pytest.approx(44.7578, abs=1e-4)
-    assert v["total_tok_s"] == pytest.approx(9801.95, abs=1e-2)
+    assert v["t_step_ms"] == pytest.approx(83_437_299_456 / 3.35e12 * 1000, rel=1e-15)
+    assert v["t_step_ms"] == pytest.approx(24.9067, abs=1e-4)
+    assert v["per_user_tok_s"] == pytest.approx(40.1499, abs=1e-4)
+    assert v["total_tok_s"] == pytest.approx(10077.63, abs=1e-2)
     assert all(p["bound"] == "memory" for p in v["curve"])
     assert v["answer"].startswith("On an H100 SXM with Llama 3.1 8B")
-    assert "set --max-num-seqs to 219: memory allows 219, the speed target allows 356" in v["answer"]
+    assert "set --max-num-seqs to 251: memory allows 251, the speed target allows 356" in v["answer"]
     assert "ideal" in v["answer"].lower() and "ideal" in v["note"].lower()
 
 
 def test_compute_bound_short_context():
     # H100 SXM, Llama 3.1 8B, 16-bit, 128 tokens, 30 tok/s.
-    # one request = 128 x 131,072 = 16,777,216 B; memory fits 58,908,728,985 / 16,777,216
-    #   = 3,511.2 -> 3,511
+    # one request = 128 x 131,072 = 16,777,216 B; memory fits 67,460,809,984 / 16,777,216
+    #   = 4,020.98 -> 4,020
     # one request's FLOPs X = 2P + 128 x 524,288 = 16,060,000,000 + 67,108,864 = 16,127,108,864
     # compute time > read time  <=>  B x (X x bw - req x F) > W x F
     #   X x bw   = 16,127,108,864 x 3.35e12  = 5.40258e22
@@ -129,12 +129,12 @@ def test_compute_bound_short_context():
     #   B > 1.588334e25 / 3.74331e22 = 424.31  -> compute binds from B = 425
     # speed: compute bound X x B / F <= 1/30 <=> B <= 989e12 / (16,127,108,864 x 30) = 2,044.2 -> 2,044
     #   (the read bound (3.35e12/30 - 16.06e9) / 16,777,216 = 5,698.6 is looser)
-    # recommendation = min(3,511, 2,044) = 2,044, set by speed, a compute-bound point:
+    # recommendation = min(4,020, 2,044) = 2,044, set by speed, a compute-bound point:
     #   per user = 989e12 / (16,127,108,864 x 2,044) = 30.0026 tok/s;
     #   total = 989e12 / 16,127,108,864 = 61,325.31
     x = 16_060_000_000 + 128 * 4 * 32 * 32 * 128
     v = view(context_tokens=128)
-    assert v["max_batch_memory"] == 3_511
+    assert v["max_batch_memory"] == 4_020
     assert v["crossover_batch"] == 425
     assert v["max_batch_speed"] == 2_044
     assert v["recommended_max_num_seqs"] == 2_044
@@ -155,37 +155,37 @@ def test_compute_bound_short_context():
 
 def test_fp8_kv_doubles_the_pool_tokens():
     # L40S, Llama 3.1 8B, 2,048 tokens, 30 tok/s.
-    # KV pool = 46,068 MiB x 0.9 - 16.06e9 - 2e9 = 48,305,799,168 x 9 // 10 - 18.06e9
-    #         = 43,475,219,251 - 18,060,000,000 = 25,415,219,251 B (unchanged by FP8 KV)
-    # 16-bit: / 131,072 = 193,902.7 -> 193,902 tokens; / 268,435,456 = 94.7 -> 94 requests
-    # FP8:    /  65,536 = 387,805.5 -> 387,805 tokens (2 x 193,902 + 1: floor(2x) gains
-    #         one when x's fraction is over a half); / 134,217,728 = 189.4 -> 189 requests
-    #         (2 x 94 + 1, likewise)
+    # KV pool = 46,068 MiB x 1.0 - 16.06e9 - 2e9 = 48,305,799,168 - 18.06e9
+    #         = 30,245,799,168 B (unchanged by FP8 KV)
+    # 16-bit: / 131,072 = 230,757.1 -> 230,757 tokens; / 268,435,456 = 112.7 -> 112 requests
+    # FP8:    /  65,536 = 461,514.3 -> 461,514 tokens (2 x 230,757); / 134,217,728 = 225.3
+    #         -> 225 requests (2 x 112 + 1: floor(2x) gains one when x's fraction is over a half)
     # speed (reads bind): (864e9/30 - 16.06e9) / req = 12.74e9 / 268,435,456 = 47.46 -> 47
     #                                                  12.74e9 / 134,217,728 = 94.92 -> 94
     # so the recommendation goes 47 -> 94, both set by the speed target.
     plain, fp8 = view(gpu="L40S"), view(gpu="L40S", kv_fp8=True)
-    assert plain["kv_pool_bytes"] == fp8["kv_pool_bytes"] == 25_415_219_251
-    assert (plain["kv_pool_tokens"], fp8["kv_pool_tokens"]) == (193_902, 387_805)
-    assert (plain["max_batch_memory"], fp8["max_batch_memory"]) == (94, 189)
+    assert plain["kv_pool_bytes"] == fp8["kv_pool_bytes"] == 30_245_799_168
+    assert (plain["kv_pool_tokens"], fp8["kv_pool_tokens"]) == (230_757, 461_514)
+    assert (plain["max_batch_memory"], fp8["max_batch_memory"]) == (112, 225)
     assert (plain["max_batch_speed"], fp8["max_batch_speed"]) == (47, 94)
     assert (plain["recommended_max_num_seqs"], fp8["recommended_max_num_seqs"]) == (47, 94)
     assert fp8["precision"] == {"weights": "16-bit", "kv_cache": "FP8"}
 
 
 def test_fp8_weights_grow_the_pool_by_the_saved_bytes():
-    # H100, Llama 3.1 8B with FP8 weights: weights 8.03e9 B, pool 76,968,728,985 - 8.03e9
-    # - 2e9 = 66,938,728,985 B, i.e. 8.03e9 B more than in 16-bit;
-    # / 268,435,456 = 249.4 -> 249.
+    # H100, Llama 3.1 8B with FP8 weights: weights 8.03e9 B, pool 85,520,809,984 - 8.03e9
+    # - 2e9 = 75,490,809,984 B, i.e. 8.03e9 B more than in 16-bit;
+    # / 268,435,456 = 281.2 -> 281.
     v = view(weights_fp8=True)
     assert v["weight_bytes"] == 8_030_000_000
-    assert v["kv_pool_bytes"] == 66_938_728_985 == view()["kv_pool_bytes"] + 8_030_000_000
-    assert v["max_batch_memory"] == 249
+    assert v["kv_pool_bytes"] == 75_490_809_984 == view()["kv_pool_bytes"] + 8_030_000_000
+    assert v["max_batch_memory"] == 281
 
 
 def test_model_that_does_not_fit():
     # L40S + Llama 3.1 70B in 16-bit: weights 70.6e9 x 2 = 141.2e9 B, while the server
-    # may use 43,475,219,251 B (above) of which 2e9 is the runtime's: pool < 0.
+    # may use 48,305,799,168 B (all it reports, vLLM 0.34.0's default) of which 2e9 is the
+    # runtime's: pool < 0.
     # FP8 weights (70.6e9 B) still do not fit.
     for fp8 in (False, True):
         v = view(gpu="L40S", model="llama-3.1-70b", weights_fp8=fp8)
@@ -196,32 +196,33 @@ def test_model_that_does_not_fit():
         assert "no --max-num-seqs works" in v["answer"]
         assert not any(p["fits"] for p in v["curve"])
     reason = view(gpu="L40S", model="llama-3.1-70b")["reason_text"]
-    assert "141.2 GB" in reason and "43.48 GB" in reason and "46,068 MiB" in reason
-    # The same model fits an MI300X: 196,592 MiB x 0.9 = 206,141,652,992 x 9 // 10
-    # = 185,527,487,692 B, - 141.2e9 - 2e9 = 42,327,487,692 B of KV pool.
-    assert view(gpu="MI300X", model="llama-3.1-70b")["kv_pool_bytes"] == 42_327_487_692
+    assert "141.2 GB" in reason and "48.31 GB" in reason and "46,068 MiB" in reason
+    assert "(100% of the 46,068 MiB" in reason
+    # The same model fits an MI300X: 196,592 MiB x 1.0 = 206,141,652,992 B,
+    # - 141.2e9 - 2e9 = 62,941,652,992 B of KV pool.
+    assert view(gpu="MI300X", model="llama-3.1-70b")["kv_pool_bytes"] == 62_941_652_992
 
 
 def test_no_room_for_kv():
-    # H100 + Qwen3 32B, 16-bit: pool = 76,968,728,985 - 65.6e9 - 2e9 = 9,368,728,985 B
-    # = 35,738 tokens (/ 262,144 = 35,738.9), fewer than one
-    # 40,960-token request needs (one of 32,768 would fit).
-    v = view(model="qwen3-32b", context_tokens=40_960)
-    assert v["kv_pool_bytes"] == 9_368_728_985 and v["kv_pool_tokens"] == 35_738
+    # H200 + Llama 3.1 70B, 16-bit: pool = 143,771 MiB = 150,754,820,096 B - 141.2e9 - 2e9
+    # = 7,554,820,096 B = 23,055 tokens (/ 327,680 = 23,055.7), fewer than one
+    # 32,768-token request needs (one of 16,384 would fit).
+    v = view(gpu="H200", model="llama-3.1-70b", context_tokens=32_768)
+    assert v["kv_pool_bytes"] == 7_554_820_096 and v["kv_pool_tokens"] == 23_055
     assert v["max_batch_memory"] == 0
     assert v["reason"] == "no_room_for_kv"
-    assert "35,738 tokens" in v["reason_text"]
-    assert view(model="qwen3-32b", context_tokens=32_768)["max_batch_memory"] == 1
+    assert "23,055 tokens" in v["reason_text"]
+    assert view(gpu="H200", model="llama-3.1-70b", context_tokens=16_384)["max_batch_memory"] == 1
     assert v["recommended_max_num_seqs"] is None
 
 
 def test_too_slow():
     # MI300X + Llama 3.1 70B, 2,048 tokens, target 100 tok/s: even one user's step reads
     # 141.2e9 + 2,048 x 327,680 = 141,871,088,640 B; at 5.3e12 B/s that is 26.77 ms,
-    # i.e. 37.36 tok/s < 100. Memory would allow 42,327,487,692 / 671,088,640 = 63.1 -> 63.
+    # i.e. 37.36 tok/s < 100. Memory would allow 62,941,652,992 / 671,088,640 = 93.8 -> 93.
     v = view(gpu="MI300X", model="llama-3.1-70b", target_tok_s=100)
     assert v["reason"] == "too_slow"
-    assert v["max_batch_memory"] == 63 and v["max_batch_speed"] == 0
+    assert v["max_batch_memory"] == 93 and v["max_batch_speed"] == 0
     assert v["single_user_tok_s"] == pytest.approx(5.3e12 / 141_871_088_640, rel=1e-15)
     assert "37.4 tokens/s" in v["reason_text"]
     assert v["recommended_max_num_seqs"] is None
@@ -229,17 +230,17 @@ def test_too_slow():
 
 def test_presets_chatbot_and_coding_agent():
     # Coding agent: one request = 32,768 x 131,072 = 4,294,967,296 B;
-    #   memory 58,908,728,985 / 4,294,967,296 = 13.7 -> 13;
-    #   speed (111,666,666,666.7 - 16.06e9) / 4,294,967,296 = 22.26 -> 22; answer 13.
+    #   memory 67,460,809,984 / 4,294,967,296 = 15.7 -> 15;
+    #   speed (111,666,666,666.7 - 16.06e9) / 4,294,967,296 = 22.26 -> 22; answer 15.
     assert set(PRESETS) == {"chatbot", "coding_agent"}
     chat = view(context_tokens=PRESETS["chatbot"]["context_tokens"],
                 target_tok_s=PRESETS["chatbot"]["target_tok_s"])
     agent = view(context_tokens=PRESETS["coding_agent"]["context_tokens"],
                  target_tok_s=PRESETS["coding_agent"]["target_tok_s"])
     assert chat["active_preset"] == "chatbot" and agent["active_preset"] == "coding_agent"
-    assert chat["recommended_max_num_seqs"] == 219
-    assert (agent["max_batch_memory"], agent["max_batch_speed"]) == (13, 22)
-    assert agent["recommended_max_num_seqs"] == 13
+    assert chat["recommended_max_num_seqs"] == 251
+    assert (agent["max_batch_memory"], agent["max_batch_speed"]) == (15, 22)
+    assert agent["recommended_max_num_seqs"] == 15
     assert view(context_tokens=4096)["active_preset"] is None
     # Every preset context is allowed for every catalog model.
     for preset in PRESETS.values():
@@ -351,7 +352,7 @@ def test_numpy_evaluation_agrees_over_a_grid():
 
     kv_per_token = 2 * shape * kv_elem
     weights = params * w_elem
-    pool = np.floor(mem * 0.9) - weights - 2e9
+    pool = mem * 1.0 - weights - 2e9  # vLLM 0.34.0: every catalog GPU at utilization 1.0
     per_request_flops = 2 * params + attn * ctx
     fits = np.where(pool > 0, np.floor(np.maximum(pool, 0) / (ctx * kv_per_token)), 0)
     one = np.maximum((weights + ctx * kv_per_token) / bw, per_request_flops / flops)  # t_step(1)
@@ -412,8 +413,8 @@ def test_cli_json_prints_the_documented_keys(capsys):
     assert DOCUMENTED_KEYS <= set(out)
     assert all(set(p) == POINT_KEYS for p in out["curve"])
     assert out["kv_bytes_per_token"] == 65_536
-    # FP8 KV: memory allows 58,908,728,985 / 134,217,728 = 438.9 -> 438 = 2 x 219
-    assert out["max_batch_memory"] == 438 == out["recommended_max_num_seqs"]
+    # FP8 KV: memory allows 67,460,809,984 / 134,217,728 = 502.6 -> 502 = 2 x 251
+    assert out["max_batch_memory"] == 502 == out["recommended_max_num_seqs"]
     assert [g["id"] for g in out["catalog"]["gpus"]] == ["H100", "H200", "L40S", "A100", "MI300X"]
     assert out["catalog"]["models"][0] == {"id": "llama-3.1-8b", "label": "Llama 3.1 8B",
                                            "max_context_tokens": 131_072}
@@ -422,8 +423,8 @@ def test_cli_json_prints_the_documented_keys(capsys):
 def test_cli_text_summary(capsys):
     assert main(["batch-size"]) == 0
     out = capsys.readouterr().out
-    assert "set --max-num-seqs to 219" in out and "ideal ceiling" in out
-    assert "tok/s/user" in out and "    219 " in out
+    assert "set --max-num-seqs to 251" in out and "ideal ceiling" in out
+    assert "tok/s/user" in out and "    251 " in out
     assert text(view(gpu="L40S", model="llama-3.1-70b")).count("no --max-num-seqs works") == 1
 
 
@@ -471,10 +472,10 @@ def test_error_messages_name_the_allowed_range():
 
 
 def test_curve_spacing_and_cap():
-    v = view()  # limits 219 and 356 -> chart to the power of two >= 712, i.e. 1,024
+    v = view()  # limits 251 and 356 -> chart to the power of two >= 712, i.e. 1,024
     assert v["curve_max_batch"] == 1_024
     batches = [p["batch"] for p in v["curve"]]
-    assert batches == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 219, 256, 356,
+    assert batches == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 251, 256, 356,
                        384, 512, 768, 1_024]
     # The largest limits (MI300X, Mistral 7B, FP8 everything, 128 tokens, 1 tok/s) stay capped.
     big = view(gpu="MI300X", model="mistral-7b-v0.3", context_tokens=128, target_tok_s=1,

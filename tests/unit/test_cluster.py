@@ -117,25 +117,32 @@ def test_decode_runs_with_prefix_caching_equal_step_by_step():
 
 
 def test_prefix_hits_equal_a_count_by_hand():
-    # Requests far apart on a roomy replica: each finds cached every full 16-token
-    # block of its longest prefix already seen, minus its last token (vLLM always
-    # computes that one). Counted here from the ids alone.
+    # Requests far apart on a roomy replica: each finds cached every full 64-token
+    # block (vLLM 0.34.0's default on an H100) of its longest prefix already seen, minus
+    # its last token (vLLM always computes that one). Counted here from the ids alone.
     reqs = [replace(r, arrival_s=100.0 * i)
             for i, r in enumerate(traces.requests(traces.load("mooncake_conv"), 0, 2, 1.0)[:40])]
+    # And a repeat of the first two blocks of an earlier prompt, 530 tokens long: its 529
+    # cacheable tokens hold 8 full 64-token blocks (512 tokens), where 16-token blocks
+    # would hold 528: the count tells the block sizes apart.
+    first = next(r for r in reqs if len(r.hash_ids) >= 2)
+    reqs.append(replace(first, arrival_s=100.0 * len(reqs), num_prompt_tokens=530,
+                        hash_ids=first.hash_ids[:2]))
     seen, expected = set(), 0
     for r in reqs:
         m = 0
         while m < len(r.hash_ids) and r.hash_ids[m] in seen:
             m += 1
-        expected += min(m * 512, r.num_prompt_tokens - 1) // 16 * 16
+        expected += min(m * 512, r.num_prompt_tokens - 1) // 64 * 64
         seen.update(r.hash_ids)
     assert expected > 0
     c = ClusterConfig(replicas=1, router="round_robin")
+    assert cluster.block_size(c) == 64
     result = cluster.simulate(c, reqs)
     engine = result.servers[0].engine
     assert engine.prefix_cache_hits == expected
     assert engine.prefix_cache_queries == sum(r.num_prompt_tokens for r in reqs)
-    assert cluster.bound_hit_rate(reqs) == expected / engine.prefix_cache_queries
+    assert cluster.bound_hit_rate(reqs, 64) == expected / engine.prefix_cache_queries
 
 
 # ------------------------------------------------------------------ routers, by hand

@@ -181,15 +181,19 @@ def test_priority_examples():
 
 
 def test_vllm_pool():
-    # H100: the driver reports 81,559 MiB = 85,520,809,984 B; x 0.9 = 76,968,728,985 B;
+    # vLLM 0.34.0's defaults on an H100: --gpu-memory-utilization 1.0, 64-token blocks.
+    # The driver reports 81,559 MiB = 85,520,809,984 B, all of it usable;
     # Llama 3.1 8B weights 8.03e9 x 2 B = 16.06 GB; minus 2 GB for the runtime.
-    assert figure("vpool.usable_gb") == pytest.approx(76.968728985)
-    assert figure("vpool.pool_gb") == pytest.approx(76.968728985 - 16.06 - 2)
-    # 58,908,728,985 B / (16 x 131,072 B) = 28,089.6 -> 28,089 blocks of 16 tokens, the
-    # null block among them: 28,088 x 16 = 449,408 tokens hold KV.
-    assert figure("vpool.blocks") == 28089
-    assert figure("vpool.tokens") == 28088 * 16
-    assert figure("vpool.full_contexts") == 28088 * 16 // 4096 == 109
+    assert (figure("vpool.utilization"), figure("vpool.block_size")) == (1.0, 64)
+    assert figure("vpool.vllm_version") == "0.34.0"
+    assert figure("vpool.usable_gb") == pytest.approx(85.520809984)
+    assert figure("vpool.pool_gb") == pytest.approx(85.520809984 - 16.06 - 2)
+    # 67,460,809,984 B / (64 x 131,072 B) = 8,041.9 -> 8,041 blocks of 64 tokens (8 MiB
+    # each), the null block among them: 8,040 x 64 = 514,560 tokens hold KV.
+    assert figure("vpool.block_mib") == 8
+    assert figure("vpool.blocks") == 8041
+    assert figure("vpool.tokens") == 8040 * 64
+    assert figure("vpool.full_contexts") == 8040 * 64 // 4096 == 125
     # One 4096-token context: 4096 x 128 KiB = 512 MiB.
     assert figure("vpool.context_mib") == 512
 
@@ -483,19 +487,20 @@ def test_batch_size_page_by_hand():
     # 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes = 131,072 bytes = 128 KiB.
     assert figure("batch_size.kv_bytes_per_token") == 2 * 32 * 8 * 128 * 2
     assert figure("batch_size.kv_kib_per_token") == 128
-    # Pool: 0.9 * 81,559 MiB - 8.03e9 * 2 bytes - 2 GB = 76.97 - 16.06 - 2 = 58.91 GB,
-    # the lab's pool (pysim.steptime.kv_pool_bytes).
+    # Pool: 1.0 (vLLM 0.34.0's default) * 81,559 MiB - 8.03e9 * 2 bytes - 2 GB
+    # = 85.52 - 16.06 - 2 = 67.46 GB, the lab's pool (pysim.steptime.kv_pool_bytes).
     assert figure("batch_size.reported_gb") == pytest.approx(81_559 * 2**20 / 1e9)
-    assert figure("batch_size.usable_gb") == pytest.approx(76.968728985)
-    assert figure("batch_size.pool_gb") == pytest.approx(58.908728985)
-    # 58,908,728,985 / 131,072 = 449,437 tokens; / 2,048 tokens per request = 219 requests.
-    assert figure("batch_size.pool_tokens") == 58_908_728_985 // 131_072
-    assert figure("batch_size.max_batch_memory") == 449_437 // 2048 == 219
+    assert figure("batch_size.utilization_pct") == 100
+    assert figure("batch_size.usable_gb") == pytest.approx(85.520809984)
+    assert figure("batch_size.pool_gb") == pytest.approx(67.460809984)
+    # 67,460,809,984 / 131,072 = 514,685 tokens; / 2,048 tokens per request = 251 requests.
+    assert figure("batch_size.pool_tokens") == 67_460_809_984 // 131_072 == 514_685
+    assert figure("batch_size.max_batch_memory") == 514_685 // 2048 == 251
     # FP8 KV halves bytes per token: the pool holds twice the tokens (to rounding).
-    assert figure("batch_size.fp8_pool_tokens") == 58_908_728_985 // 65_536
-    assert figure("batch_size.fp8_max_batch_memory") == 438
-    # 32,768-token contexts: 449,437 // 32,768 = 13.
-    assert figure("batch_size.coding_max_batch_memory") == 13
+    assert figure("batch_size.fp8_pool_tokens") == 67_460_809_984 // 65_536
+    assert figure("batch_size.fp8_max_batch_memory") == 502
+    # 32,768-token contexts: 514,685 // 32,768 = 15.
+    assert figure("batch_size.coding_max_batch_memory") == 15
 
 
 def test_beta_stands_for_a_context_length():

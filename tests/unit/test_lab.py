@@ -179,10 +179,13 @@ def test_decode_steps_within_inverts_the_closed_form():
 
 
 def test_num_gpu_blocks_by_hand():
-    # H100: nvidia-smi's 81,559 MiB = 85,520,809,984 bytes, x 0.9 = 76,968,728,985 (rounded
-    # down); minus 16.06e9 of weights and the 2e9 runtime reserve = 58,908,728,985 bytes; a
-    # block is 16 x 131,072 = 2,097,152 bytes: 28,089 blocks, block 0 (the null block) among them.
-    assert num_gpu_blocks(GPUS["H100"], MODELS["llama-3.1-8b"], 16) == 28_089
+    # H100 at vLLM 0.34.0's defaults: nvidia-smi's 81,559 MiB = 85,520,809,984 bytes, x 1.0;
+    # minus 16.06e9 of weights and the 2e9 runtime reserve = 67,460,809,984 bytes; a block
+    # is 64 x 131,072 = 8,388,608 bytes: 8,041 blocks, block 0 (the null block) among them.
+    assert num_gpu_blocks(GPUS["H100"], MODELS["llama-3.1-8b"], 64) == 8_041
+    # The older defaults a v0.11 record replays with: x 0.9 = 76,968,728,985 (rounded down),
+    # - 18.06e9 = 58,908,728,985 bytes in blocks of 16 x 131,072 = 2,097,152: 28,089 blocks.
+    assert num_gpu_blocks(GPUS["H100"], MODELS["llama-3.1-8b"], 16, 0.9) == 28_089
 
 
 # ===================================================================== vLLM's metrics
@@ -335,7 +338,11 @@ def test_default_replay_view():
     s, tr = view["summary"], view["traffic"]
     assert s["completed"] == tr["num_requests"] > 500
     assert 0 <= s["slo_attainment"] <= 1 and s["good"] <= s["completed"]
-    assert view["hardware"]["num_gpu_blocks"] == 28_089
+    # vLLM 0.34.0's defaults (test_num_gpu_blocks_by_hand): 8,041 blocks of 64 tokens.
+    hw = view["hardware"]
+    assert (hw["num_gpu_blocks"], hw["block_size"], hw["kv_pool_tokens"]) == (8_041, 64, 8_040 * 64)
+    assert hw["gpu_memory_utilization"] == 1.0 and hw["vllm_defaults"] == "vLLM 0.34.0 defaults"
+    assert "num_gpu_blocks 8,041 of 64 tokens" in hw["sentence"] and "vLLM 0.34.0 defaults" in hw["sentence"]
     assert view["hardware"]["coefficients"] == DEFAULTS["H100"].record()
     assert view["bench_summary"] is None and view["traffic"]["sentence"].startswith(f"{s['completed']:,} requests")
     for key in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",

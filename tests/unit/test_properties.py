@@ -710,23 +710,23 @@ DIGESTS = [
                '"policy": "priority", "num_gpu_blocks": 1200}}',
      "7281bfb93983db43592f3fcea15c8b6e4f3078d3ddf1523c3392dadbc4782e88"),
     ("batch_size", '{"config": {}}',
-     "22fa8a5c5a94e76ce694fb8bee2ddb1833a2881e24aac953ad590dc0f1ac3183"),
+     "8e278fa229653352fdb57bf29a2868247c117f68f3438b05c7a00688d4e5f18b"),
     ("toy_scheduler", '{"config": {"num_requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
      "1b32a34a4b9d8b27692534886dfd6fbf6007e4c88685a3217e9ac434035c6c19"),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
                    '"kv_fp8": true, "target_tok_s": 12.5}}',
-     "e55bfb1fefe4c48713051101147e24a14944ddcf33227a749932ffdd7a54956a"),
+     "5f974796bcc2576859507b42d4ae3c731a40628b537e9bb6c032fdd87c3663b3"),
     # A cluster's view is sums and sorts of many engines' floats: the digest pins that
     # CPython and Pyodide route and time every request alike.
     ("cluster", '{"config": {"window_minutes": 1, "replicas": 2}}',
-     "f00d37501248694148647402f819af628f0137ffecf5f91665eb35c75238ef91"),
+     "94fefdc9adbc555e9633eb6b4cf80dc4b31a4cd7525a449a34cbefb0d56139e3"),
     ("cluster", '{"config": {"window_minutes": 1, "layout": "disaggregated", "prefill_replicas": 1, '
                 '"decode_replicas": 1, "router": "least_loaded"}}',
-     "6d377f3e894965e6a61702017728d318cf7434f1e17db03feeb71079ea73d8c3"),
+     "77729fbae38763ab463c0934947c76ffa82df7326e33449bb043bad289e79897"),
     ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
-     "20c374393556d8a61e65dd7efe88a9253683e0a23470f509f327c01631b05aa6"),
+     "eecae713745c625019d0df07d2a5650bf304dd5138e25b5fd8fe24166f430203"),
     ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
-     "ff3ce0a7a5d63c66f117089067761a6be36324b6cbac2e38add236a73a3ed6df"),
+     "1f7b24be595eb792de1a091fa1cb7fbc97e0db0e74dc00accdebff3a225397ba"),
 ]
 
 
