@@ -58,9 +58,10 @@ def calibrate():
 def baseline_parts():
     c = default()
     stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
-    blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], lab.BLOCK_SIZE)
+    bs = lab.defaults(c).block_size
+    blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], bs)
     t = lab.workload(c, 1.0)
-    cfg = engine_config(blocks, lab.BLOCK_SIZE, c.max_num_seqs, c.max_num_batched_tokens)
+    cfg = engine_config(blocks, bs, c)
     return (t.arrivals, t.prompt_tokens, t.output_tokens, cfg, stm, blocks)
 
 PARTS = baseline_parts()

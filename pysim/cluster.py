@@ -62,12 +62,12 @@ from . import fields, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
 from .config import ConfigError, bounded, choice
 from .registry import Simulation
+from .engine import SchedulerConfig
 from .replay import Server, engine_config
 from .steptime import DEFAULTS, check_fits, num_gpu_blocks, step_time_model
 
-# Every replica runs vLLM 0.34.0's defaults (pysim.vllm_defaults); the scheduler's start
-# from `vllm serve`'s on the default GPU (an H100).
-SERVE = vllm_defaults.defaults(GPUS["H100"])
+# Every replica runs vLLM 0.34.0's defaults (pysim.vllm_defaults); the scheduler's knobs
+# start from `vllm serve`'s on the default GPU (an H100): pysim.engine.SchedulerConfig.
 MAX_GPUS = 16
 ATTAINMENT_TARGET = 0.9  # as the lab's capacity: 90% of requests meet both targets
 NUM_BINS = 60  # points in each per-replica time series
@@ -98,7 +98,10 @@ LINKS = {
 
 
 @dataclass(frozen=True)
-class ClusterConfig:
+class ClusterConfig(SchedulerConfig):
+    """The cluster's settings: every replica's scheduler knobs (inherited:
+    pysim.engine.SchedulerConfig), the traffic, the layout, the router and the targets."""
+
     trace: str = fields.trace("mooncake_conv", traces.PREFIX_TRACES)
     window_start_min: int = fields.window_start_min(10, 0, 55)
     window_minutes: int = fields.window_minutes(5, 1, 10)
@@ -132,9 +135,6 @@ class ClusterConfig:
                           option_labels={k: v[0] for k, v in LINKS.items()})
     gpu: str = fields.gpu("H100")  # every replica's (16-bit weights and KV)
     model: str = fields.model("llama-3.1-8b")
-    max_num_seqs: int = fields.max_num_seqs(SERVE.max_num_seqs, 16, 1024, scale="log")  # per replica
-    max_num_batched_tokens: int = fields.max_num_batched_tokens(SERVE.max_num_batched_tokens, 512, 16384,
-                                                                scale="log")
     slo_ttft_ms: float = fields.slo_ttft_ms(2000.0, 10, 60_000)
     slo_tpot_ms: float = fields.slo_tpot_ms(100.0, 1, 5_000)
     gpus: int = bounded(4, 2, MAX_GPUS, "GPUs in the cluster (cluster_sweep: one count of the sweep)",
@@ -146,10 +146,7 @@ class ClusterConfig:
                                                  f"prefill replicas; at most {MAX_GPUS} GPUs in all: "
                                                  f"expected a whole number from 1 to "
                                                  f"{MAX_GPUS - self.prefill_replicas}")
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            raise ConfigError("max_num_batched_tokens",
-                              f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
-                              f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
+        SchedulerConfig.check(self)
         check_fits(self.gpu, self.model)
         traces.check_window(self.trace, self.window_start_min, self.window_minutes)
 
@@ -255,8 +252,7 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
         raise ConfigError("model", f"the longest request ({longest:,} tokens) needs more KV blocks "
                                    f"than {model.name} leaves on one {gpu.name} ({blocks - 1:,} usable); "
                                    f"pick a smaller model or a larger GPU")
-    ecfg = engine_config(blocks, bs, config.max_num_seqs, config.max_num_batched_tokens,
-                         enable_prefix_caching=True)
+    ecfg = engine_config(blocks, bs, config, enable_prefix_caching=True)
     n = len(reqs)
     first, done = [math.nan] * n, [math.nan] * n
     replica_of, decode_of, transfer = [-1] * n, [-1] * n, [0.0] * n

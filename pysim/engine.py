@@ -71,10 +71,13 @@ import heapq
 import math
 from collections import deque
 from itertools import islice
-from dataclasses import dataclass
+from dataclasses import dataclass, fields as dataclass_fields
 from typing import Callable, Iterator
 
+from . import fields, vllm_defaults
 from .blockpool import BlockPool, KVCacheManager
+from .catalog import GPUS
+from .config import ConfigError
 from .request_queue import create_request_queue
 from .utils import cdiv
 
@@ -85,20 +88,56 @@ DECODE, PREFILL = "decode", "prefill"
 POLICIES = ("fcfs", "priority")
 
 
-@dataclass(frozen=True)
-class EngineConfig:
-    """The scheduler's knobs, named after vLLM's flags."""
+# `vllm serve`'s own choices on an H100, at the release the chapter follows.
+SERVE = vllm_defaults.defaults(GPUS["H100"])
 
-    max_num_batched_tokens: int = 2048  # the per-step token budget
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """vLLM's scheduler knobs, in one place (vLLM: `SchedulerConfig`, vllm/config/scheduler.py).
+
+    Whatever stands for "what vLLM does" takes this whole: the lab's and the cluster's
+    configs inherit its fields (so each knob is a setting of theirs, with its label from
+    pysim.fields), the benchmark replay's `fit.ServerSetup` holds one, and
+    `replay.engine_config` hands every field to the engine, whose `EngineConfig` inherits
+    them too. A knob added here reaches the lab, the cluster, the benchmark replay and
+    calibration with no other edit (tests/unit/test_knobs.py checks each one does).
+    Its defaults are `vllm serve`'s on an H100 (pysim.vllm_defaults).
+    """
+
+    max_num_seqs: int = fields.max_num_seqs(SERVE.max_num_seqs, 16, 1024, scale="log")
+    max_num_batched_tokens: int = fields.max_num_batched_tokens(SERVE.max_num_batched_tokens, 512,
+                                                                16384, scale="log")
+    async_scheduling: bool = fields.async_scheduling(SERVE.async_scheduling)
+
+    def check(self) -> None:
+        """vLLM's SchedulerConfig refuses a budget below max_num_seqs."""
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ConfigError("max_num_batched_tokens",
+                              f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
+                              f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
+
+    def scheduler(self) -> SchedulerConfig:
+        """Just the scheduler's knobs, of this config or of one that inherits them."""
+        return SchedulerConfig(**{f.name: getattr(self, f.name) for f in dataclass_fields(SchedulerConfig)})
+
+
+@dataclass(frozen=True)
+class EngineConfig(SchedulerConfig):
+    """Everything the engine is built from: the scheduler's knobs (with the engine's own
+    defaults, small ones for teaching) and the KV pool's, named after vLLM's flags."""
+
     max_num_seqs: int = 128  # most requests RUNNING at once
+    max_num_batched_tokens: int = 2048  # the per-step token budget
     num_gpu_blocks: int = 4096  # KV pool size, vLLM's null block included: 4095 usable
     block_size: int = 16
     enable_prefix_caching: bool = False  # prefix caching
     enable_chunked_prefill: bool = True
     policy: str = "fcfs"  # or "priority": lower value first, then arrival
-    # vLLM's --async-scheduling (SchedulerConfig.async_scheduling): step k + 1 is
-    # scheduled while step k runs, so it sees step k's samples, finishes and freed
-    # blocks one step late (the `AsyncScheduler`; see the module docstring).
+    # vLLM's --async-scheduling: step k + 1 is scheduled while step k runs, so it sees
+    # step k's samples, finishes and freed blocks one step late (the `AsyncScheduler`;
+    # see the module docstring). Off here by default: the teaching widgets step the
+    # synchronous loop, whose steps a reader can follow one at a time.
     async_scheduling: bool = False
 
     def __post_init__(self):

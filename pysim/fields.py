@@ -38,6 +38,12 @@ def block_size(default: int, lo: int, hi: int, **slider):
                    label="block_size", unit="tokens", **slider)
 
 
+def async_scheduling(default: bool):
+    return flag(default, "schedule each step while the one before it runs, as vLLM's default "
+                "AsyncScheduler does; off: the synchronous Scheduler (--async-scheduling)",
+                label="async_scheduling")
+
+
 def enable_prefix_caching(default: bool):
     return flag(default, "reuse the cached KV blocks of a prompt prefix seen before "
                 "(--enable-prefix-caching)", label="enable_prefix_caching")

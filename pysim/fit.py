@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from . import bench_serve, vllm_defaults
 from .catalog import GPUS, MODELS
 from .config import ConfigError
+from .engine import SchedulerConfig
 from .replay import engine_config, replay
 from .steptime import BOUNDS, Coefficients, num_gpu_blocks, step_time_model
 
@@ -51,15 +52,14 @@ GENERIC_WEIGHT = 0.002
 
 
 @dataclass(frozen=True)
-class Server:
-    """What the benchmark ran against: vLLM's flags that change its schedule, and the
-    vLLM release whose defaults fill in the rest (block size, and the memory share
-    when `gpu_memory_utilization` is None; pysim.vllm_defaults)."""
+class ServerSetup:
+    """What a benchmark ran against: the GPU and model, vLLM's scheduler knobs as one
+    `SchedulerConfig`, and the vLLM release whose defaults fill in the rest (block size,
+    and the memory share when `gpu_memory_utilization` is None; pysim.vllm_defaults)."""
 
     gpu: str
     model: str
-    max_num_seqs: int
-    max_num_batched_tokens: int
+    scheduler: SchedulerConfig
     gpu_memory_utilization: float | None = None
     enable_prefix_caching: bool = True
     vllm_version: str = vllm_defaults.LATEST
@@ -86,7 +86,7 @@ class Run:
     """A benchmark run: its traffic, its server, what it measured (None: not reported)."""
 
     bench: bench_serve.Benchmark
-    server: Server
+    server: ServerSetup
     measured: dict  # FIGURES -> number or None
     label: str = ""
     notes: tuple = field(default=())
@@ -117,8 +117,7 @@ def replay_run(run: Run, coefficients: Coefficients, itl: bool = True):
     reqs = bench_serve.requests(run.bench)
     # A prefix shorter than a block fills no block, so nothing can be found in the cache.
     caching = s.enable_prefix_caching and run.bench.random_prefix_len >= s.block_size
-    cfg = engine_config(blocks, s.block_size, s.max_num_seqs, s.max_num_batched_tokens,
-                        enable_prefix_caching=caching)
+    cfg = engine_config(blocks, s.block_size, s.scheduler, enable_prefix_caching=caching)
     result = replay(reqs.arrivals, reqs.prompt_tokens, reqs.output_tokens, cfg, model, blocks,
                     max_concurrency=run.bench.max_concurrency,
                     token_ids=reqs.token_ids if caching else None, itl=itl)

@@ -57,12 +57,11 @@ from . import bench_serve, benchsummary, fields, fit, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
 from .utils import percentile
 from .config import ConfigError, bounded, choice, data
+from .engine import SchedulerConfig
 from .replay import engine_config, replay
 from .registry import Simulation
 from .steptime import DEFAULTS, Coefficients, check_fits, num_gpu_blocks, step_time_model
 
-# The defaults the lab starts from: `vllm serve`'s on its default GPU (an H100).
-SERVE = vllm_defaults.defaults(GPUS["H100"])
 SWEEP_RATES = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
 # The slowest benchmark rate the lab takes, in requests per second (0 aside: all at once).
 # 1,000 prompts at 0.01 req/s already span 28 hours; far lower, the gaps between sends
@@ -110,7 +109,10 @@ def _check_points(value):
 
 
 @dataclass(frozen=True)
-class LabConfig:
+class LabConfig(SchedulerConfig):
+    """The lab's settings: vLLM's scheduler knobs (inherited: pysim.engine.SchedulerConfig),
+    the traffic, the GPU and model, the targets, and a pasted benchmark to fit to."""
+
     traffic: str = choice("trace", ("trace", "benchmark"),
                           "the traffic: a window of a production trace, or a benchmark as "
                           "vllm bench serve --dataset-name random sends it", label="Traffic",
@@ -148,9 +150,6 @@ class LabConfig:
                                    label="max_concurrency", unit="requests", slider_max=512)
     gpu: str = fields.gpu("H100")  # 16-bit weights and KV
     model: str = fields.model("llama-3.1-8b")
-    max_num_seqs: int = fields.max_num_seqs(SERVE.max_num_seqs, 16, 1024, scale="log")
-    max_num_batched_tokens: int = fields.max_num_batched_tokens(SERVE.max_num_batched_tokens, 512, 16384,
-                                                                scale="log")
     slo_ttft_ms: float = fields.slo_ttft_ms(1000.0, 10, 60_000)
     slo_tpot_ms: float = fields.slo_tpot_ms(50.0, 1, 1000)
     bench_text: str = data(str, "a pasted vllm bench serve summary or --save-result JSON "
@@ -162,11 +161,7 @@ class LabConfig:
             self._check_benchmark()
         else:
             self._check_trace()
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            # vLLM's SchedulerConfig refuses a budget below max_num_seqs.
-            raise ConfigError("max_num_batched_tokens",
-                              f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
-                              f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
+        SchedulerConfig.check(self)
         check_fits(self.gpu, self.model)
 
     def _check_benchmark(self) -> None:
@@ -213,8 +208,8 @@ def defaults(config: LabConfig) -> vllm_defaults.Defaults:
     return vllm_defaults.defaults(GPUS[config.gpu])
 
 
-def server(config: LabConfig) -> fit.Server:
-    return fit.Server(config.gpu, config.model, config.max_num_seqs, config.max_num_batched_tokens)
+def server(config: LabConfig) -> fit.ServerSetup:
+    return fit.ServerSetup(config.gpu, config.model, config.scheduler())
 
 
 def benchmark(config: LabConfig, rate_scale: float) -> bench_serve.Benchmark:
@@ -272,8 +267,7 @@ def run_once(config: LabConfig, rate_scale: float, coefficients: Coefficients):
         raise ConfigError("model", f"the longest request ({longest:,} tokens) needs more "
                                    f"KV blocks than {model.name} leaves on one {gpu.name} "
                                    f"({blocks - 1:,} usable); pick a smaller model or a larger GPU")
-    cfg = engine_config(blocks, bs, config.max_num_seqs, config.max_num_batched_tokens,
-                        enable_prefix_caching=t.token_ids is not None)
+    cfg = engine_config(blocks, bs, config, enable_prefix_caching=t.token_ids is not None)
     bench = t.bench
     result = replay(t.arrivals, t.prompt_tokens, t.output_tokens, cfg, stm, blocks,
                     max_concurrency=bench.max_concurrency if bench else None,

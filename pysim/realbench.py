@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import fields as dataclass_fields
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,8 @@ from . import vllm_defaults
 from .bench_serve import Benchmark
 from .catalog import GPUS, MODELS
 from .config import ConfigError
-from .fit import Run, Server, check
+from .engine import SchedulerConfig
+from .fit import Run, ServerSetup, check
 
 REPO_FILE = Path(__file__).resolve().parent.parent / "data" / "realbench" / "records.jsonl"
 SHARED_FILE = Path(__file__).resolve().parent.parent.parent / "shared" / "realbench" / "records.jsonl"
@@ -167,6 +169,18 @@ def _flag(flags: dict, key: str):
     return float(m.group(1)) if m else None
 
 
+def _switch(flags: dict, key: str) -> bool | None:
+    """An on/off server flag from its own field, or from the printed command line
+    (`--key` or `--no-key`, vLLM's boolean flags); None when the record does not say."""
+    if isinstance(flags.get(key), bool):
+        return flags[key]
+    command = " ".join(str(flags.get(k) or "") for k in ("command", "recipe_command"))
+    flag = "--" + key.replace("_", "-")
+    if re.search(r"--no-" + flag[2:] + r"\b", command):
+        return False
+    return True if re.search(re.escape(flag) + r"\b", command) else None
+
+
 def _version(raw) -> tuple[vllm_defaults.Version, str]:
     """The release whose defaults a record runs with, and a note when it names none."""
     named = vllm_defaults.parse_version(raw.get("vllm_version"))
@@ -251,8 +265,17 @@ def _run(raw) -> tuple[Run | None, str]:
         burstiness=_number(w.get("burstiness"), 1.0) or 1.0,
         max_concurrency=int(conc) if conc and conc < math.inf else None,
         dataset_name=kind)
-    server = Server(gpu, model, int(min(seqs, budget)), int(budget), min(max(util, 0.1), 1.0),
-                    vllm_version=".".join(map(str, v)))
+    # Every scheduler knob the record gives (as its own field or on the command line);
+    # the release's default for those pysim.vllm_defaults knows, else the knob's own.
+    knobs = {"max_num_seqs": int(min(seqs, budget)), "max_num_batched_tokens": int(budget),
+             "async_scheduling": vllm_defaults.async_scheduling(v)}
+    for f in dataclass_fields(SchedulerConfig):
+        given = _switch(flags, f.name) if f.metadata.get("kind") == "bool" else _flag(flags, f.name)
+        if given is not None and f.name not in ("max_num_seqs", "max_num_batched_tokens"):
+            knobs[f.name] = given if isinstance(given, bool) else type(f.default)(given)
+    scheduler = SchedulerConfig(**knobs)
+    server = ServerSetup(gpu, model, scheduler, min(max(util, 0.1), 1.0),
+                         vllm_version=".".join(map(str, v)))
     run = Run(bench, server, measured, str(raw.get("id")), tuple(notes))
     try:
         check(run, "record", max_prompts=None)  # its requests fit the KV pool

@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 
 from .decode_run import advance_decodes, plan_decode_run
-from .engine import Engine, EngineConfig
+from .engine import Engine, EngineConfig, SchedulerConfig
 from .steptime import StepTimeModel
 from .utils import cdiv
 
@@ -150,17 +150,17 @@ class ReplayResult:
         return max(self.finished) - min(self.sent) if self.sent else 0.0
 
 
-def engine_config(num_gpu_blocks: int, block_size: int, max_num_seqs: int,
-                  max_num_batched_tokens: int, policy: str = "fcfs",
-                  enable_prefix_caching: bool = False) -> EngineConfig:
-    """The engine's config for vLLM's `num_gpu_blocks`, chunked prefill on.
+def engine_config(num_gpu_blocks: int, block_size: int, scheduler: SchedulerConfig,
+                  policy: str = "fcfs", enable_prefix_caching: bool = False) -> EngineConfig:
+    """The engine's config for vLLM's `num_gpu_blocks`, chunked prefill on, and every
+    knob of `scheduler` (a SchedulerConfig, or a config that inherits its fields).
 
     `num_gpu_blocks` counts vLLM's null block, which the pool reserves: one fewer hold KV.
     """
-    return EngineConfig(num_gpu_blocks=num_gpu_blocks, block_size=block_size,
-                        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                        policy=policy, enable_chunked_prefill=True,
-                        enable_prefix_caching=enable_prefix_caching)
+    knobs = vars(scheduler.scheduler())
+    return EngineConfig(num_gpu_blocks=num_gpu_blocks, block_size=block_size, policy=policy,
+                        enable_chunked_prefill=True, enable_prefix_caching=enable_prefix_caching,
+                        **knobs)
 
 
 class Server:
@@ -197,6 +197,9 @@ class Server:
         self.running, self.waiting, self.usage, self.outs, self.preempts = [], [], [], [], []
         self.cache_queries, self.cache_hits = [], []  # the engine's prefix-cache counters after each segment
         self.ahead = None  # async scheduling: the batch scheduled while the last one ran
+        # Async scheduling: the next batch sees the requests that arrived by this time,
+        # when it was (as vLLM runs it) scheduled before the clock's `now`.
+        self.cutoff = None
 
     def add(self, i: int, num_prompt_tokens: int, max_tokens: int, at: float,
             token_ids=None, external_tokens: int = 0) -> None:
@@ -256,18 +259,22 @@ class Server:
                     return  # everything it has is finished, or was added for later
                 if nxt > now:
                     now = self.now = nxt
+                self.cutoff = now  # an idle server schedules as soon as a request is in
             if now >= until:
                 return
+            cutoff = now if self.cutoff is None or not pipelined else self.cutoff
             # A request due now is admitted by a full step; otherwise plain decodes may
             # run until just before the next arrival, or `until`.
             nxt = engine.next_arrival()
             stop = until if nxt is None or nxt > until else nxt
             k, kv = plan_decode_run(engine) if self.fast and stop > now else (0, 0)
-            if pipelined:
-                # With async scheduling the run's last step, the one that finishes
-                # requests, is stepped: the schedule made while it runs must not see
-                # its finishes. The steps before it are the same in both loops.
+            if pipelined and k and not self._finishes_unseen(k):
+                # With async scheduling the schedule made while the run's last step
+                # runs does not see that step's finishes. Where that could matter, the
+                # last step is taken one at a time; the steps before it are the same
+                # in both loops.
                 k -= 1
+            j = 0
             if k > 0:
                 # A run of plain decodes: the same batch of b requests, each step reading
                 # one more KV entry per request. Stop before the step that would start
@@ -275,9 +282,12 @@ class Server:
                 # steps at once.
                 b = len(engine.running)
                 j = k
-                if stop != math.inf and now + run_seconds(b, kv, k - 1) >= stop:
-                    # m: the most steps done while the next one still starts before stop.
-                    j = model.decode_steps_within(b, kv, stop - now, k - 1) + 1
+                if stop != math.inf and now + run_seconds(b, kv, k - 1 - pipelined) >= stop:
+                    # m: the most steps done while the next one still starts before
+                    # stop. With async scheduling each step's batch was made as the step
+                    # before it started, so one step more is sure to be a plain decode.
+                    j = model.decode_steps_within(b, kv, stop - now, k - 1 - pipelined) + 1 + pipelined
+            if k > 0 and j > 0:
                 if gaps is not None:
                     # Each request's first gap runs from its last token; the other j - 1
                     # are the run's steps, the same for every request in it.
@@ -293,13 +303,31 @@ class Server:
                 n_wait = len(engine.waiting)
                 finished = advance_decodes(engine, j)
                 end = self.now = now + run_seconds(b, kv, j)
+                self.cutoff = now + run_seconds(b, kv, j - 1)  # the next batch was made as the last step started
                 self._record(now, end, j, ("run", b, kv, j), len(engine.running), n_wait, b * j, 0)
                 for rid in batch_ids:
                     last_token[rid] = end
                 for rid in finished:
                     self._finish(rid, end)
                 continue
-            self._step(engine.schedule(now), now, until)
+            self._step(engine.schedule(cutoff), now, until)
+
+    def _finishes_unseen(self, k: int) -> bool:
+        """Async scheduling: can a run of k plain decodes (pysim.decode_run) end with the
+        step that finishes requests, as in the synchronous loop? The next batch is made
+        as that step starts, so it does not see the step's finishes. It is the same
+        batch as one made after them when nobody waits (no admission to block or
+        allow) and the next step's blocks are there without the finished requests'."""
+        engine = self.engine
+        if engine.waiting:
+            return False
+        bs, free, kv_held = engine.config.block_size, engine.pool.num_free_blocks, engine.kv
+        need = 0  # blocks every running request holds through one step past the run
+        for r in engine.running:
+            grow = -(-(r.num_computed + k + 1) // bs) - kv_held.num_blocks(r.id)
+            if grow > 0:
+                need += grow
+        return need <= free
 
     def _step(self, result, now: float, until: float) -> None:
         """Run one scheduled batch from `now`: with async scheduling, schedule the next
@@ -315,12 +343,14 @@ class Server:
             # shortcut can then take over.
             settles = (self.fast and not result.preempted and end < until
                        and (nxt is None or nxt > end) and not engine.oldest_finishes_any())
+            self.cutoff = now  # a batch made after this one's outputs sees what came by its start
             if not settles and (engine.running or engine.waiting):
                 self.ahead = engine.schedule(now)
             engine.update_from_output(result)
             if self.ahead is not None and not self.ahead.parts:
                 engine.update_from_output(self.ahead)  # an empty batch comes back at once
                 self.ahead = None
+                self.cutoff = end  # and the next is made once this one's outputs are in
         else:
             engine.update_from_output(result)
         assert result.parts, "a step with work to do scheduled nothing"

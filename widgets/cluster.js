@@ -22,7 +22,7 @@
     ["Cluster", ["layout", "replicas", "prefill_replicas", "decode_replicas", "router", "kv_link"]],
     ["Router thresholds (cache aware)", THRESHOLDS],
     ["GPU and model", ["gpu", "model"]],
-    ["Scheduler (each replica)", ["max_num_seqs", "max_num_batched_tokens"]],
+    ["Scheduler (each replica)", ["max_num_seqs", "max_num_batched_tokens", "async_scheduling"]],
     ["Targets (SLOs)", ["slo_ttft_ms", "slo_tpot_ms"]],
   ];
   // Only these fields show for each choice; the rest of the config always does.
@@ -34,7 +34,7 @@
   };
   // What a sweep's points depend on: everything but the layout and replica counts it sets itself.
   const SWEEP_KEYS = ["trace", "window_start_min", "window_minutes", "rate_scale", "router", ...THRESHOLDS,
-    "kv_link", "gpu", "model", "max_num_seqs", "max_num_batched_tokens", "slo_ttft_ms", "slo_tpot_ms"];
+    "kv_link", "gpu", "model", "max_num_seqs", "max_num_batched_tokens", "async_scheduling", "slo_ttft_ms", "slo_tpot_ms"];
   const TABLE_ROWS = 12; // rows of the over-time table
 
   const pct = (x) => (x * 100).toFixed(1) + "%";

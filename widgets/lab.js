@@ -24,12 +24,12 @@
     ["Production trace", TRACE],
     ["vllm bench serve", BENCHMARK],
     ["GPU and model", ["gpu", "model"]],
-    ["Scheduler", ["max_num_seqs", "max_num_batched_tokens"]],
+    ["Scheduler", ["max_num_seqs", "max_num_batched_tokens", "async_scheduling"]],
     ["Targets (SLOs)", ["slo_ttft_ms", "slo_tpot_ms"]],
   ];
   // What a sweep's points depend on: everything but the rate scale it sweeps itself.
   const SWEEP_KEYS = ["traffic", ...TRACE, ...BENCHMARK, "seed", "gpu", "model",
-    "max_num_seqs", "max_num_batched_tokens", "slo_ttft_ms", "slo_tpot_ms", "bench_text"];
+    "max_num_seqs", "max_num_batched_tokens", "async_scheduling", "slo_ttft_ms", "slo_tpot_ms", "bench_text"];
   const GAUGE_ROWS = 12; // rows of the gauges' table (one every NUM_BINS / 12 bins)
 
   const pct = (x) => (x * 100).toFixed(1) + "%";

@@ -11,6 +11,7 @@ from pysim import cluster, lab, traces
 from pysim.catalog import GPUS, MODELS
 from pysim.cluster import ClusterConfig, Router
 from pysim.config import ConfigError
+from pysim.engine import SchedulerConfig
 from pysim.replay import engine_config, replay
 from pysim.steptime import DEFAULTS, num_gpu_blocks, step_time_model
 
@@ -79,7 +80,8 @@ def test_prompt_tokens_are_derived_from_block_ids():
 def _setup(blocks=None, budget=8192, seqs=1024):
     stm = step_time_model(H100, LLAMA, DEFAULTS["H100"])
     blocks = blocks or num_gpu_blocks(H100, LLAMA, 16)
-    return engine_config(blocks, 16, seqs, budget, enable_prefix_caching=True), stm, blocks
+    knobs = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=budget)
+    return engine_config(blocks, 16, knobs, enable_prefix_caching=True), stm, blocks
 
 
 def _lists(reqs):

@@ -175,8 +175,7 @@ def test_the_replays_shortcuts_change_nothing_with_async_scheduling(policy):
     stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
     blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], 16)
     t = lab.workload(c, c.rate_scale)
-    ec = replace(engine_config(blocks, 16, c.max_num_seqs, c.max_num_batched_tokens, policy=policy),
-                 async_scheduling=True)
+    ec = engine_config(blocks, 16, replace(c, async_scheduling=True), policy=policy)
     args = (t.arrivals, t.prompt_tokens, t.output_tokens, ec, stm, blocks)
     slow = replay(*args, fast=False, count_blocks=False)
     quick = replay(*args)
@@ -198,3 +197,28 @@ def test_the_replays_shortcuts_change_nothing_with_async_scheduling(policy):
     # And the async loop is not the sync one: the same traffic, other times.
     sync = replay(*args[:3], replace(ec, async_scheduling=False), stm, blocks)
     assert sync.finished != pytest.approx(quick.finished, rel=1e-6)
+
+
+@pytest.mark.parametrize("window_start_min, rate_scale", [(10, 1.0), (30, 0.5), (0, 2.0)])
+def test_the_shortcut_through_finishes_is_exact_when_nobody_waits(window_start_min, rate_scale):
+    # At the lab's default load the queue is mostly empty, and the decode runs go through
+    # the steps that finish requests (`Server._finishes_unseen`). Stepped one batch at a
+    # time, the async loop must give the same times.
+    from pysim import lab
+    from pysim.catalog import GPUS, MODELS
+    from pysim.replay import engine_config, replay
+    from pysim.steptime import num_gpu_blocks, step_time_model
+
+    c = lab.LabConfig(window_minutes=2, window_start_min=window_start_min, rate_scale=rate_scale)
+    assert c.async_scheduling  # vLLM's default, and the lab's
+    stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
+    bs = lab.defaults(c).block_size
+    blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], bs)
+    t = lab.workload(c, c.rate_scale)
+    args = (t.arrivals, t.prompt_tokens, t.output_tokens, engine_config(blocks, bs, c), stm, blocks)
+    slow = replay(*args, fast=False, count_blocks=False)
+    quick = replay(*args)
+    assert slow.num_steps == quick.num_steps
+    assert quick.first_token == pytest.approx(slow.first_token, rel=1e-9)
+    assert quick.finished == pytest.approx(slow.finished, rel=1e-9)
+    assert len(quick.seg_end) < len(slow.seg_end) / 2

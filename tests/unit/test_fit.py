@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pysim import bench_serve, fidelity, fit, realbench
+from pysim.engine import SchedulerConfig
 from pysim.replay import replay
 from pysim.slo import percentile
 from pysim.steptime import DEFAULTS
@@ -106,9 +107,9 @@ def test_every_record_parses_and_the_skipped_say_why():
     # A note beside a value: "not set (v0.11.0 default 0.0 = fixed lengths)" is 0.0.
     r = by_id["gpustack-qwen3-32b-h100-random-4000x200-inf"]
     assert (r.bench.random_input_len, r.bench.random_output_len, r.bench.random_range_ratio) == (4000, 200, 0.0)
-    assert (r.server.max_num_seqs, r.server.max_num_batched_tokens) == (1024, 8192)  # V1's H100 defaults
+    assert (r.server.scheduler.max_num_seqs, r.server.scheduler.max_num_batched_tokens) == (1024, 8192)  # V1's H100 defaults
     a100 = by_id["gpustack-qwen3-32b-a100-random-128x4-inf"]
-    assert (a100.server.max_num_seqs, a100.server.max_num_batched_tokens) == (256, 2048)
+    assert (a100.server.scheduler.max_num_seqs, a100.server.scheduler.max_num_batched_tokens) == (256, 2048)
     c64 = by_id["vllm-issue24684-llama31-8b-h100-c64"]
     assert c64.bench.max_concurrency == 64 and math.isinf(c64.bench.request_rate)
     assert c64.measured == {"mean_ttft_ms": 579.39, "mean_tpot_ms": 18.41, "output_throughput": 2802.42}
@@ -135,7 +136,7 @@ def test_a_record_outside_the_catalog_is_skipped_with_its_reason():
 
 # ------------------------------------------------------------------ the fit
 def test_the_linear_form_is_exact_at_the_replays_own_coefficients():
-    server = fit.Server("H100", "llama-3.1-8b", 256, 2048)
+    server = fit.ServerSetup("H100", "llama-3.1-8b", SchedulerConfig(256, 2048))
     for bench in (bench_serve.Benchmark(num_prompts=80, random_input_len=3000, random_output_len=40),
                   bench_serve.Benchmark(num_prompts=80, random_input_len=500, random_output_len=90,
                                         max_concurrency=12),

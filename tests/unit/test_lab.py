@@ -7,6 +7,7 @@ independent computation (the CSV itself, a hand-written replay loop, numpy).
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from pysim import bridge, lab, slo, traces
 from pysim.__main__ import main
 from pysim.catalog import GPUS, MODELS
 from pysim.config import ConfigError, from_mapping
+from pysim.engine import SchedulerConfig
 from pysim.replay import engine_config, replay
 from pysim.steptime import DEFAULTS, Coefficients, StepTimeModel, num_gpu_blocks, step_time_model
 
@@ -236,8 +238,10 @@ TOY = StepTimeModel(weight_bytes=1_000, kv_bytes_per_token=1, bandwidth=1_000,
                     flops_per_token=1, attention_flops_per_pair=0, peak_flops=10**9,
                     coefficients=Coefficients(0.0, 0.0, 1.0, 1.0))
 # A step lasts (1,000 + KV tokens read) / 1,000 s: 1 s plus 1 ms per token of context.
-HUGE = engine_config(num_gpu_blocks=100_001, block_size=16, max_num_seqs=10_000,
-                     max_num_batched_tokens=1_000_000)
+# The synchronous loop, which the hand-written replay below follows step by step.
+HUGE = engine_config(num_gpu_blocks=100_001, block_size=16,
+                     scheduler=SchedulerConfig(max_num_seqs=10_000, max_num_batched_tokens=1_000_000,
+                                               async_scheduling=False))
 
 
 def test_two_requests_by_hand():
@@ -309,7 +313,7 @@ def test_the_shortcuts_change_nothing_even_with_preemptions(policy):
     stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
     blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], 16)
     t = lab.workload(c, c.rate_scale)
-    ec = engine_config(blocks, 16, c.max_num_seqs, c.max_num_batched_tokens, policy=policy)
+    ec = engine_config(blocks, 16, replace(c, async_scheduling=False), policy=policy)
     args = (t.arrivals, t.prompt_tokens, t.output_tokens, ec, stm, blocks)
     slow = replay(*args, fast=False, count_blocks=False)
     quick = replay(*args)

@@ -16,6 +16,7 @@ import pytest
 
 from pysim import bench_serve, benchsummary, fit, lab
 from pysim.config import ConfigError, from_mapping
+from pysim.engine import SchedulerConfig
 from pysim.steptime import DEFAULTS, Coefficients
 
 
@@ -164,7 +165,7 @@ KNOWN = Coefficients(3.0, 40.0, 0.62, 0.45)
 def _printed_runs(benches, coefficients=KNOWN):
     """Benchmarks 'measured' on the model itself with known coefficients, printed as
     vllm bench serve prints them (so rounded to 0.01 ms), each after its command line."""
-    server = fit.Server("H100", "llama-3.1-8b", 1024, 8192)
+    server = fit.ServerSetup("H100", "llama-3.1-8b", SchedulerConfig(1024, 8192))
     texts = []
     for b in benches:
         m = fit.predict(fit.Run(b, server, {}), coefficients)

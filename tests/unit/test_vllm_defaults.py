@@ -102,11 +102,15 @@ def _record(version, gpu="H100 SXM", flags=None):
 def test_older_records_get_their_releases_defaults():
     old = _record("v0.11.0").server
     assert (old.vllm_version, old.block_size, old.utilization) == ("0.11.0", 16, 0.9)
-    assert (old.max_num_seqs, old.max_num_batched_tokens) == (1024, 8192)
+    assert (old.scheduler.max_num_seqs, old.scheduler.max_num_batched_tokens) == (1024, 8192)
+    assert not old.scheduler.async_scheduling  # the default from v0.14.0 on
     # 0.9 x 81,559 MiB - 16.06 GB - 2 GB, in blocks of 16 x 128 KiB: 28,089 (as before).
     assert old.num_gpu_blocks() == 28_089
     mid = _record("0.27.1").server
     assert (mid.block_size, mid.utilization) == (16, 0.92)
+    assert mid.scheduler.async_scheduling
+    assert not _record("0.27.1", flags={"command": "vllm serve m --no-async-scheduling"}).server.scheduler.async_scheduling
+    assert _record("v0.11.0", flags={"command": "vllm serve m --async-scheduling"}).server.scheduler.async_scheduling
     new = _record("vLLM 0.34.0").server
     assert (new.block_size, new.utilization) == (64, 1.0)
     # 81,559 MiB - 16.06 GB - 2 GB = 67,460,809,984 B over 64 x 131,072 B: 8,041 blocks.
