@@ -128,3 +128,53 @@ def test_sources_keep_code_names_literal():
            "source_title": "block_pool.py, BlockPool.__init__"}
     listed = facts.sources({"a_fact": row})
     assert r"BlockPool.\_\_init\_\_" in listed
+
+
+# Every vLLM fact is read in one release and points at the exact lines it was read from,
+# so a reader can open the file at that tag and find it. The documentation is not part of
+# a release; the rows that state what vLLM's docs say stay at the tag they were read at.
+VLLM_VERSION = "0.34.0"
+VLLM_SOURCE = re.compile(
+    r"^https://github\.com/vllm-project/vllm/blob/v0\.34\.0/[\w./-]+\.py#L\d+(-L\d+)?$")
+VLLM_DOCS_ROWS = {"vllm_tuning_guide", "vllm_disagg_prefill"}
+VLLM_DOCS_SOURCE = re.compile(r"^https://github\.com/vllm-project/vllm/blob/v0\.\d+\.\d+/docs/")
+
+
+def vllm_version_problems(table: dict) -> list[str]:
+    """What in the table's vLLM rows is not pinned to 0.34.0 and a line of its source."""
+    out = []
+    for key, row in table.items():
+        if row.get("system") != "vLLM":
+            continue
+        if key in VLLM_DOCS_ROWS:
+            if not VLLM_DOCS_SOURCE.match(row["source"]):
+                out.append(f"{key}: a docs row must cite vLLM's docs at a release tag")
+            continue
+        if row["version"] != VLLM_VERSION:
+            out.append(f"{key}: version {row['version']!r}, not {VLLM_VERSION}")
+        if not VLLM_SOURCE.match(row["source"]):
+            out.append(f"{key}: source {row['source']!r} is not a file at v0.34.0 with a #L line")
+    return out
+
+
+def test_every_vllm_row_cites_0_34_0_and_a_line_of_its_source():
+    assert vllm_version_problems(facts.load(TABLE)) == []
+
+
+@pytest.mark.parametrize("version, source, message", [
+    ("0.33.0", "https://github.com/vllm-project/vllm/blob/v0.34.0/vllm/config/cache.py#L185",
+     "not 0.34.0"),
+    ("0.34.0", "https://github.com/vllm-project/vllm/blob/v0.34.0/vllm/config/cache.py",
+     "with a #L line"),
+    ("0.34.0", "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py#L185",
+     "with a #L line"),
+    ("0.34.0", "https://github.com/vllm-project/vllm/pull/37307", "with a #L line"),
+])
+def test_a_vllm_row_at_another_version_or_without_a_line_is_refused(version, source, message):
+    row = {"system": "vLLM", "version": version, "text": "t", "source": source,
+           "source_title": "x"}
+    problems = vllm_version_problems({"a_fact": row})
+    assert len(problems) == 1 and message in problems[0]
+    ok = dict(row, version=VLLM_VERSION,
+              source="https://github.com/vllm-project/vllm/blob/v0.34.0/vllm/config/cache.py#L185-L189")
+    assert vllm_version_problems({"a_fact": ok}) == []
