@@ -26,8 +26,10 @@ runs in well under a minute in CPython.
 from __future__ import annotations
 
 import hashlib
+import sys
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -691,51 +693,88 @@ def test_toy_view_agrees_with_itself():
 
 # ===================================================================== digests
 
-# sha256 of the canonical JSON (sorted keys, no spaces) of a few fixed view models.
-# They pin the exact output, so the Pyodide run of this file proves Pyodide computes
-# byte-identical answers. A deliberate change to a simulation changes its digest:
-# the failure message prints the new one to paste here.
-DIGESTS = [
-    ("naive_batching", '{"config": {}}',
-     "35f1e0c5cd0a5c3b476c9574b17783be8078fbdedcf72ddcb2b272a89c3062bf"),
-    ("naive_batching", '{"config": {"num_requests": 25, "num_gpu_blocks": 40, "max_num_seqs": 7, "seed": 3}}',
-     "10850be7de82b862308d74e6a0219e3b9a4defcf00e49229f1e040127c96e49a"),
-    ("paged_kv_cache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}',
-     "9c67238c9c6a79a66011a878b99b57ba2007cabcca7f4f6876f120bdb6030ea8"),
-    ("paged_kv_cache", '{"config": {"enable_prefix_caching": false, "num_gpu_blocks": 12}, "actions": ["run"]}',
-     "0f6e7f25526a3b9f934381b4fd358cac61b2ebc96c46d73c67c309c4f440f9f1"),
-    ("chunked_prefill", '{"config": {}}',
-     "c04ea942d758a4548010d9d8f5f62f55cab7192d53e82f7eb39888af3758ecc8"),
-    ("chunked_prefill", '{"config": {"scenario": "mixed", "max_num_batched_tokens": 512, "enable_prefix_caching": true, '
-               '"policy": "priority", "num_gpu_blocks": 1200}}',
-     "7281bfb93983db43592f3fcea15c8b6e4f3078d3ddf1523c3392dadbc4782e88"),
-    ("batch_size", '{"config": {}}',
-     "8e278fa229653352fdb57bf29a2868247c117f68f3438b05c7a00688d4e5f18b"),
-    ("toy_scheduler", '{"config": {"num_requests": 60, "seed": 7, "num_gpu_blocks": 120}}',
-     "1b32a34a4b9d8b27692534886dfd6fbf6007e4c88685a3217e9ac434035c6c19"),
+# A few fixed view models, pinned in tests/unit/pinned_views.json: each as the sha256 of
+# its canonical JSON (sorted keys, no spaces), so the Pyodide run of this file proves
+# Pyodide computes byte-identical answers, and as a sketch of what is in it: every key
+# down to two levels, a number or a string as itself, anything larger as a short digest.
+# A failing pin says which keys moved and, for figures, from what to what. After a
+# deliberate change, `python tests/unit/test_properties.py --pin` writes the file anew.
+PINNED = Path(__file__).resolve().parent / "pinned_views.json"
+PINNED_CALLS = [
+    ("naive_batching", '{"config": {}}'),
+    ("naive_batching", '{"config": {"num_requests": 25, "num_gpu_blocks": 40, "max_num_seqs": 7, "seed": 3}}'),
+    ("paged_kv_cache", '{"config": {}, "actions": ["admit", "gen", "admit", "gen", "run"]}'),
+    ("paged_kv_cache", '{"config": {"enable_prefix_caching": false, "num_gpu_blocks": 12}, "actions": ["run"]}'),
+    ("chunked_prefill", '{"config": {}}'),
+    ("chunked_prefill", '{"config": {"scenario": "mixed", "max_num_batched_tokens": 512, '
+                        '"enable_prefix_caching": true, "policy": "priority", "num_gpu_blocks": 1200}}'),
+    ("batch_size", '{"config": {}}'),
+    ("toy_scheduler", '{"config": {"num_requests": 60, "seed": 7, "num_gpu_blocks": 120}}'),
     ("batch_size", '{"config": {"gpu": "L40S", "model": "qwen3-8b", "context_tokens": 32768, '
-                   '"kv_fp8": true, "target_tok_s": 12.5}}',
-     "5f974796bcc2576859507b42d4ae3c731a40628b537e9bb6c032fdd87c3663b3"),
-    # A cluster's view is sums and sorts of many engines' floats: the digest pins that
-    # CPython and Pyodide route and time every request alike.
-    ("cluster", '{"config": {"window_minutes": 1, "replicas": 2}}',
-     "94fefdc9adbc555e9633eb6b4cf80dc4b31a4cd7525a449a34cbefb0d56139e3"),
+                   '"kv_fp8": true, "target_tok_s": 12.5}}'),
+    # A cluster's view is sums and sorts of many engines' floats: the pin says CPython and
+    # Pyodide route and time every request alike.
+    ("cluster", '{"config": {"window_minutes": 1, "replicas": 2}}'),
     ("cluster", '{"config": {"window_minutes": 1, "layout": "disaggregated", "prefill_replicas": 1, '
-                '"decode_replicas": 1, "router": "least_loaded"}}',
-     "77729fbae38763ab463c0934947c76ffa82df7326e33449bb043bad289e79897"),
-    ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}',
-     "eecae713745c625019d0df07d2a5650bf304dd5138e25b5fd8fe24166f430203"),
-    ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}',
-     "1f7b24be595eb792de1a091fa1cb7fbc97e0db0e74dc00accdebff3a225397ba"),
+                '"decode_replicas": 1, "router": "least_loaded"}}'),
+    ("cluster_sweep", '{"config": {"window_minutes": 1, "gpus": 2}}'),
+    ("lab", '{"config": {"trace": "mooncake_conv", "window_minutes": 1}}'),
+    ("lab", '{"config": {"window_minutes": 1, "async_scheduling": false}}'),
 ]
 
 
-@pytest.mark.parametrize("name, payload, expected", DIGESTS)
-def test_view_digest_is_pinned(name, payload, expected):
+def sketch(view) -> dict:
+    """Every path down to two levels ("summary.ttft_p50"): a scalar as itself, else the
+    first 12 hex digits of its digest."""
+    out = {}
+
+    def put(path, value):
+        out[path] = value if value is None or isinstance(value, (bool, int, float, str)) \
+            else digest(value)[:12]
+
+    for key, value in (view.items() if isinstance(view, dict) else enumerate(view)):
+        put(str(key), value)
+        if isinstance(value, dict):
+            for sub, inner in value.items():
+                put(f"{key}.{sub}", inner)
+    return out
+
+
+def moved(pinned: dict, now: dict) -> list[str]:
+    """What differs between two sketches, deepest paths only, as readable lines."""
+    lines = []
+    for path in sorted(set(pinned) | set(now)):
+        if any(p != path and p.startswith(path + ".") for p in set(pinned) | set(now)):
+            continue  # its parts say more
+        old, new = pinned.get(path, "(absent)"), now.get(path, "(absent)")
+        if old != new:
+            lines.append(f"{path}: {old!r} -> {new!r}")
+    return lines
+
+
+def pin_entry(name: str, payload: str) -> dict:
     answer = json.loads(bridge.call(name, payload))
     assert answer["ok"], answer
-    got = digest(answer["result"])
-    assert got == expected, f"{name} {payload}: digest is now {got}"
+    return {"name": name, "payload": payload, "sha256": digest(answer["result"]),
+            "sketch": sketch(answer["result"])}
+
+
+@pytest.mark.parametrize("name, payload", PINNED_CALLS)
+def test_view_is_pinned(name, payload):
+    pins = {(p["name"], p["payload"]): p for p in json.loads(PINNED.read_text(encoding="utf-8"))}
+    pinned = pins[(name, payload)]
+    now = pin_entry(name, payload)
+    if now["sha256"] != pinned["sha256"]:
+        lines = moved(pinned["sketch"], now["sketch"]) or ["(deeper than two levels)"]
+        pytest.fail(f"{name} {payload} changed:\n  " + "\n  ".join(lines[:25])
+                    + "\nIf that is meant: python tests/unit/test_properties.py --pin")
+
+
+def test_a_moved_pin_names_the_figure_and_its_values():
+    before = sketch({"summary": {"ttft_p50": 1.0, "n": 3}, "series": [1, 2]})
+    after = sketch({"summary": {"ttft_p50": 1.5, "n": 3}, "series": [1, 3]})
+    assert moved(before, after) == ["series: " + repr(before["series"]) + " -> " + repr(after["series"]),
+                                    "summary.ttft_p50: 1.0 -> 1.5"]
 
 
 # The engine's step trace for one fixed workload with streams, arrivals and preemption.
@@ -754,3 +793,9 @@ def test_engine_trace_digest_is_pinned():
     got = hashlib.sha256(text.encode()).hexdigest()
     assert got == ENGINE_DIGEST, f"engine trace digest is now {got}"
 
+
+
+if __name__ == "__main__" and "--pin" in sys.argv:  # pragma: no cover
+    PINNED.write_text(json.dumps([pin_entry(n, p) for n, p in PINNED_CALLS], indent=1, sort_keys=True)
+                      + "\n", encoding="utf-8")
+    print(f"wrote {PINNED}")
