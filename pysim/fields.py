@@ -49,11 +49,15 @@ def enable_chunked_prefill(default: bool):
 
 
 POLICY_LABELS = {"fcfs": "First come, first served", "priority": "Priority",
-                 "shortest": "Shortest prompt first"}
+                 "shortest": "Shortest prompt first",
+                 # the scheduling-policy lab's (pysim.builtin_policies says whose each is)
+                 "lpm": "Longest prefix match", "sjf": "Shortest prefill first",
+                 "aging": "Highest response ratio (aging)", "vtc": "Virtual token counter"}
 
 
 def policy(default: str, options: tuple[str, ...]):
-    """vLLM offers fcfs and priority (--scheduling-policy); the toy scheduler adds one more."""
+    """vLLM offers fcfs and priority (--scheduling-policy); the toy scheduler adds one more,
+    the scheduling-policy lab SGLang's and a paper's."""
     return choice(default, options, "the order of the waiting queue, which also picks who is "
                   "preempted (vLLM's --scheduling-policy)", label="Policy",
                   option_labels={o: POLICY_LABELS[o] for o in options})
