@@ -119,3 +119,12 @@ def slo_ttft_ms(default: float, lo: float, hi: float):
 def slo_tpot_ms(default: float, lo: float, hi: float):
     return bounded(default, lo, hi, "the TPOT target a good request meets (--goodput tpot:MS)",
                    integer=False, label="TPOT target", unit="ms", scale="log")
+
+
+def policy_code(check):
+    """A scheduling policy the reader wrote (pysim.reader_policy); `check` bounds its size."""
+    from .config import data
+
+    return data(str, "your policy as Python code, defining order(request, engine) and optionally "
+                     "victim(running, engine); empty: the built-in policy", check,
+                label="Your policy (Python)")

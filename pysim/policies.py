@@ -48,9 +48,7 @@ def _check_code(value):
 
 
 def policy_code():
-    return data(str, "your policy as Python code, defining order(request, engine) and optionally "
-                     "victim(running, engine); empty: the built-in policy", _check_code,
-                label="Your policy (Python)")
+    return fields.policy_code(_check_code)
 
 
 @dataclass(frozen=True)
@@ -339,10 +337,12 @@ def text(view: dict) -> str:
     return "\n".join(lines)
 
 
+# The reader's code runs with the cycle collector paused, as every simulation but the
+# exercise does (pysim.bridge): its line budget bounds the garbage it can leave.
 def exit_status(view: dict) -> int:
     """The command line's: 2 when the reader's policy failed (as a bad setting does)."""
     return 2 if view.get("error") else 0
 
 
 SIMULATION = Simulation(name="policies", config_cls=PoliciesConfig, run=run, text=text,
-                        runs_reader_code=True, exit_status=exit_status, data_files=traces.site_files)
+                        exit_status=exit_status, data_files=traces.site_files)

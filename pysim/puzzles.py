@@ -228,6 +228,6 @@ def exit_status(view: dict) -> int:
 
 
 SIMULATION = Simulation(name="puzzle", config_cls=PuzzleConfig, run=run, text=text,
-                        runs_reader_code=True, exit_status=exit_status, cli_argument="puzzle",
+                        exit_status=exit_status, cli_argument="puzzle",
                         data_files=traces.site_files)
 
