@@ -46,17 +46,20 @@ def plan_decode_run(engine: Engine) -> tuple[int, int]:
     if engine.waiting:
         # Admission must stay blocked for the whole run. Free blocks only shrink
         # in it, so blocked now is blocked throughout.
-        head = engine.waiting.peek_request()
         left_budget = cfg.max_num_batched_tokens - b
-        # With caching, what the head needs counts its hits. A run can only evict
-        # free cached blocks, and each it evicts turns one hit into one new block:
-        # the need stays the same while the free count shrinks.
-        hits = engine.kv.lookup(head.token_ids, head.block_hashes)[0] if cfg.enable_prefix_caching else ()
-        blocked = (b >= cfg.max_num_seqs or left_budget <= 0
-                   or engine.kv.blocks_needed(head.id, head.num_tokens, hits) > free
-                   or (not cfg.enable_chunked_prefill and head.num_tokens > left_budget))
-        if not blocked:
-            return 0, 0
+        if not (b >= cfg.max_num_seqs or left_budget <= 0):
+            # A policy written as code may put any waiting request at the head of a
+            # later step (its keys change with time): then none of them may fit.
+            others = getattr(engine.waiting, "least_demanding", None)
+            for head in others() if others else (engine.waiting.peek_request(),):
+                # With caching, what the head needs counts its hits. A run can only evict
+                # free cached blocks, and each it evicts turns one hit into one new block:
+                # the need stays the same while the free count shrinks.
+                hits = engine.kv.lookup(head.token_ids, head.block_hashes)[0] if cfg.enable_prefix_caching else ()
+                blocked = (engine.kv.blocks_needed(head.id, head.num_tokens, hits) > free
+                           or (not cfg.enable_chunked_prefill and head.num_tokens > left_budget))
+                if not blocked:
+                    return 0, 0
     k = math.inf  # the fewest tokens any request has left to sample
     context = 0
     for r in reversed(running):  # a prompt in progress is most likely the newest

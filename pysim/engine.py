@@ -254,13 +254,15 @@ class Engine:
     `has_unfinished()` is false; or let `run_timed` drive it with a step-time model.
     """
 
-    def __init__(self, config: EngineConfig = EngineConfig()):
+    def __init__(self, config: EngineConfig = EngineConfig(), policy=None):
+        """`policy`: a scheduling policy written as code (pysim.policy_api.Policy), which
+        then orders the waiting queue and picks victims instead of `config.policy`."""
         self.config = config
         self.pool = BlockPool(config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
         self.kv = KVCacheManager(self.pool)
         self.requests: dict = {}  # every request ever added, by id
         self.running: list[Request] = []  # admission order
-        self.waiting = create_request_queue(config.policy)  # knows FCFS vs PRIORITY
+        self.waiting = create_request_queue(config.policy, policy, self)  # knows FCFS vs PRIORITY (or the policy's code)
         self._pending: list = []  # heap of (arrival, seq, request) not yet arrived
         self.num_steps = 0
         self.num_unfinished = 0
@@ -441,6 +443,7 @@ class Engine:
         cfg = self.config
         assert len(self._inflight) < 1 + cfg.async_scheduling, "schedule() with the batch queue full"
         result = StepResult(self.num_steps + len(self._inflight))
+        self.waiting.on_schedule(now)  # a policy's keys may depend on the time
         self._arrive(now, result)
         budget = cfg.max_num_batched_tokens
         running = self.running

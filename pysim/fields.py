@@ -55,11 +55,15 @@ def enable_chunked_prefill(default: bool):
 
 
 POLICY_LABELS = {"fcfs": "First come, first served", "priority": "Priority",
-                 "shortest": "Shortest prompt first"}
+                 "shortest": "Shortest prompt first",
+                 # the scheduling-policy lab's (pysim.builtin_policies says whose each is)
+                 "lpm": "Longest prefix match", "sjf": "Shortest prefill first",
+                 "aging": "Highest response ratio (aging)", "vtc": "Virtual token counter"}
 
 
 def policy(default: str, options: tuple[str, ...]):
-    """vLLM offers fcfs and priority (--scheduling-policy); the toy scheduler adds one more."""
+    """vLLM offers fcfs and priority (--scheduling-policy); the toy scheduler adds one more,
+    the scheduling-policy lab SGLang's and a paper's."""
     return choice(default, options, "the order of the waiting queue, which also picks who is "
                   "preempted (vLLM's --scheduling-policy)", label="Policy",
                   option_labels={o: POLICY_LABELS[o] for o in options})
@@ -121,3 +125,12 @@ def slo_ttft_ms(default: float, lo: float, hi: float):
 def slo_tpot_ms(default: float, lo: float, hi: float):
     return bounded(default, lo, hi, "the TPOT target a good request meets (--goodput tpot:MS)",
                    integer=False, label="TPOT target", unit="ms", scale="log")
+
+
+def policy_code(check):
+    """A scheduling policy the reader wrote (pysim.reader_policy); `check` bounds its size."""
+    from .config import data
+
+    return data(str, "your policy as Python code, defining order(request, engine) and optionally "
+                     "victim(running, engine); empty: the built-in policy", check,
+                label="Your policy (Python)")

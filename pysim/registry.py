@@ -35,6 +35,8 @@ MODULES = {
     "lab_capacity": "lab_capacity",
     "cluster": "cluster",
     "cluster_sweep": "cluster_sweep",  # one GPU count of the cluster page's sweep (no widget of its own)
+    "policies": "policies",  # the scheduling-policy lab (page 9)
+    "puzzle": "puzzles",  # its graded puzzles (the page's calls; no widget of its own)
 }
 
 
@@ -55,6 +57,12 @@ class Simulation:
     # fetches on first use (the lab's traces): () -> {path in Pyodide's file system: the
     # repository's file}. The build hashes them (sitebuild/assets.py).
     data_files: Callable[[], dict] | None = None
+    # The command line's exit status for a view (default 0): 2 when the reader's code
+    # failed, as for a bad setting; 1 for a failed puzzle.
+    exit_status: Callable[[dict], int] | None = None
+    # A setting the command line also takes as a plain argument after the name
+    # (`python -m pysim puzzle NAME`); `--list` prints its options, one a line.
+    cli_argument: str | None = None
 
     def __post_init__(self):
         assert self.name in MODULES, f"{self.name} is not in pysim.registry.MODULES"

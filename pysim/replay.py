@@ -178,8 +178,8 @@ class Server:
 
     def __init__(self, config: EngineConfig, model: StepTimeModel, *, fast: bool = True,
                  count_blocks: bool = True, itl: bool = False, max_steps: int = 2_000_000,
-                 on_finish=None, on_first=None):
-        engine = self.engine = Engine(config)
+                 on_finish=None, on_first=None, policy=None):
+        engine = self.engine = Engine(config, policy)  # policy: pysim.policy_api.Policy, or None
         if count_blocks and not config.enable_prefix_caching:
             # Same scheduling, counted blocks (see BlockCounts).
             engine.pool = engine.kv = BlockCounts(config.num_gpu_blocks, config.block_size)
