@@ -21,17 +21,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import fields, reader_policy, slo, tenants, traces
+from . import fields, reader_policy, slo, tenants, traces, vllm_defaults
 from .builtin_policies import BUILTINS, DESCRIPTIONS, NAMES, source
 from .catalog import GPUS, MODELS
 from .config import ConfigError, bounded, choice, data, to_mapping
 from .exercises import ReaderError
+from .engine import SchedulerConfig
 from .registry import Simulation
 from .replay import Server, engine_config
 from .steptime import DEFAULTS, check_fits, num_gpu_blocks, step_time_model
 from .utils import percentile
 
-BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
 NUM_BINS = 60  # points in the waiting-time series
 RATE_FIELDS = {"conv": "conv_rate_scale", "code": "code_rate_scale", "mooncake_conv": "rate_scale"}
 NOTE = ("A model: step times from the lab's roofline with coefficients fitted to vllm bench serve "
@@ -52,7 +52,7 @@ def policy_code():
 
 
 @dataclass(frozen=True)
-class PoliciesConfig:
+class PoliciesConfig(SchedulerConfig):
     policy: str = fields.policy("fcfs", NAMES)
     compare: str = choice("none", ("none", *NAMES), "a second built-in policy, run on the same "
                           "traffic and shown beside the first", label="Compare with",
@@ -81,16 +81,14 @@ class PoliciesConfig:
     seed: int = fields.seed(0, 0, 1_000_000, slider_max=100)
     gpu: str = fields.gpu("H100")
     model: str = fields.model("llama-3.1-8b")
+    # vLLM's scheduler knobs are inherited (pysim.engine.SchedulerConfig); fewer seats than
+    # vllm serve's 1,024, so that who waits, and for how long, is the policy's to decide.
     max_num_seqs: int = fields.max_num_seqs(256, 16, 1024, scale="log")
-    max_num_batched_tokens: int = fields.max_num_batched_tokens(8192, 512, 16384, scale="log")
     slo_ttft_ms: float = fields.slo_ttft_ms(2000.0, 10, 60_000)
     slo_tpot_ms: float = fields.slo_tpot_ms(100.0, 1, 1000)
 
     def check(self) -> None:
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            raise ConfigError("max_num_batched_tokens",
-                              f"got {self.max_num_batched_tokens:,}, below max_num_seqs "
-                              f"({self.max_num_seqs:,}); vLLM needs at least max_num_seqs")
+        SchedulerConfig.check(self)
         if self.flood_tenant != "none" and self.services != "azure":
             raise ConfigError("flood_tenant", f"got {self.flood_tenant}, but the {self.services} "
                                               "traffic has one tenant; expected none")
@@ -129,23 +127,28 @@ class Outcome:
     num_steps: int
 
 
+def block_size(config) -> int:
+    """vLLM's default block on the GPU (pysim.vllm_defaults, the release the chapter follows)."""
+    return vllm_defaults.defaults(GPUS[config.gpu]).block_size
+
+
 def hardware(config):
     gpu, model = GPUS[config.gpu], MODELS[config.model]
-    return step_time_model(gpu, model, DEFAULTS[config.gpu]), num_gpu_blocks(gpu, model, BLOCK_SIZE)
+    return step_time_model(gpu, model, DEFAULTS[config.gpu]), num_gpu_blocks(gpu, model, block_size(config))
 
 
 def simulate(traffic: tenants.Traffic, policy, config) -> Outcome:
     """Replay the traffic under `policy` (a pysim.policy_api.Policy). A reader's policy
     raises ReaderError (pysim.reader_policy) when it fails or runs past its budget."""
     stm, blocks = hardware(config)
+    bs = block_size(config)
     caching = traffic.hash_ids is not None
     longest = max(p + o for p, o in zip(traffic.prompt_tokens, traffic.output_tokens))
-    if -(-longest // BLOCK_SIZE) > blocks - 1:
+    if -(-longest // bs) > blocks - 1:
         raise ConfigError("model", f"the longest request ({longest:,} tokens) needs more KV blocks "
                                    f"than {MODELS[config.model].name} leaves on one "
                                    f"{GPUS[config.gpu].name} ({blocks - 1:,} usable)")
-    cfg = engine_config(blocks, BLOCK_SIZE, config.max_num_seqs, config.max_num_batched_tokens,
-                        enable_prefix_caching=caching)
+    cfg = engine_config(blocks, bs, config, enable_prefix_caching=caching)
     labels = {i: (t, tier) for i, (t, tier) in enumerate(zip(traffic.tenants, traffic.tiers))}
     server = Server(cfg, stm, policy=policy.with_labels(labels))
     priority = tenants.PRIORITY
@@ -153,7 +156,7 @@ def simulate(traffic: tenants.Traffic, policy, config) -> Outcome:
         hashes = traffic.token_ids(i)
         server.engine.add_request(i, traffic.prompt_tokens[i], traffic.output_tokens[i], arrival=at,
                                   priority=priority[traffic.tiers[i]], token_ids=hashes,
-                                  block_hashes=hashes.block_hashes(BLOCK_SIZE) if hashes else ())
+                                  block_hashes=hashes.block_hashes(bs) if hashes else ())
     server.now = traffic.arrivals[0] if len(traffic) else 0.0
     server.advance()
     engine = server.engine
@@ -300,7 +303,7 @@ def run(config: PoliciesConfig, actions: list) -> dict:
         "note": NOTE,
         "traffic": traffic_view(config, traffic),
         "hardware": {"gpu": GPUS[config.gpu].label, "model": MODELS[config.model].name,
-                     "num_gpu_blocks": blocks, "block_size": BLOCK_SIZE},
+                     "num_gpu_blocks": blocks, "block_size": block_size(config)},
         "slo": {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms},
         "results": results,
         "error": report["error"], "error_line": report["error_line"], "output": report["output"],
