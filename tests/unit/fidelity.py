@@ -1,7 +1,9 @@
-"""Read the recordings of vLLM 0.33.0's own code in tests/data/fidelity (see its README).
+"""Read the recordings of vLLM's own code in tests/data/fidelity (see its README).
 
-The files sit next to the tests, so the same path works in CPython and inside Pyodide
-(tests/pyodide/run_pytest.mjs mounts the whole tests/ folder).
+Each recorded vLLM release has a folder `vllm-<version>/` with one subfolder per kind
+of recording (`kv`, `sched`, `sched_async`). The files sit next to the tests, so the
+same path works in CPython and inside Pyodide (tests/pyodide/run_pytest.mjs mounts the
+whole tests/ folder).
 """
 
 import gzip
@@ -10,10 +12,25 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "fidelity"
 
+# The vLLM release the chapter cites (docs/facts.toml, pysim's docstrings). The tests
+# check pysim against every recorded release in VERSIONS; this one must be among them.
+CITED_VERSION = "0.33.0"
 
-def load_cases(kind: str) -> list[dict]:
-    """The cases of `kind` ("kv" or "sched"), one dict per recorded case, in file order."""
-    with gzip.open(DATA / kind / "cases.jsonl.gz", "rt", encoding="utf-8") as f:
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in version.split("."))
+
+
+# Every recorded release, oldest first: the folders tools/record_vllm.py wrote.
+VERSIONS = sorted((p.name.removeprefix("vllm-") for p in DATA.glob("vllm-*") if p.is_dir()),
+                  key=_version_key)
+
+
+def load_cases(kind: str, version: str = CITED_VERSION) -> list[dict]:
+    """The cases of `kind` ("kv", "sched" or "sched_async") recorded from vLLM `version`,
+    one dict per case, in file order."""
+    path = DATA / f"vllm-{version}" / kind / "cases.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 

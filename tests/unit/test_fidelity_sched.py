@@ -1,6 +1,7 @@
-"""The engine against vLLM 0.33.0's own synchronous Scheduler, KVCacheManager and BlockPool.
+"""The engine against vLLM's own synchronous Scheduler, KVCacheManager and BlockPool.
 
-Each recorded case (tests/data/fidelity/sched/README.md) is a scheduler config, a list
+Every recorded vLLM release is checked (tests/data/fidelity/vllm-*/sched). Each recorded
+case (tests/data/fidelity/vllm-<version>/sched/README.md) is a scheduler config, a list
 of requests with arrival steps, and vLLM's record of every step that scheduled
 something. pysim's engine runs the same loop (add arrivals, schedule, one sampled token
 per request whose prefill is complete, update) and must agree on every field of every
@@ -15,11 +16,15 @@ import pytest
 from pysim.engine import Engine, EngineConfig
 
 try:  # as a test module (pytest puts tests/unit on sys.path) or run as a script
-    from fidelity import first_difference, load_cases
+    from fidelity import VERSIONS, first_difference, load_cases
 except ImportError:  # pragma: no cover
-    from tests.unit.fidelity import first_difference, load_cases
+    from tests.unit.fidelity import VERSIONS, first_difference, load_cases
 
-CASES = load_cases("sched")
+CASES_OF = {v: load_cases("sched", v) for v in VERSIONS}
+# (version, case) pairs, named like "0.34.0-small_003" in pytest's output.
+CASES = [(v, c) for v in VERSIONS for c in CASES_OF[v]]
+# How many workloads each release's recording holds (tools/record_vllm.py --cases).
+EXPECTED_COUNT = {"0.33.0": 80}
 
 
 def engine_of(case: dict) -> Engine:
@@ -79,22 +84,30 @@ def disagreement(case: dict) -> str | None:
     return first_difference(summary, case["summary"])
 
 
-def test_the_recordings_cover_every_scheduler_setting():
-    assert len(CASES) == 80
+def test_every_recorded_release_is_checked():
+    assert {"0.33.0", "0.34.0"} <= set(VERSIONS)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_recordings_cover_every_scheduler_setting(version):
+    cases = CASES_OF[version]
+    assert len(cases) == EXPECTED_COUNT.get(version, 96)
+    assert all(not c["config"].get("async_scheduling", False) for c in cases)  # sync only
     seen = {(c["config"]["policy"], c["config"]["enable_prefix_caching"],
-             c["config"]["enable_chunked_prefill"]) for c in CASES}
+             c["config"]["enable_chunked_prefill"]) for c in cases}
     assert len(seen) == 8  # fcfs/priority x caching x chunking: every combination
-    assert any(s.get("pre") for c in CASES for s in c["steps"])  # preemption is exercised
+    assert any(s.get("pre") for c in cases for s in c["steps"])  # preemption is exercised
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_case_agrees_with_vllm(case):
+@pytest.mark.parametrize("version,case", CASES, ids=[f"{v}-{c['id']}" for v, c in CASES])
+def test_case_agrees_with_vllm(version, case):
     assert disagreement(case) is None
 
 
 if __name__ == "__main__":  # python tests/unit/test_fidelity_sched.py
-    bad = [(c["id"], d) for c in CASES if (d := disagreement(c))]
-    print(f"scheduler recordings: {len(CASES) - len(bad)} of {len(CASES)} cases agree "
-          "with vLLM 0.33.0")
-    for case_id, d in bad[:10]:
-        print(f"  {case_id}: {d}")
+    for version, cases in CASES_OF.items():
+        bad = [(c["id"], d) for c in cases if (d := disagreement(c))]
+        print(f"scheduler recordings: {len(cases) - len(bad)} of {len(cases)} cases agree "
+              f"with vLLM {version}")
+        for case_id, d in bad[:10]:
+            print(f"  {case_id}: {d}")
