@@ -101,7 +101,7 @@ def advance_decodes(engine: Engine, k: int) -> list:
     bs = engine.config.block_size
     kv = engine.kv
     grown, finished = [], []
-    last_step = engine.num_steps + k - 1
+    last_step = engine.next_index + k - 1
     for r in engine.running:
         c = r.num_computed + k
         if caching:
@@ -129,4 +129,5 @@ def advance_decodes(engine: Engine, k: int) -> list:
     engine.num_unfinished -= len(finished)
     engine._drop_finished(finished)
     engine.num_steps += k
+    engine.next_index += k
     return finished

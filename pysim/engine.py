@@ -53,9 +53,11 @@ computed when it was preempted, minus the tokens prefix-cache hits let it skip.
 The pool is vLLM's: `num_gpu_blocks` blocks of which block 0 is the null block, never
 handed out. Every step (tokens per request in order, admissions and their prefix-cache
 hits, preemptions, finishes, block tables, free-queue lengths) agrees with recordings of
-vLLM 0.33.0's own Scheduler on 80 workloads (tests/data/fidelity/sched, checked by
-tests/unit/test_fidelity_sched.py); `schedule` and `update_from_output` are the two
-halves of a step, so a test can read the state between them as vLLM's recorder did.
+vLLM's own schedulers (tests/data/fidelity: 0.33.0's and 0.34.0's `Scheduler`, 80 and 96
+workloads, tests/unit/test_fidelity_sched.py; 0.34.0's `AsyncScheduler`, 96 workloads,
+tests/unit/test_fidelity_async.py; tools/record_vllm.py records a release);
+`schedule` and `update_from_output` are the two halves of a step, so a test can read
+the state between them as vLLM's recorder did.
 
 Not modelled (single model, plain decoder): max_model_len, long_prefill_token_threshold,
 the watermark (0 by default), speculative decoding, KV connectors, structured output,
@@ -264,7 +266,8 @@ class Engine:
         self.running: list[Request] = []  # admission order
         self.waiting = create_request_queue(config.policy, policy, self)  # knows FCFS vs PRIORITY (or the policy's code)
         self._pending: list = []  # heap of (arrival, seq, request) not yet arrived
-        self.num_steps = 0
+        self.num_steps = 0  # forward passes done: batches applied, empty ones aside
+        self.next_index = 0  # the next batch's index (with async, empty batches take one too)
         self.num_unfinished = 0
         self.num_preemptions = 0
         # vLLM's prefix-cache counters, in tokens: the prompts first admissions looked
@@ -442,7 +445,8 @@ class Engine:
         `update_from_output` with the result to finish the step."""
         cfg = self.config
         assert len(self._inflight) < 1 + cfg.async_scheduling, "schedule() with the batch queue full"
-        result = StepResult(self.num_steps + len(self._inflight))
+        result = StepResult(self.next_index)
+        self.next_index += 1
         self.waiting.on_schedule(now)  # a policy's keys may depend on the time
         self._arrive(now, result)
         budget = cfg.max_num_batched_tokens
@@ -496,9 +500,7 @@ class Engine:
             self._apply_async(batch, samples, result)
         else:
             self._apply(batch, tokens, result)
-        # An empty batch (async: nothing could be scheduled ahead) is no forward pass.
-        # Its index is reused by the next batch; it finished nothing.
-        self.num_steps += bool(batch)
+        self.num_steps += bool(batch)  # an empty batch (async: nothing to schedule ahead) is no pass
         result.num_requests_running = len(self.running)
         result.num_requests_waiting = len(self.waiting)
         result.num_free_blocks = self.pool.num_free_blocks
@@ -700,7 +702,9 @@ class Engine:
                 if out < r.max_tokens and r.token_ids is None and r.first_token_step is not None:
                     r.num_output = out  # the common case: `_sample` without its rarer branches
                     r.num_tokens += 1
-                elif self._sample(r, index):
+                    continue
+                # The token is known now: the blocks it fills are cached.
+                if self._sample(r, index, r.num_computed - r.in_flight):
                     finished.append(r.id)
                     self.running.remove(r)
 
@@ -725,12 +729,19 @@ class Engine:
         for rid in ids:
             running.remove(requests[rid])
 
-    def _sample(self, r: Request, index: int) -> bool:
-        """Append one sampled token; finish the request if it has them all. True if finished."""
+    def _sample(self, r: Request, index: int, cache_to: int = 0) -> bool:
+        """Append one sampled token; finish the request if it has them all. True if finished.
+
+        `cache_to` (async): first cache the request's full blocks within that many
+        tokens, now that the token is known (vLLM: `cache_blocks` in
+        `update_from_output`, before a finished request's blocks are freed)."""
         r.num_output += 1
         r.num_tokens += 1
         if r.token_ids is not None:
             r.token_ids.append(-(r.seq + 1))  # a made-up id only this request produces
+            if cache_to:
+                self.kv.allocate_slots(r.id, r.token_ids, cache_to, (), r.block_hashes)
+                self._set_limit(r)
         if r.first_token_step is None:
             r.first_token_step = index
         if r.num_output < r.max_tokens:

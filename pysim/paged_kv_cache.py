@@ -1,9 +1,9 @@
 """Simulation 2: the KV-cache block manager with prefix caching, one action at a time.
 
-Follows vLLM 0.33.0's `KVCacheManager` and `BlockPool` (vllm/v1/core/kv_cache_manager.py,
+Follows vLLM 0.34.0's `KVCacheManager` and `BlockPool` (vllm/v1/core/kv_cache_manager.py,
 block_pool.py) as its `Scheduler` calls them, through the shared `pysim.blockpool`, with
 vLLM's null block and vLLM's timing; checked against recordings of vLLM's own code
-(tests/data/fidelity/kv). The state is a replay of (config, actions).
+(tests/data/fidelity/vllm-0.33.0/kv and vllm-0.34.0/kv). The state is a replay of (config, actions).
 
 Actions (the widget's buttons):
 - ``admit`` admits the head of the waiting queue (a preempted request waits at the
@@ -221,7 +221,7 @@ class _Sim:
         self.hash_info: dict[bytes, tuple] = {}  # hash -> (parent hash, words): for the view
         self.last_start = 0  # index of the first log line written by the latest action
         # What the latest action did, in the terms of the vLLM recordings
-        # (tests/data/fidelity/kv/README.md): adm, pre, fin, prims lists, noop.
+        # (tests/data/fidelity/vllm-0.34.0/kv/README.md): adm, pre, fin, prims lists, noop.
         self.last: dict = {}
 
     def note(self, kind: str, item) -> None:

@@ -59,7 +59,7 @@ def _all(traffic, out, config) -> dict:
 
 
 # --- the three puzzles -------------------------------------------------------------------
-TIERS_BOUNDS = {"interactive_ttft_p90_fraction": 0.6, "batch_wait_max_factor": 3.0}
+TIERS_BOUNDS = {"interactive_ttft_p90_fraction": 0.7, "batch_wait_max_factor": 1.8}
 
 
 def _fcfs_tiers(config):
@@ -108,7 +108,7 @@ def _grade_flood(config, traffic, out, solo_p90):
     return figs, [(f"code's TTFT p90 <= {FLOOD_FACTOR:g} x its solo p90", figs["ratio"] <= FLOOD_FACTOR)]
 
 
-SHORTEST_BOUNDS = {"ttft_mean_fraction": 0.7, "wait_max_factor": 2.5}
+SHORTEST_BOUNDS = {"ttft_mean_fraction": 0.85, "wait_max_factor": 2.0}
 
 
 def _fcfs_all(config):

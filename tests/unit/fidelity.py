@@ -14,7 +14,7 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "fidelity"
 
 # The vLLM release the chapter cites (docs/facts.toml, pysim's docstrings). The tests
 # check pysim against every recorded release in VERSIONS; this one must be among them.
-CITED_VERSION = "0.33.0"
+CITED_VERSION = "0.34.0"
 
 
 def _version_key(version: str) -> tuple:

@@ -39,9 +39,9 @@ def engines(monkeypatch):
     seen: list[EngineConfig] = []
 
     class Recording(replay.Engine):
-        def __init__(self, config):
+        def __init__(self, config, policy=None):
             seen.append(config)
-            super().__init__(config)
+            super().__init__(config, policy)
 
     monkeypatch.setattr(replay, "Engine", Recording)
     return seen

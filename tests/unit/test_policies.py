@@ -14,11 +14,14 @@ from pysim.builtin_policies import BUILTINS
 from pysim.engine import Engine, EngineConfig
 
 try:  # as a test module (pytest puts tests/unit on sys.path) or run as a script
+    import test_fidelity_async as recorded_async
     import test_fidelity_sched as recorded
 except ImportError:  # pragma: no cover
+    from tests.unit import test_fidelity_async as recorded_async
     from tests.unit import test_fidelity_sched as recorded
 
-CASES = recorded.CASES
+CASES = [case for _, case in recorded.CASES]  # every recorded release's, synchronous
+ASYNC_CASES = recorded_async.CASES  # the cited release's AsyncScheduler
 
 
 # ============================================================== vLLM's two, through the interface
@@ -32,6 +35,13 @@ def test_fcfs_and_priority_through_the_interface_agree_with_vllm(case, monkeypat
     monkeypatch.setattr(recorded, "Engine", _interface_engine)
     assert type(recorded.engine_of(case).waiting).__name__ == "PolicyRequestQueue"
     assert recorded.disagreement(case) is None
+
+
+@pytest.mark.parametrize("case", ASYNC_CASES, ids=[c["id"] for c in ASYNC_CASES])
+def test_fcfs_and_priority_through_the_interface_agree_with_vllms_async_scheduler(case, monkeypatch):
+    monkeypatch.setattr(recorded_async, "Engine", _interface_engine)
+    assert type(recorded_async.engine_of(case).waiting).__name__ == "PolicyRequestQueue"
+    assert recorded_async.disagreement(case) is None
 
 
 @pytest.mark.parametrize("case", CASES[::4], ids=[c["id"] for c in CASES[::4]])
