@@ -624,3 +624,10 @@ def figures() -> dict:
 
 SIMULATION = Simulation("cluster", ClusterConfig, cluster_view, text=text, figures=figures,
                         data_files=traces.site_files)
+# One GPU count of the page's sweep (do colocated replicas and a prefill/decode split meet
+# the targets at `gpus` GPUs?): another question, another view, so a simulation of its
+# own, which the page calls once per count to show progress and stop between them.
+SIMULATIONS = (
+    SIMULATION,
+    Simulation("cluster_sweep", ClusterConfig, sweep_view, text=text, data_files=traces.site_files),
+)

@@ -718,3 +718,15 @@ def fidelity_figures() -> dict:
 # figures: computed only when a page names one (pysim.figures looks groups up lazily).
 SIMULATION = Simulation(name="lab", config_cls=LabConfig, run=run, text=text, figures=figures,
                         data_files=traces.site_files)
+# The capacity sweep answers another question (up to which rate does one replica keep
+# 90% of requests within the SLOs?) with another view, so it is a simulation of its own:
+# whole (`lab_sweep`: the command line and the build), one rate at a time
+# (`lab_sweep_point`: the page, which shows each point arrive and can stop between two),
+# and the conclusion from the points there are (`lab_capacity`: the page, last).
+SIMULATIONS = (
+    SIMULATION,
+    Simulation("lab_sweep", SweepConfig, sweep_view, text=text, data_files=traces.site_files),
+    Simulation("lab_sweep_point", SweepPointConfig, sweep_point_view, text=text,
+               data_files=traces.site_files),
+    Simulation("lab_capacity", CapacityConfig, capacity_view, text=text, data_files=traces.site_files),
+)

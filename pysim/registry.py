@@ -1,6 +1,8 @@
 """Every simulation, by name: the one list to extend when a simulation is added.
 
-A simulation is a module of pysim that defines `SIMULATION = Simulation(...)`. The bridge,
+A simulation is a `Simulation(...)` that a module of pysim defines: as `SIMULATION`, or,
+when one module answers several questions from the same logic (the lab, its sweep, a
+point of it and its conclusion), all of them in `SIMULATIONS`. The bridge,
 the command line, the build (pre-rendering and the `{{ name.key }}` figures) and the
 tests all find simulations here, so nothing else keeps a list of them.
 
@@ -30,11 +32,11 @@ MODULES = {
     "exercises": "exercises",
     "lab": "lab",
     # The lab's sweep, whole (the CLI), a rate at a time and its conclusion (the page's calls):
-    "lab_sweep": "lab_sweep",
-    "lab_sweep_point": "lab_sweep_point",
-    "lab_capacity": "lab_capacity",
+    "lab_sweep": "lab",
+    "lab_sweep_point": "lab",
+    "lab_capacity": "lab",
     "cluster": "cluster",
-    "cluster_sweep": "cluster_sweep",  # one GPU count of the cluster page's sweep (no widget of its own)
+    "cluster_sweep": "cluster",  # one GPU count of the cluster page's sweep (no widget of its own)
     "policies": "policies",  # the scheduling-policy lab (page 9)
     "puzzle": "puzzles",  # its graded puzzles (the page's calls; no widget of its own)
 }
@@ -76,7 +78,9 @@ def simulation(name: str) -> Simulation:
     """The simulation called `name`, importing its module on first use and no other."""
     if name not in MODULES:
         raise ConfigError("name", f"unknown simulation {name[:40]!r}; known: {', '.join(sorted(MODULES))}")
-    sim = importlib.import_module(f"pysim.{MODULES[name]}").SIMULATION
+    module = importlib.import_module(f"pysim.{MODULES[name]}")
+    sims = getattr(module, "SIMULATIONS", None) or (module.SIMULATION,)
+    sim = next((s for s in sims if s.name == name), sims[0])
     assert sim.name == name, f"pysim.{MODULES[name]} defines {sim.name!r}, not {name!r}"
     return sim
 
