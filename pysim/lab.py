@@ -51,7 +51,7 @@ widget keeps it and draws it beside the new one. Nothing is recomputed for it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import bench_serve, benchsummary, fields, fit, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
@@ -643,6 +643,23 @@ def _capacity_sentence(c: dict) -> str:
 
 
 # --- the page's figures ---------------------------------------------------------------
+def async_against_sync(base: LabConfig, view: dict) -> dict:
+    """What vLLM's default AsyncScheduler changes against the synchronous Scheduler on the
+    lab's default traffic, and on it at 4x: TTFT and TPOT percentiles, preemptions."""
+    out = {}
+    for load, scale in (("", 1.0), ("x4_", 4.0)):
+        for mode in ("async", "sync"):
+            c = replace(base, rate_scale=scale, async_scheduling=mode == "async")
+            v = view if (mode == "async" and scale == base.rate_scale and base.async_scheduling) \
+                else run(c, [])
+            for key in ("p50", "p90", "p99"):
+                out[f"{load}{mode}_ttft_{key}_ms"] = v["ttft_ms"][key]
+            out[f"{load}{mode}_tpot_p50_ms"] = v["tpot_ms"]["p50"]
+            out[f"{load}{mode}_preemptions"] = v["summary"]["num_preemptions"]
+        out[f"{load}async_ttft_p50_extra_ms"] = out[f"{load}async_ttft_p50_ms"] - out[f"{load}sync_ttft_p50_ms"]
+    return out
+
+
 def figures() -> dict:
     """Every number docs/lab.md states, computed at build time (pysim.figures, group "lab")."""
     base = LabConfig()
@@ -668,6 +685,9 @@ def figures() -> dict:
         "tpot_p50_ms": view["tpot_ms"]["p50"], "tpot_p99_ms": view["tpot_ms"]["p99"],
         "attainment_pct": view["summary"]["slo_attainment"] * 100,
         "goodput": view["summary"]["request_goodput"],
+        # The same traffic on the synchronous Scheduler (--no-async-scheduling), and both
+        # at four times the rate, where the queue is long and preemptions happen.
+        **async_against_sync(base, view),
         "sweep_rates": len(SWEEP_RATES),
         "sweep_lo": SWEEP_RATES[0], "sweep_hi": SWEEP_RATES[-1],
     }
