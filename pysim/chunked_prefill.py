@@ -275,7 +275,7 @@ def model_view(config: ChunkedPrefillConfig) -> dict:
     c = clock(config.gpu, config.model).coefficients
     return {"label": f"{MODELS[config.model].name} on one {GPUS[config.gpu].label}",
             "coefficients": c.record(),
-            "formula": (f"t_step = {c.step_overhead_ms:.3g} ms + {c.request_overhead_us:.3g} us x "
+            "formula": (f"t_step = {c.step_overhead_ms:.3g} ms + {c.request_overhead_us:.3g} µs × "
                         f"requests + max(memory time, compute time) at {c.memory_efficiency:.2f} "
                         f"of peak bandwidth and {c.compute_efficiency:.2f} of peak FLOP/s")}
 
