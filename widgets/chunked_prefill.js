@@ -115,7 +115,7 @@
     // The close-up of the steps around the cursor (chunked_prefill.closeup.js); a click
     // on a column moves there. The step's details below say the same in words.
     const closeupHead = h("p", { class: "budget-closeup-head" });
-    const closeup = h("div", { class: "budget-closeup", "aria-hidden": "true" });
+    const closeup = h("div", { class: "budget-closeup pysim-picture", "aria-hidden": "true" });
     w.listen(closeup, "click", (event) => {
       const col = event.target.closest("[data-step]");
       if (col) moveTo(Number(col.dataset.step));
