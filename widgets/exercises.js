@@ -70,11 +70,10 @@
         minLines: 18,
         maxLines: 32,
         fontSize: "13px",
-        // No soft wrap: wrapped at the editor's edge (76 columns at 1280 px), lines of the
-        // starter broke in the middle of an expression. A line longer than the editor
-        // scrolls sideways, under a horizontal scroll bar, and reads as written.
-        wrap: false,
-        hScrollBarAlwaysVisible: false,
+        // Long lines wrap at the editor's edge (indented like their start) instead of
+        // running out of sight past it.
+        wrap: true,
+        indentedSoftWrap: true,
         // Keyboard users: Tab reaches the editor, Enter starts editing, Escape leaves it.
         enableKeyboardAccessibility: true,
         textInputAriaLabel: "Python code of your toy scheduler",

@@ -168,22 +168,24 @@ def click_line(page, text):
     page.mouse.click(x, y)
 
 
-def test_a_syntax_error_is_marked_on_its_line_and_long_lines_scroll(live_page):
+def test_a_syntax_error_is_marked_on_its_line_and_long_lines_wrap(live_page):
     """Issue 16: a syntax error's line was named in the message but not marked in the
-    editor. Long starter lines ran out of sight at 1280 px; soft wrap then split them
-    mid-expression, so they are not wrapped: the editor scrolls sideways to them."""
+    editor, and long starter lines ran out of sight at 1280 px."""
     page = live_page(PAGE)
     until(page, f"document.querySelector(\"{ROOT}\").dataset.editor === 'ace'")
+    # Every line of the starter is within the editor's width: long ones wrap.
     scroller, widest = ace(page, "[e.renderer.scroller.clientWidth, e.session.getScreenWidth() * e.renderer.characterWidth]")
-    longest = max(len(line) for line in exercises.starter_code().splitlines())
-    assert longest * ace(page, "e.renderer.characterWidth") > scroller
-    # No line is broken: one screen row per line of code, the widest as wide as written.
-    assert ace(page, "e.session.getUseWrapMode()") is False
-    assert ace(page, "e.session.getScreenLength() === e.session.getLength()")
-    assert ace(page, "e.session.getScreenWidth()") == longest
-    # The editor scrolls sideways to the end of the longest line.
-    ace(page, f"e.renderer.scrollToX({widest})")
-    assert ace(page, "e.session.getScrollLeft()") > 0
+    assert max(len(line) for line in exercises.starter_code().splitlines()) * ace(page, "e.renderer.characterWidth") > scroller
+    assert widest <= scroller, (widest, scroller)
+    # And on the screen: the text of every line drawn ends inside the editor (give or
+    # take the space a row was broken at, which may hang past the edge, unseen).
+    space = ace(page, "e.renderer.characterWidth")
+    assert page.evaluate(f"""() => {{
+      const box = document.querySelector("{ROOT} .ace_scroller").getBoundingClientRect();
+      return [...document.querySelectorAll("{ROOT} .ace_line")].every((line) => {{
+        const r = document.createRange(); r.selectNodeContents(line);
+        return r.getBoundingClientRect().right <= box.right + {space} + 1; }});
+    }}""")
     # As a reader: click into the code, go to its end, type a broken line, press Check.
     page.locator(f"{ROOT} .ace_content").click()
     page.keyboard.press("Control+End")
