@@ -162,7 +162,7 @@ def test_run_again_says_what_it_did_and_the_chart_is_readable(live_page):
     chart = page.locator(f"{ROOT} svg.toy-chart")
     assert chart.bounding_box()["height"] >= 180
     assert chart.locator("line.toy-grid").count() >= 6
-    assert "max_num_seqs 32" in chart.locator("text.toy-limit-label").inner_text()
+    assert "max_num_seqs 32" in chart.locator("text.toy-limit-label").text_content()
     # Every header of the runs table takes two lines at most.
     line = page.evaluate(f"parseFloat(getComputedStyle(document.querySelector(\"{ROOT} .toy-runs thead th\")).lineHeight)")
     for th in page.locator(f"{ROOT} .toy-runs thead th").all():
