@@ -235,6 +235,21 @@ def _batch(report, step: int) -> dict:
                           "(request id, kind, tokens), as the starter code's does") from None
 
 
+def first_request(expected: dict, got: dict):
+    """The request the first difference between two iteration reports is about (the one
+    `compare` names first), or None if they differ only in the iteration's number."""
+    step = expected["iteration"]
+    want, have = _batch(expected, step), _batch(got, step)
+    for rid in [*want, *(r for r in have if r not in want)]:
+        if want.get(rid) != have.get(rid):
+            return rid
+    for key in ("preempted", "finished"):
+        a, b = set(expected[key]), set(got.get(key, []))
+        if a != b:
+            return min(a ^ b, key=repr)
+    return None
+
+
 def compare(expected: dict, got: dict) -> str | None:
     """The differences between two iteration reports in words, or None if they agree."""
     step = expected["iteration"]
@@ -259,12 +274,88 @@ def compare(expected: dict, got: dict) -> str | None:
     return f"step {step}: " + "; ".join(notes) if notes else None
 
 
-def check_one(module, code: str, settings: dict, specs: list[dict]) -> tuple[bool, str, int, int | None]:
+# Steps the mismatch table shows around the first differing one.
+STEPS_BEFORE, STEPS_AFTER = 3, 2
+NOT_IN_BATCH, NO_STEP = "not in the batch", "no such step"
+
+
+def _sampled(request):
+    """The tokens a request has sampled so far (its `generated`), if it says so."""
+    try:
+        value = getattr(request, "generated", None)
+    except Exception:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _entries(report, by_id: dict, step) -> dict:
+    """request id -> (kind, tokens, sampled so far) for each request in a report's batch,
+    read right after the iteration ran."""
+    return {rid: (kind, n, _sampled(by_id.get(rid))) for rid, (kind, n) in _batch(report, step).items()}
+
+
+def _side(entries, rid) -> dict:
+    if entries is None:
+        return {"kind": NO_STEP, "tokens": None, "sampled": None}
+    if rid not in entries:
+        return {"kind": NOT_IN_BATCH, "tokens": None, "sampled": None}
+    kind, n, sampled = entries[rid]
+    return {"kind": str(kind), "tokens": n if isinstance(n, int) else None, "sampled": sampled}
+
+
+def mismatch_table(message: str, rid, expected: list, got: list, at: int) -> dict | None:
+    """The request `rid`'s work, step by step, as pysim's scheduler and the reader's did it,
+    around position `at` (the first differing step): `expected` and `got` are lists of
+    (iteration, entries) from STEPS_BEFORE steps before it to STEPS_AFTER after (None where
+    a scheduler had no such step). The caption is the checker's message."""
+    if rid is None:
+        return None
+    rows = []
+    for i, (want, have) in enumerate(zip(expected, got)):
+        step = want[0] if want else have[0]
+        a = _side(want and want[1], rid)
+        b = _side(have and have[1], rid)
+        rows.append({"step": step, "failing": i == at, "expected": a, "actual": b, "differs": a != b})
+    return {"caption": message, "request": rid, "rows": rows}
+
+
+def _expected_steps(specs: list[dict], config) -> list[tuple]:
+    """pysim's answer on a workload: (report, entries) per iteration."""
+    requests = [toy_chunked.ChunkedRequest(**spec) for spec in specs]
+    by_id = {r.id: r for r in requests}
+    return [(report, _entries(report, by_id, report["iteration"]))
+            for report in toy_scheduler.iterate(toy_chunked.ChunkedScheduler(config), requests)]
+
+
+def check_one(module, code: str, settings: dict, specs: list[dict]):
     """Compare the reader's scheduler with pysim's on one workload: (passed, message,
-    steps, the line of their code an error stopped at)."""
-    config = toy_scheduler.ToyConfig(**settings)
-    _, expected = toy_chunked.simulate(specs, config)
-    _, reports = drive(module, settings, specs)
+    steps, the line of their code an error stopped at, the table of the first mismatch
+    or None)."""
+    expected = _expected_steps(specs, toy_scheduler.ToyConfig(**settings))
+    requests, reports = drive(module, settings, specs)
+    by_id = {getattr(r, "id", None): r for r in requests}
+    recent = []  # the reader's last STEPS_BEFORE steps: (iteration, entries)
+
+    def table(message, rid, step, got_entries):
+        """The table around position `step`; the reader's code runs a few steps more."""
+        after = []
+        try:
+            for _ in range(STEPS_AFTER):
+                report = next(reports, None)
+                if report is None:
+                    break
+                at = report.get("iteration")
+                after.append((at, _entries(report, by_id, at)))
+        except BaseException:  # their scheduler stops here: the table ends here too
+            pass
+        first = step - len(recent)
+        want = [(rep["iteration"], entries) for rep, entries in expected[first:step + 1 + STEPS_AFTER]]
+        have = [*recent, got_entries, *after]
+        width = max(len(want), len(have))
+        want += [None] * (width - len(want))
+        have += [None] * (width - len(have))
+        return mismatch_table(message, rid, want, have, len(recent))
+
     step = 0
     while True:
         try:
@@ -272,20 +363,26 @@ def check_one(module, code: str, settings: dict, specs: list[dict]) -> tuple[boo
         except ReaderError:
             raise
         except BaseException as exc:  # SystemExit too: exit() in a reader's code
-            where = expected[step]["iteration"] if step < len(expected) else "after the last"
+            where = expected[step][0]["iteration"] if step < len(expected) else "after the last"
             detail = _explain(exc, code)
-            return False, f"step {where}: your scheduler stopped with {detail}", step, error_line(exc)
+            return False, f"step {where}: your scheduler stopped with {detail}", step, error_line(exc), None
         if got is None:
             if step < len(expected):
-                return False, (f"your run ended after {step} iterations; expected "
-                               f"{len(expected)}"), step, None
-            return True, f"all {step} iterations match", step, None
+                message = f"your run ended after {step} iterations; expected {len(expected)}"
+                rid = next(iter(expected[step][1]), None)
+                return False, message, step, None, table(message, rid, step, None)
+            return True, f"all {step} iterations match", step, None, None
         if step >= len(expected):
-            return False, (f"expected every request to be finished after {len(expected)} "
-                           "iterations, but yours went on"), step, None
-        difference = compare(expected[step], got)
+            message = f"expected every request to be finished after {len(expected)} iterations, but yours went on"
+            at = got.get("iteration") if isinstance(got, dict) else None
+            have = (at, _entries(got, by_id, at))
+            return False, message, step, None, table(message, next(iter(have[1]), None), step, have)
+        want = expected[step][0]
+        difference = compare(want, got)
+        entries = (want["iteration"], _entries(got, by_id, want["iteration"]))
         if difference:
-            return False, difference, step, None
+            return False, difference, step, None, table(difference, first_request(want, got), step, entries)
+        recent = [*recent, entries][-STEPS_BEFORE:]
         step += 1
 
 
@@ -346,11 +443,13 @@ def run(config: ExercisesConfig, actions: list) -> dict:
         require_own(module)
         results = []
         for name, settings, make in CHECKS:
-            passed, message, steps, line = check_one(module, code, settings, make())
-            results.append({"name": name, "passed": passed, "message": message, "steps": steps, "line": line})
+            passed, message, steps, line, table = check_one(module, code, settings, make())
+            results.append({"name": name, "passed": passed, "message": message, "steps": steps,
+                            "line": line, "table": table})
         return results
 
     checks, error, line, output = _with_reader_code(code, check_all)
+    mismatch = None
     if error is not None:
         message = error
     else:
@@ -358,11 +457,28 @@ def run(config: ExercisesConfig, actions: list) -> dict:
         message = ("all checks pass" if not failed else
                    f"Check {checks.index(failed[0]) + 1} ({failed[0]['name']}): {failed[0]['message']}")
         line = failed[0]["line"] if failed else None
+        mismatch = failed[0]["table"] if failed else None
     for c in checks or []:
-        del c["line"]  # the first failure's line is the view's error_line
+        del c["line"], c["table"]  # the first failure's line and table are the view's
     return {"action": "check", "passed": error is None and all(c["passed"] for c in checks),
-            "message": message, "error": error, "error_line": line, "checks": checks or [],
-            "output": output}
+            "message": message, "error": error, "error_line": line, "mismatch": mismatch,
+            "checks": checks or [], "output": output}
+
+
+def table_text(table: dict) -> list[str]:
+    """The mismatch table as the CLI prints it."""
+    def cells(side):
+        none = lambda v: "-" if v is None else f"{v:,}"  # noqa: E731
+        return f"{side['kind']:<16} {none(side['tokens']):>6} {none(side['sampled']):>7}"
+    head = f"{'kind':<16} {'tokens':>6} {'sampled':>7}"
+    lines = [f"request {table['request']}, step by step ({table['caption']}):",
+             f"  {'':>6}   {'expected':<31} | yours",
+             f"  {'step':>6}   {head} | {head}"]
+    for row in table["rows"]:
+        mark = ">" if row["failing"] else " "
+        lines.append(f"{mark} {row['step'] if row['step'] is not None else '-':>6}   "
+                     f"{cells(row['expected'])} | {cells(row['actual'])}")
+    return lines
 
 
 def text(view: dict) -> str:
@@ -378,6 +494,8 @@ def text(view: dict) -> str:
         lines.append(view["message"])
         lines += [f"  {'pass' if c['passed'] else 'FAIL'}  {c['name']}: {c['message']}"
                   for c in view["checks"]]
+        if view.get("mismatch"):
+            lines += ["", *table_text(view["mismatch"])]
     if view["output"]:
         lines += ["printed:", view["output"]]
     return "\n".join(lines)

@@ -183,6 +183,7 @@
       return [curve.map((p) => p.batch), curve.map((p) => p.per_user_tok_s), curve.map((p) => p.total_tok_s)];
     }
 
+    const LABEL_BAND = 38; // px above the plot for the labels of its vertical lines (two rows)
     function chartSize() {
       const width = Math.max(220, Math.floor(chartEl.clientWidth));
       return { width, height: width < 520 ? 270 : 320 };
@@ -232,14 +233,15 @@
       labelBox(u.ctx, text, x, y, { color, bg: pal.bg, align, font: `600 ${Math.round(11 * ratio)}px ${pal.font}`, ratio });
     }
 
-    // A label beside a vertical line at x, at the top of the plot: to its right, or to
-    // its left when it would run past the plot's right edge.
+    // A label beside a vertical line at x, in the band above the plot (LABEL_BAND, kept
+    // free by the chart's padding, so no label sits on a curve or the corner's ticks): to
+    // its right, or to its left when it would run past the plot's right edge.
     function lineLabel(u, text, x, row, color) {
       const ratio = uPlot.pxRatio;
       const { top, left, width } = u.bbox;
       u.ctx.font = `600 ${Math.round(11 * ratio)}px ${pal.font}`;
       const textWidth = u.ctx.measureText(text).width;
-      const y = top + (4 + row * 17) * ratio;
+      const y = top - (LABEL_BAND - 2 - row * 17) * ratio;
       if (x + 5 * ratio + textWidth <= left + width) label(u, text, x + 5 * ratio, y, color, "left");
       else label(u, text, x - 5 * ratio, y, color, "right");
     }
@@ -288,14 +290,21 @@
       // per-user curve meets it (the largest batch the target allows).
       const ty = u.valToPos(v.config.target_tok_s, "speed", true);
       strokeLine(ctx, left, ty, left + width, ty, { color: pal.speed, width: 1.5 * ratio, dash: [2 * ratio, 4 * ratio] });
+      let diamond = null;
       if (v.max_batch_speed >= 1 && v.max_batch_speed <= u.scales.x.max) {
+        // Larger, on a ring of the page colour: it stays visible over the hatching of
+        // batches that do not fit, where the target is often met.
         const sx = u.valToPos(v.max_batch_speed, "x", true);
-        const s = 5 * ratio;
-        ctx.fillStyle = pal.speed;
+        const s = 6.5 * ratio;
         ctx.beginPath();
         ctx.moveTo(sx, ty - s); ctx.lineTo(sx + s, ty); ctx.lineTo(sx, ty + s); ctx.lineTo(sx - s, ty);
         ctx.closePath();
+        ctx.lineWidth = 3 * ratio;
+        ctx.strokeStyle = pal.bg;
+        ctx.stroke();
+        ctx.fillStyle = pal.speed;
         ctx.fill();
+        diamond = sx;
       }
 
       // Recommendation and memory limit: vertical lines, the memory one dashed and drawn
@@ -318,9 +327,20 @@
 
       // Labels last, on top of everything, and never clipped by the plot area.
       label(u, `target ${v.config.target_tok_s} tok/s`, left + 6 * ratio, ty - 17 * ratio, pal.speed, "left");
-      // One label per line, one row each, even when the lines meet.
-      if (rec !== null) lineLabel(u, `recommended: ${int(rec)}`, u.valToPos(rec, "x", true), 0, pal.rec);
-      if (m >= 1) lineLabel(u, `memory limit: ${int(m)}`, u.valToPos(m, "x", true), rec === null ? 0 : 1, pal.memory);
+      // The diamond's batch under it, where the target is met.
+      if (diamond !== null) {
+        const text = int(v.max_batch_speed);
+        u.ctx.font = `600 ${Math.round(11 * ratio)}px ${pal.font}`;
+        label(u, text, diamond - u.ctx.measureText(text).width / 2, ty + 9 * ratio, pal.speed, "left");
+      }
+      // Above the plot: one label per line, one row each; when the two lines are one
+      // (memory sets the recommendation), one label says both.
+      if (rec !== null && m >= 1 && Math.abs(u.valToPos(rec, "x", true) - u.valToPos(m, "x", true)) < 1) {
+        lineLabel(u, `recommended = memory limit: ${int(rec)}`, u.valToPos(rec, "x", true), 1, pal.rec);
+      } else {
+        if (rec !== null) lineLabel(u, `recommended: ${int(rec)}`, u.valToPos(rec, "x", true), 1, pal.rec);
+        if (m >= 1) lineLabel(u, `memory limit: ${int(m)}`, u.valToPos(m, "x", true), rec === null ? 1 : 0, pal.memory);
+      }
       if (m < 1) label(u, "nothing fits in memory", left + 6 * ratio, top + 4 * ratio, pal.memory, "left");
     }
 
@@ -332,6 +352,7 @@
       const axis = (extra) => kit.axis(pal, narrow, extra);
       const opts = {
         width, height,
+        padding: [LABEL_BAND, null, null, null], // room above the plot for the lines' labels
         cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 8 } },
         legend: { live: true },
         scales: {

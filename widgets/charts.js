@@ -16,7 +16,7 @@
 //   kit.ms(x), kit.still              // a latency in words; a cursor that zooms nothing
 (function () {
   "use strict";
-  const { fmt } = window.PySim;
+  const { fmt, labelBox } = window.PySim;
   const LINE_COLOURS = 6; // --PREFIX-c0 ... c5: one per replica, then dashes tell them apart
 
   const ms = (x) => (x >= 10000 ? fmt(Math.round(x / 100) / 10) + " s"
@@ -31,38 +31,57 @@
   }
 
   // A vertical (x) or horizontal (y) reference line with its label, drawn over the plot;
-  // a vertical one outside the plot's range is not drawn.
+  // a vertical one outside the plot's range is not drawn. The label sits on a box of the
+  // page's colour (dom.js's labelBox), beside its own line, never across it or another
+  // (a p90 line ran through the target's label, which read as struck through).
   function marker(u, { x = null, y = null, color, text, dash = [6, 4] }) {
     const ctx = u.ctx;
     const r = uPlot.pxRatio;
     const { left, top, width, height } = u.bbox;
+    const css = getComputedStyle(u.root);
+    const font = `600 ${11 * r}px ${css.fontFamily}`;
+    const bg = css.getPropertyValue("--md-default-bg-color").trim() || "#fff";
     ctx.save();
     ctx.strokeStyle = color;
-    ctx.fillStyle = color;
     ctx.lineWidth = 1.5 * r;
     ctx.setLineDash(dash.map((d) => d * r));
-    ctx.font = `600 ${11 * r}px ${getComputedStyle(u.root).fontFamily}`;
+    ctx.font = font;
+    const textWidth = ctx.measureText(text).width;
     ctx.beginPath();
     if (x !== null) {
       const px = u.valToPos(x, "x", true);
       if (px >= left && px <= left + width) {
         ctx.moveTo(px, top); ctx.lineTo(px, top + height); ctx.stroke();
-        const right = px + ctx.measureText(text).width + 8 * r < left + width;
-        ctx.textAlign = right ? "left" : "right";
-        ctx.fillText(text, px + (right ? 4 : -4) * r, top + 12 * r);
+        ctx.restore();
+        const right = px + textWidth + 10 * r < left + width;
+        labelBox(ctx, text, px + (right ? 5 : -5) * r, top + height * 0.35, { color, bg, font, align: right ? "left" : "right", ratio: r });
+        return;
       }
     } else {
       const py = u.valToPos(y, "y", true);
       ctx.moveTo(left, py); ctx.lineTo(left + width, py); ctx.stroke();
-      ctx.textAlign = "left";
-      ctx.fillText(text, left + 4 * r, py - 4 * r);
+      ctx.restore();
+      labelBox(ctx, text, left + 5 * r, py - 17 * r, { color, bg, font, align: "left", ratio: r });
+      return;
     }
     ctx.restore();
   }
 
+  // Away from the plot, the legend shows the last point that has a value, not dashes
+  // (uPlot empties it when the pointer leaves).
+  function lastPoint(u) {
+    if (u.cursor.idx != null) return;
+    const xs = u.data[0] || [];
+    for (let i = xs.length - 1; i >= 0; i--) {
+      if (u.data.slice(1).some((ys) => ys[i] != null)) { u.setLegend({ idx: i }, false); return; }
+    }
+  }
+
   function make(host, opts, data, label) {
     host.replaceChildren();
-    const plot = new uPlot(opts, data, host);
+    const hooks = Object.assign({}, opts.hooks);
+    for (const name of ["ready", "setCursor"]) hooks[name] = [...(hooks[name] || []), lastPoint];
+    const plot = new uPlot(Object.assign({}, opts, { hooks }), data, host);
     const wrap = plot.root.querySelector(".u-wrap");
     if (wrap) { wrap.setAttribute("role", "img"); wrap.setAttribute("aria-label", label); }
     return { destroy() { plot.destroy(); } };

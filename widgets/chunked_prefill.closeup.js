@@ -6,14 +6,17 @@
 // nothing a reader can see. Here every step is a column of the same width, built from the
 // same parts as its bar (solid decode slices at the bottom, striped prompt chunks above,
 // as tall as their share of the budget), and the current step is outlined and labelled.
+// Only the parts have height and colour: a column's empty room above them stays blank
+// (over a baseline), and every column's number row is as tall whether it holds a number
+// or not, so a column is never taller for its label.
 // The step's details below the chart are the text alternative.
 (function () {
   "use strict";
   const { h, fmt } = window.PySim;
   const COLUMN = 24; // px per step, the gap between columns included
   const HEIGHT = 64; // px of a column holding a whole budget
-  const DECODE_BAND = 16; // at most this many px of a column for its decode slices
-  const DECODE_SLICE = 2; // px per decode token when they fit
+  const DECODE_BAND = 20; // at most this many px of a column for its decode slices
+  const DECODE_SLICE = 4; // px per decode token when they fit
 
   // The steps [first, last) the close-up shows: as many columns as fit, the current step
   // near the middle once the run is long enough to scroll.

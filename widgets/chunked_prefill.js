@@ -22,13 +22,14 @@
   const AXIS_H = 22; // px under the bars for the time axis
   const PIN_BAR_H = 34; // px of bars in the pinned run's thin timeline
   const PACES = [["0.25", "¼× real time"], ["1", "real time"], ["0.1", "⅒× real time"]];
+  // Request colours: eight hues far apart, each at 3:1 or more against the page in its
+  // scheme (chunked_prefill.css). A scenario with more requests than hues colours them in
+  // groups of neighbours (the burst's 24 chats: eight groups of three, admitted together
+  // under FCFS), and the legend lists each group under its one swatch.
+  const HUES = 8;
   const COLOURS = { text: "--pysim-text", grid: "--pysim-grid", idle: "--pysim-idle" };
-
-  // Request colours: the golden angle spreads neighbouring requests far apart in hue.
-  function requestColor(i, dark) {
-    const hue = (200 + i * 137.508) % 360;
-    return `hsl(${hue.toFixed(1)} 65% ${dark ? 62 : 44}%)`;
-  }
+  for (let i = 0; i < HUES; i++) COLOURS[`c${i}`] = `--budget-c${i}`;
+  const groupSize = (n) => Math.max(1, Math.ceil(n / HUES));
 
   // ---------------------------------------------------------------- the widget
 
@@ -114,7 +115,7 @@
     // The close-up of the steps around the cursor (chunked_prefill.closeup.js); a click
     // on a column moves there. The step's details below say the same in words.
     const closeupHead = h("p", { class: "budget-closeup-head" });
-    const closeup = h("div", { class: "budget-closeup", "aria-hidden": "true" });
+    const closeup = h("div", { class: "budget-closeup pysim-picture", "aria-hidden": "true" });
     w.listen(closeup, "click", (event) => {
       const col = event.target.closest("[data-step]");
       if (col) moveTo(Number(col.dataset.step));
@@ -165,7 +166,8 @@
 
     function colorsFor(v) {
       const out = {};
-      v.requests.forEach((r, i) => { out[r.id] = requestColor(i, isDark); });
+      const size = groupSize(v.requests.length);
+      v.requests.forEach((r, i) => { out[r.id] = pal[`c${Math.floor(i / size) % HUES}`]; });
       return out;
     }
 
@@ -199,7 +201,7 @@
           if (p[1] === "decode") continue;
           const ph = Math.max(1, (p[2] / budget) * prefillH);
           ctx.fillStyle = patternFor(ctx, colors[p[0]]);
-          ctx.fillRect(x0, y - ph, barWidth, ph);
+          ctx.fillRect(x0, y - ph, barWidth, ph > 3 ? ph - 1 : ph); // a gap: neighbours may share a colour
           y -= ph;
         }
       }
@@ -276,7 +278,7 @@
       drawPin(x, width, totalMs);
       const c = { view, pin: pin.pinned, cursor, dark: isDark, showAllPrompts, els: { model, legend, details, table, moreBtn, summaryText } };
       drawModel(c);
-      drawLegend(c, colors);
+      drawLegend(c, colors, groupSize(view.requests.length));
       drawDetails(c, shown, colors);
       drawTable(c);
       if (stepsDetails.open && stepsTable.dataset.key !== tableKey(view)) drawStepsTable(view, stepsTable);

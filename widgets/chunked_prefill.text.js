@@ -70,19 +70,41 @@
       h("code", {}, m.formula));
   }
 
-  function drawLegend(c, colors) {
+  // Requests that share a colour, named together: "chat 1–3" for neighbours with one
+  // name and consecutive numbers, else their names in a list.
+  function groupName(members) {
+    const parts = members.map((r) => /^(.*) (\d+)$/.exec(r.label));
+    const run = parts.every((m, i) => m && m[1] === parts[0][1] && (i === 0 || Number(m[2]) === Number(parts[i - 1][2]) + 1));
+    return run && members.length > 1 ? `${parts[0][1]} ${parts[0][2]}–${parts[parts.length - 1][2]}` : members.map((r) => r.label).join(", ");
+  }
+
+  function drawLegend(c, colors, size) {
     const { view, dark } = c, { legend } = c.els;
-    const key = `${view.config.scenario}|${dark}`;
+    const key = `${view.config.scenario}|${dark}|${size}`;
     if (legend.dataset.key === key) return;
     legend.dataset.key = key;
-    const items = view.requests.map((r) => {
+    const swatch = (id) => {
       const sw = h("span", { class: "budget-sw", "aria-hidden": "true" },
         h("span", { class: "budget-sw-decode" }), h("span", { class: "budget-sw-prefill" }));
-      sw.style.setProperty("--c", colors[r.id]);
-      const what = r.streaming_at_start
-        ? `streaming from 0 ms; prompt ${fmt(r.num_prompt_tokens)}, answer ${fmt(r.max_tokens)}`
-        : `arrives ${ms(r.arrival_ms)}; prompt ${fmt(r.num_prompt_tokens)}, answer ${fmt(r.max_tokens)}`;
-      return h("li", { "data-request": r.id }, sw, h("strong", {}, r.label), " ", h("span", { class: "budget-muted" }, what));
+      sw.style.setProperty("--c", colors[id]);
+      return sw;
+    };
+    const list = (xs) => xs.map(fmt).join(", ");
+    const groups = [];
+    for (let i = 0; i < view.requests.length; i += size) groups.push(view.requests.slice(i, i + size));
+    const items = groups.map((members) => {
+      const r = members[0];
+      if (members.length === 1) {
+        const what = r.streaming_at_start
+          ? `streaming from 0 ms; prompt ${fmt(r.num_prompt_tokens)}, answer ${fmt(r.max_tokens)}`
+          : `arrives ${ms(r.arrival_ms)}; prompt ${fmt(r.num_prompt_tokens)}, answer ${fmt(r.max_tokens)}`;
+        return h("li", { "data-request": r.id }, swatch(r.id), h("strong", {}, r.label), " ", h("span", { class: "budget-muted" }, what));
+      }
+      const arrivals = [...new Set(members.map((m) => m.arrival_ms))];
+      const what = `${arrivals.length === 1 ? "arrive" : "arrive at"} ${list(arrivals)} ms; ` +
+        `prompts ${list(members.map((m) => m.num_prompt_tokens))}; answers ${list(members.map((m) => m.max_tokens))}`;
+      return h("li", { "data-request": members.map((m) => m.id).join(" ") }, swatch(r.id),
+        h("strong", {}, groupName(members)), " ", h("span", { class: "budget-muted" }, what));
     });
     legend.replaceChildren(
       h("p", { class: "budget-key" },
@@ -91,6 +113,8 @@
         h("span", {}, h("span", { class: "budget-sw budget-sw-key", "aria-hidden": "true" }, h("span", { class: "budget-sw-prefill" })),
           "striped: a prompt chunk, as tall as its share of the budget"),
         h("span", {}, h("span", { class: "budget-arrow", "aria-hidden": "true" }, "▲ "), "a new prompt arrives")),
+      size > 1 ? h("p", { class: "budget-group-note" },
+        `${fmt(view.requests.length)} requests, more than there are colours that tell apart: each colour is a group of ${size} neighbours.`) : "",
       h("ul", { class: "budget-requests", "aria-label": "Requests" }, items));
   }
 

@@ -250,6 +250,33 @@
         ...printed(v.output)], "info");
     }
 
+    // The first mismatch, step by step: what pysim's scheduler and the reader's gave the
+    // request the checker names, a few steps either side of the one that differs.
+    function mismatchTable(t) {
+      const side = (x, cls) => [
+        h("td", { class: cls }, x.kind),
+        h("td", { class: "exercise-num" }, x.tokens === null ? "–" : fmt(x.tokens)),
+        h("td", { class: "exercise-num" }, x.sampled === null ? "–" : fmt(x.sampled))];
+      const rows = t.rows.map((r) => h("tr", {
+        "data-failing": r.failing ? "true" : "false", "data-differs": r.differs ? "true" : "false" },
+        h("th", { scope: "row" }, r.step === null ? "–" : fmt(r.step),
+          r.differs ? h("span", { class: "exercise-differs" }, " ≠") : "",
+          r.failing ? h("span", { class: "exercise-first" }, " first") : ""),
+        ...side(r.expected, "exercise-side-start"), ...side(r.actual, "exercise-side-start")));
+      const sub = (text) => h("th", { scope: "col" }, text);
+      return h("div", { class: "exercise-mismatch" },
+        tableBox(h("table", { class: "exercise-steps" },
+          h("caption", {}, `Request ${fmt(t.request)}, step by step: ${t.caption}`),
+          h("thead", {},
+            h("tr", {}, h("td", {}), h("th", { scope: "colgroup", colspan: 3, class: "exercise-side-start" }, "pysim's scheduler"),
+              h("th", { scope: "colgroup", colspan: 3, class: "exercise-side-start" }, "yours")),
+            h("tr", {}, sub("step"), sub("kind"), sub("tokens"), sub("sampled so far"),
+              sub("kind"), sub("tokens"), sub("sampled so far"))),
+          h("tbody", {}, rows)), {}, `request ${t.request}, step by step, scrolls sideways`),
+        h("p", { class: "exercise-help" }, "Tokens: what the step computed for this request. " +
+          "Sampled so far: the tokens it has generated once the step ran. ≠: the two differ; first: the step the check stopped at."));
+    }
+
     function showCheck(v) {
       root.dataset.result = v.passed ? "pass" : "fail";
       const items = v.checks.map((c) => h("li", { "data-passed": c.passed ? "true" : "false" },
@@ -257,6 +284,7 @@
         h("strong", {}, c.passed ? "Pass: " : "Differs: "), c.name, ": ", c.message, "."));
       const nodes = [];
       if (v.error) nodes.push(scrollingPre("exercise-error", v.error, "the error"));
+      if (v.mismatch) nodes.push(mismatchTable(v.mismatch));
       if (items.length) nodes.push(h("ul", { class: "exercise-checks" }, items));
       show(v.passed ? "All checks pass: your scheduler makes the same decisions as pysim's on every workload." :
         (v.error ? "Your code could not be checked." : v.message), [...nodes, ...printed(v.output)],

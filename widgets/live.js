@@ -269,7 +269,12 @@
     const t = tracker();
     const general = h("p", { class: "pysim-error pysim-general-error", role: "alert" });
     const linkNote = h("p", { class: "pysim-error pysim-hash-message", role: "alert" });
-    const messages = h("div", { class: "pysim-messages" }, general, linkNote);
+    // After a refused change the picture below is the last run pysim accepted, not the
+    // settings the controls now show: said here, and marked on the root (data-stale), which
+    // widgets.css uses to dim the drawings (canvas, svg, .pysim-picture) after the messages.
+    const staleNote = h("p", { class: "pysim-stale-note", role: "status" });
+    const messages = h("div", { class: "pysim-messages" }, general, linkNote, staleNote);
+    const STALE = "Out of date: everything below still shows the last settings pysim accepted, until the setting above is fixed.";
 
     // The link, split into what pysim judges (config, actions) and the widget's own keys.
     function fromLink() {
@@ -303,6 +308,8 @@
       if (controls) controls.clearErrors();
       for (const slot of slots.values()) slot.textContent = "";
       general.textContent = "";
+      staleNote.textContent = "";
+      delete root.dataset.stale;
     }
 
     function syncControls() {
@@ -374,6 +381,8 @@
         else if (slots.has(field)) slots.get(field).textContent = `${labelFor(field)}: ${message}`;
         else general.textContent = `${labelFor(field)}: ${message}`;
         root.dataset.error = field || "input";
+        root.dataset.stale = "true";
+        staleNote.textContent = STALE;
         if (handle.refused) handle.refused(answer.error);
         return; // keep the last good picture
       }

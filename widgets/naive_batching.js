@@ -76,9 +76,13 @@
     const resetBtn = h("button", { type: "button", class: "md-button", onclick: () => play.moveTo(0) }, "Reset");
     const speedInput = h("input", { type: "range", min: 1, max: 60, value: speed, id: w.id("race-speed") });
     const speedOut = h("output", {}, speed + " steps/s");
+    // A screen reader says the speed in words, not a bare number.
+    const speedWords = () => `${speed} ${speed === 1 ? "step" : "steps"} per second`;
+    speedInput.setAttribute("aria-valuetext", speedWords());
     speedInput.addEventListener("input", () => {
       speed = Number(speedInput.value);
       speedOut.textContent = speed + " steps/s";
+      speedInput.setAttribute("aria-valuetext", speedWords());
       play.rate = speed / 1000;
     });
     const stepLabel = h("span", { class: "pysim-step-label", "aria-live": "off" });
@@ -97,6 +101,8 @@
     const panelsEl = h("div", { class: "race-panels" });
     const table = h("table", { class: "race-table" });
     const summary = h("p", { class: "pysim-summary", "aria-live": "polite" });
+    const tableWrap = tableBox(table, { class: "race-table-wrap" }, "Race results (the table scrolls sideways on a narrow screen)");
+    const tableCue = h("p", { class: "race-cue", hidden: true }, "↔ The table scrolls sideways: more columns to the right.");
 
     w.body.append(
       h("div", { class: "pysim-toolbar" },
@@ -105,8 +111,7 @@
         h("span", { class: "pysim-speed" }, h("label", { for: speedInput.id }, "Speed "), speedInput, speedOut),
         stepLabel),
       controls.root, w.messages, legend, panelsEl,
-      tableBox(table, { class: "race-table-wrap" }, "Race results (the table scrolls sideways on a narrow screen)"),
-      summary);
+      tableWrap, tableCue, summary);
 
     const panels = {};
     for (const name of ORDER) {
@@ -117,10 +122,17 @@
       const scroller = h("div", { class: "race-scroll", tabindex: "0", role: "region",
         "aria-label": `${NAMES[name]} timeline (scrolls sideways when it is wider than the screen)` }, timeline);
       const bars = w.canvas({ class: "race-bars", role: "img" });
+      // Said in words where a timeline is wider than its box (a phone): how much is in
+      // view; a shade at the edge that has more (race-more-left/right) says it too.
+      const cue = h("p", { class: "race-cue", hidden: true });
+      const scrollBox = h("div", { class: "race-scroll-box" }, scroller);
+      const barsTitle = h("p", { class: "race-bars-title" });
+      const barsBox = h("div", { class: "race-bars-box" }, barsTitle, bars);
       const panel = h("section", { class: "race-panel", "data-scheduler": name, "aria-label": NAMES[name] },
         h("div", { class: "race-head" }, title, status, pointer),
-        h("div", { class: "race-canvases" }, scroller, bars));
-      panels[name] = { panel, status, pointer, scroller, timeline, bars };
+        h("div", { class: "race-canvases" }, h("div", { class: "race-timeline-box" }, scrollBox, cue), barsBox));
+      panels[name] = { panel, status, pointer, scroller, scrollBox, cue, timeline, bars, barsBox, barsTitle };
+      w.listen(scroller, "scroll", () => edges(scrollBox, scroller));
       w.listen(timeline, "mousemove", (event) => point(name, event));
       w.listen(timeline, "mouseleave", () => { pointer.textContent = ""; });
       panelsEl.append(panel);
@@ -162,6 +174,13 @@
       }
     }
 
+    // A box that scrolls sideways: which of its edges hide more (a shade is drawn there).
+    function edges(box, scroller) {
+      const more = scroller.scrollWidth - scroller.clientWidth;
+      box.toggleAttribute("data-more-left", more > 1 && scroller.scrollLeft > 1);
+      box.toggleAttribute("data-more-right", more > 1 && scroller.scrollLeft < more - 1);
+    }
+
     // ---------------------------------------------------------------- drawing
     function shown() {
       return ORDER.filter((name) => w.view.schedulers[name] && (show === "all" || show === name));
@@ -181,7 +200,7 @@
 
     function drawPanel(name, colours, total) {
       const result = w.view.schedulers[name];
-      const { panel, status, scroller, timeline, bars } = panels[name];
+      const { panel, status, scroller, scrollBox, cue, timeline, bars, barsBox, barsTitle } = panels[name];
       const slots = w.view.config.max_num_seqs;
       const step = Math.min(play.cursor, result.steps_to_finish);
       const frame = step > 0 ? result.frames[step - 1] : [];
@@ -233,8 +252,16 @@
       ctx.fillRect(step * cell, 0, 1, slots * ROW);
       timeline.setAttribute("aria-label", `${NAMES[name]} slot timeline, ${slots} slots by ${total} steps, ` +
         `${preempted} marked; see the table below for the figures.`);
+      const inView = Math.floor(area / cell);
+      cue.hidden = inView >= steps;
+      cue.textContent = cue.hidden ? "" : `↔ The timeline scrolls sideways: about ${inView} of its ${total} steps are in view.`;
+      edges(scrollBox, scroller);
 
-      // KV bars: what each slot holds at the cursor, scaled to the longest request.
+      // KV bars: what each slot holds at the cursor, scaled to the longest request;
+      // titled, and left out when no slot holds anything (an empty box read as missing).
+      const holding = frame.some((slot) => slot);
+      barsBox.hidden = !holding;
+      barsTitle.textContent = `KV blocks per slot at step ${step}`;
       const barWidth = BARS;
       const bctx = sizeCanvas(bars, barWidth, slots * ROW + 2);
       const longest = w.view.config.longest_blocks || 30;
@@ -265,12 +292,13 @@
         const cells = finished
           ? [r.steps_to_finish, fmt(r.mean_wait_steps), r.p90_wait_steps, fmt(r.mean_running),
              `${fmt(r.mean_kv.prompt)} / ${fmt(r.mean_kv.answer)} / ${fmt(r.mean_kv.reserved_unused)}`, r.preemptions]
-          : ["running…", "", "", "", "", ""];
+          : [play.cursor === 0 ? "not started: press Run or Step" : `running… (step ${play.cursor})`, "", "", "", "", ""];
         return h("tr", { "data-scheduler": name, "data-finished": finished ? "true" : "false" },
           h("th", { scope: "row" }, NAMES[name]), cells.map((c) => h("td", {}, String(c))));
       });
       table.replaceChildren(h("caption", {}, `${w.view.config.num_requests} requests, pool of ${w.view.config.num_gpu_blocks} blocks (${w.view.usable_blocks} usable), at most ${w.view.config.max_num_seqs} running (seed ${w.view.config.seed})`),
         h("thead", {}, head), h("tbody", {}, rows));
+      tableCue.hidden = tableWrap.scrollWidth <= tableWrap.clientWidth + 1;
       const finished = shown().filter((n) => play.cursor >= w.view.schedulers[n].steps_to_finish);
       summary.textContent = finished.length
         ? finished.map((n) => `${NAMES[n]}: ${w.view.schedulers[n].steps_to_finish} steps`).join("; ") + "."

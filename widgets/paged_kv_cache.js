@@ -109,7 +109,7 @@
         "ref = how many block tables hold the block; q = place in the free queue (q0 is handed out next, the highest is evicted last); #… = the block's hash."));
 
     const poolTitle = h("p", { class: "kv-pool-title", id: w.id("kv-pool") });
-    const grid = h("div", { class: "kv-grid", role: "group", "aria-labelledby": poolTitle.id });
+    const grid = h("div", { class: "kv-grid pysim-picture", role: "group", "aria-labelledby": poolTitle.id });
     const blockText = w.id("kv-block"); // + "-" + block id: each tile's description
     const queueLine = h("p", { class: "kv-queue" });
     const inspector = h("section", { class: "kv-inspector", "aria-label": "Block inspector" });

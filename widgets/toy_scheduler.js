@@ -24,10 +24,11 @@
   // The runs table: the figures the page asks you to compare first, then the rest; the
   // settings of a run are one cell naming what differs from the defaults, so the table
   // fits a desktop column.
+  // (A header's "|" is where it breaks: two lines at most, never a word split.)
   const COLUMNS = [
-    ["mean_ttft", "Mean TTFT"], ["max_ttft", "Max TTFT"], ["mean_ttft_urgent", "Urgent TTFT"],
-    ["preemptions", "Preempted"], ["iterations", "Iterations"], ["mean_batch", "Mean batch"],
-    ["tokens_per_iteration", "Tokens / iteration"], ["finished", "Finished"],
+    ["mean_ttft", "Mean|TTFT"], ["max_ttft", "Max|TTFT"], ["mean_ttft_urgent", "Urgent|TTFT"],
+    ["preemptions", "Preempted"], ["iterations", "Iterations"], ["mean_batch", "Mean|batch"],
+    ["tokens_per_iteration", "Tokens /|iteration"], ["finished", "Finished"],
   ];
   const MAX_ROWS = 12;
   const SVG = "http://www.w3.org/2000/svg";
@@ -52,8 +53,13 @@
     // Every change, typed or dragged, waits a quarter second: edits to two boxes in a
     // row run the driver once.
     const controls = w.controls({ onChange: (name, value) => w.set({ [name]: value }, 250) });
-    const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.recompute(),
-      "data-needs-python": true }, "Run the driver");
+    // Every change already runs the driver; this button runs it once more on the same
+    // settings, which (one seed, one workload) gives the same row, so it says so.
+    let again = false;
+    const runBtn = h("button", { type: "button", class: "md-button md-button--primary",
+      onclick: () => { again = true; w.recompute(); }, "data-needs-python": true }, "Run again");
+    const HINT = "Every change runs the driver at once and adds a row below.";
+    const runHint = h("span", { class: "toy-run-hint", role: "status" }, HINT);
     const clearBtn = h("button", { type: "button", class: "md-button", onclick: clearRuns }, "Clear the table");
     const cards = h("dl", { class: "toy-cards", "aria-live": "polite" });
     const chartTitle = h("p", { class: "toy-chart-title" });
@@ -73,19 +79,22 @@
     const status = h("p", { class: "pysim-summary toy-status", "aria-live": "polite" });
 
     w.body.append(
-      h("div", { class: "pysim-toolbar" }, controls.has("policy") ? controls.get("policy").root : null, runBtn, clearBtn),
+      h("div", { class: "pysim-toolbar" }, controls.has("policy") ? controls.get("policy").root : null, runBtn, clearBtn, runHint),
       controls.root, w.messages,
       cards,
       h("div", { class: "toy-figure" }, chartTitle, chart, seriesDetails),
       tableBox(runsTable, { class: "toy-runs-wrap" }, "Your runs (the table scrolls sideways on a narrow screen)"),
       status);
 
-    // Settings run before (back to FCFS) highlight their own row again: same number, same place.
+    // Settings run before (back to FCFS) highlight their own row again: same number, same
+    // place. Returns that run, or null for a new one.
     function addRun(v, source) {
       const key = keyOf(v.config);
-      if (runs.some((r) => keyOf(r.config) === key)) return;
+      const before = runs.find((r) => keyOf(r.config) === key);
+      if (before) return before;
       runs.push(newRun(v, source));
       if (runs.length > MAX_ROWS) runs = runs.slice(runs.length - MAX_ROWS);
+      return null;
     }
 
     function clearRuns() {
@@ -125,30 +134,44 @@
       const n = s.batch.length;
       const iterations = view.results.iterations;
       const width = Math.max(200, Math.min(720, chart.parentElement.clientWidth || 600));
-      const height = 90;
-      const pad = { l: 30, r: 6, t: 8, b: 18 };
+      const height = 200;
+      const pad = { l: 34, r: 8, t: 14, b: 34 };
       const plotWidth = width - pad.l - pad.r;
       const hgt = height - pad.t - pad.b;
       const top = Math.max(c.max_num_seqs, ...s.batch, 1);
-      const x = (i) => pad.l + (n <= 1 ? 0 : (i / (n - 1)) * plotWidth);
+      // Points at the middle of the iterations each one averages, on an iteration axis.
+      const last = Math.max(1, iterations);
+      const X = (it) => pad.l + (it / last) * plotWidth;
       const y = (v) => pad.t + hgt - (v / top) * hgt;
       chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
       chart.setAttribute("width", width);
       chart.setAttribute("height", height);
       const parts = [];
-      parts.push(svg("line", { x1: pad.l, x2: pad.l + plotWidth, y1: y(0), y2: y(0), class: "toy-axis" }));
-      parts.push(svg("line", { x1: pad.l, x2: pad.l + plotWidth, y1: y(c.max_num_seqs), y2: y(c.max_num_seqs), class: "toy-limit" }));
       const label = (text, attrs) => { const t = svg("text", attrs); t.textContent = text; return t; };
-      parts.push(label(String(c.max_num_seqs), { x: pad.l - 4, y: y(c.max_num_seqs) + 3, "text-anchor": "end", class: "toy-tick" }));
-      parts.push(label("0", { x: pad.l - 4, y: y(0) + 3, "text-anchor": "end", class: "toy-tick" }));
-      parts.push(label("iteration 1", { x: pad.l, y: height - 4, class: "toy-tick" }));
-      parts.push(label(`${fmt(iterations)}`, { x: pad.l + plotWidth, y: height - 4, "text-anchor": "end", class: "toy-tick" }));
-      const points = s.batch.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+      // Gridlines at round batch sizes (about four) and round iteration counts (one per
+      // ~90 px), each labelled; the limit is a dashed line with its name above it.
+      const nice = (raw) => { const p = Math.pow(10, Math.floor(Math.log10(raw))); return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= raw); };
+      const yStep = nice(top / 4);
+      for (let v = 0; v <= top + 1e-9; v += yStep) {
+        parts.push(svg("line", { x1: pad.l, x2: pad.l + plotWidth, y1: y(v), y2: y(v), class: v === 0 ? "toy-axis" : "toy-grid" }));
+        parts.push(label(fmt(v), { x: pad.l - 5, y: y(v) + 3.5, "text-anchor": "end", class: "toy-tick" }));
+      }
+      const xStep = nice(last / Math.max(1, Math.floor(plotWidth / 90)));
+      for (let it = 0; it <= last + 1e-9; it += xStep) {
+        parts.push(svg("line", { x1: X(it), x2: X(it), y1: pad.t, y2: pad.t + hgt, class: "toy-grid" }));
+        parts.push(label(fmt(it), { x: X(it), y: pad.t + hgt + 13, "text-anchor": it === 0 ? "start" : "middle", class: "toy-tick" }));
+      }
+      parts.push(label("iterations", { x: pad.l + plotWidth, y: height - 3, "text-anchor": "end", class: "toy-tick toy-axis-title" }));
+      parts.push(label("requests in the batch", { x: pad.l, y: 9, class: "toy-tick toy-axis-title" }));
+      parts.push(svg("line", { x1: pad.l, x2: pad.l + plotWidth, y1: y(c.max_num_seqs), y2: y(c.max_num_seqs), class: "toy-limit" }));
+      parts.push(label(`max_num_seqs ${fmt(c.max_num_seqs)}`, { x: pad.l + plotWidth, y: y(c.max_num_seqs) - 4, "text-anchor": "end", class: "toy-tick toy-limit-label" }));
+      const mid = (i) => Math.min(iterations, s.start[i] + Math.min(s.bucket, iterations - s.start[i]) / 2);
+      const points = s.batch.map((v, i) => `${X(n <= 1 ? 0 : mid(i)).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
       parts.push(svg("polyline", { points, class: "toy-line" }));
       chart.replaceChildren(...parts);
       const peak = Math.max(...s.batch, 0);
       const bucket = s.bucket > 1 ? ` (each point averages ${s.bucket} iterations)` : "";
-      chartTitle.textContent = `Batch size over the run${bucket}; the dashed line is max sequences (${c.max_num_seqs}).`;
+      chartTitle.textContent = `Batch size over the run${bucket}; the dashed line is the limit, max_num_seqs (${c.max_num_seqs}).`;
       chart.setAttribute("aria-label", `Batch size over ${fmt(iterations)} iterations under ${policyName(c.policy)}: ` +
         `mean ${fmt(view.results.mean_batch)}, highest ${fmt(peak)}, limit ${c.max_num_seqs} sequences. The table below lists the values.`);
       seriesTable.replaceChildren(
@@ -160,10 +183,18 @@
         })));
     }
 
+    // The row a repeated run points at, briefly outlined (no motion: an outline that goes).
+    function flash(n) {
+      const row = runsTable.querySelector(`tr[data-run="${n}"]`);
+      if (!row) return;
+      row.dataset.flash = "true";
+      w.timeout(() => { delete row.dataset.flash; }, 1600);
+    }
+
     function drawRuns() {
       const current = keyOf(w.view.config);
       const head = h("tr", {}, ["Run", "Policy", "Settings", ...COLUMNS.map((c) => c[1])]
-        .map((t) => h("th", { scope: "col" }, t)));
+        .map((t) => h("th", { scope: "col" }, ...t.split("|").flatMap((line, i) => (i ? [h("br"), line] : [line])))));
       const rows = runs.map((run) => {
         const c = run.config, r = run.results;
         return h("tr", { "data-policy": c.policy, "data-current": keyOf(c) === current ? "true" : "false", "data-run": String(run.n) },
@@ -180,16 +211,22 @@
     return {
       // Every run the reader asks for, and a link's, gets a row of the table.
       draw(view, state, why) {
-        if (why !== "mount") addRun(view, why === "change" ? "your run" : "from the link");
+        const before = why !== "mount" ? addRun(view, why === "change" ? "your run" : "from the link") : null;
         draw();
         if (why === "change" || why === "link") {
-          status.textContent = `Ran ${fmt(view.config.num_requests)} requests under ${policyName(view.config.policy)} in ` +
-            `${fmt(Math.round(Number(w.root.dataset.computeMs)))} ms.`;
+          const took = `${fmt(Math.round(Number(w.root.dataset.computeMs)))} ms`;
+          status.textContent = again && before
+            ? `Ran the driver again in ${took}: the same settings give the same results (one seed, one workload), ` +
+              `so run ${before.n} stays the highlighted row. Change a setting to add a new one.`
+            : `Ran ${fmt(view.config.num_requests)} requests under ${policyName(view.config.policy)} in ${took}.`;
+          runHint.textContent = again && before ? `Ran again: same settings, same results as run ${before.n}, outlined below.` : HINT;
+          if (again && before) flash(before.n);
         }
+        again = false;
       },
       redraw: drawChart,
       busy(on) { if (on) status.textContent = "Running the driver in Python…"; },
-      refused() { status.textContent = "Nothing was run: fix the setting marked in red."; },
+      refused() { again = false; status.textContent = "Nothing was run: fix the setting marked in red."; },
     };
   }
 

@@ -332,3 +332,20 @@ def test_the_table_fits_at_128_tokens_and_1_tok_s(live_page):
     assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth")
     # Where it must scroll (a phone), it scrolls in a region a keyboard reaches.
     assert wrap.get_attribute("tabindex") == "0" and "scrolls sideways" in wrap.get_attribute("aria-label")
+
+
+def test_no_figure_tile_stands_alone_on_its_row(live_page, make_page, site_url):
+    """A reader saw the ninth tile alone on a row of four: three a row now (two on a
+    phone), and a last tile that would stand alone takes the whole row."""
+    def rows(page):
+        boxes = [t.bounding_box() for t in page.locator(f"{WIDGET} .bs-figure").all()]
+        out = {}
+        for b in boxes:
+            out.setdefault(round(b["y"]), []).append(b)
+        return list(out.values()), page.locator(f"{WIDGET} .bs-figures").bounding_box()
+    for page in (live_page(PAGE), make_page(width=375)):
+        if page.url == "about:blank":
+            page.goto(page_url(site_url, PAGE))
+        found, grid = rows(page)
+        for row in found:
+            assert len(row) > 1 or row[0]["width"] > grid["width"] - 2, (len(found), row)

@@ -135,3 +135,35 @@ def test_diagram_labels_stay_readable_on_a_phone(make_page, site_url, name):
     assert len(labels) > 40
     small = [l for l in labels if l["px"] < 10 - 1e-6 or l["height"] < 10]
     assert small == [], small[:5]
+
+
+def test_a_facts_source_note_stands_apart_from_its_word(page, site_url):
+    """A reader saw "default^vLLM 0.33.0": the source note touched the fact's last word."""
+    page.goto(page_url(site_url, "chunked-prefill"))
+    note = page.locator("article sup.fact-source").first
+    gap = note.evaluate("""sup => {
+      const r = document.createRange();
+      r.setStart(sup.previousSibling, sup.previousSibling.length - 1);
+      r.setEnd(sup.previousSibling, sup.previousSibling.length);
+      return sup.getBoundingClientRect().left - r.getBoundingClientRect().right; }""")
+    assert gap >= 2, gap
+
+
+def test_no_back_to_top_pill_over_a_widgets_controls(page, site_url):
+    """Material's "Back to top" pill showed while scrolling up, over the controls at the
+    top of the screen; it is switched off (mkdocs.yml, no navigation.top)."""
+    page.goto(page_url(site_url, "chunked-prefill"))
+    page.mouse.wheel(0, 2400)
+    page.wait_for_timeout(300)
+    button = page.locator(".pysim-widget button:visible").first
+    # The control a little below the header, then a scroll up, which is what showed it.
+    button.evaluate("b => window.scrollBy(0, b.getBoundingClientRect().top - 220)")
+    page.mouse.wheel(0, -120)
+    page.wait_for_timeout(400)
+    pill = page.locator(".md-top")
+    assert pill.count() == 0 or not pill.is_visible()
+    # Nothing sits over the control: the element at its centre is the control itself.
+    box = button.bounding_box()
+    assert 60 < box["y"] < 500, box
+    assert button.evaluate("(b, [x, y]) => b.contains(document.elementFromPoint(x, y))",
+                           [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])

@@ -208,10 +208,19 @@ def test_bad_budget_shows_beside_the_control_and_keeps_the_picture(live_page):
     assert root_data(page, "error") == "max_num_batched_tokens"
     assert summary(page) == before  # the last good picture stays
     assert root_data(page, "budget") == "2048"
+    # ... marked out of date: a note says so, and the drawings fade until it is fixed.
+    assert root_data(page, "stale") == "true"
+    stale = page.locator(f"{ROOT} .pysim-stale-note")
+    assert stale.is_visible() and "Out of date" in stale.inner_text()
+    fade = f"Number(getComputedStyle(document.querySelector(\"{ROOT} .budget-timeline\")).opacity)"
+    until(page, f"{fade} < 0.5", timeout=5)
+    assert page.evaluate(f"Number(getComputedStyle(document.querySelector(\"{ROOT} .budget-closeup\")).opacity)") < 0.5
     # A good value clears the message and redraws.
     box.fill("4096")
     box.press("Enter")
     error.wait_for(state="hidden")
+    assert root_data(page, "stale") is None and not stale.is_visible()
+    until(page, f"{fade} == 1", timeout=5)
     page.wait_for_function(f"() => document.querySelector(\"{ROOT}\").dataset.budget === '4096'")
     assert summary(page) == expected_summary(expected("long_document", 4096))
 

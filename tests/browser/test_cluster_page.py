@@ -257,3 +257,12 @@ def normal_answers(page):
     want = pysim_view("cluster", {})
     until(page, f"document.querySelector('{WIDGET} .cluster-sentence').textContent === {json.dumps(want['sentence'])}")
     assert card(page, "Goodput per GPU") == f"{want['summary']['goodput_per_gpu']:.3f}"
+
+
+def test_readouts_show_a_point_not_dashes_away_from_the_charts(live_page):
+    """A reader saw each chart's hover readout full of dashes while the pointer was
+    elsewhere: away from a chart, it reads the chart's last point."""
+    page = live_page(PAGE)
+    page.mouse.move(2, 2)
+    values = page.locator(f"{WIDGET} .u-legend .u-value").all_inner_texts()
+    assert values and not [v for v in values if v.strip() in ("–", "-", "")], values

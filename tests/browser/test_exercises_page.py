@@ -90,6 +90,23 @@ def test_correct_solution_passes_and_wrong_one_names_the_step(live_page):
     assert page.locator(ROOT).get_attribute("data-result") == "fail"
     assert "step 1: request 0 expected a decode (1 token), got nothing" in verdict
     assert "request 2 expected 62 prefill tokens, got 64" in verdict
+    # Under the verdict, request 0 step by step: its caption is the check's message, the
+    # first differing step is marked, pysim's decode beside the reader's nothing.
+    table = page.locator(f"{ROOT} .exercise-steps")
+    assert table.is_visible()
+    caption = table.locator("caption").inner_text()
+    assert caption.startswith("Request 0, step by step: step 1: request 0 expected a decode")
+    failing = table.locator("tbody tr[data-failing='true']")
+    assert failing.count() == 1
+    assert [c.strip() for c in failing.locator("th, td").all_inner_texts()] == [
+        "1 ≠ first", "decode", "1", "2", "not in the batch", "–", "–"]
+    assert table.locator("tbody tr").count() == 4
+    # The table scrolls inside its own box, which the keyboard reaches.
+    assert page.locator(f"{ROOT} .exercise-mismatch .pysim-table-wrap").get_attribute("tabindex") == "0"
+    # A passing solution takes the table away again.
+    paste(page, exercises.solution_code())
+    press(page, "Check")
+    assert page.locator(f"{ROOT} .exercise-steps").count() == 0
 
 
 def test_run_shows_results_and_errors_name_the_line(live_page):

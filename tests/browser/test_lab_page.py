@@ -257,3 +257,16 @@ def test_a_link_made_before_the_fitted_clock_still_opens(page, site_url):
     wait_idle(page)
     assert card(page, "Goodput") == f"{computed(rate_scale=2)['summary']['request_goodput']:.2f}"
     assert "fitted to published runs" in page.locator(f"{WIDGET} .pysim-hash-message").text_content()
+
+
+def test_control_groups_hold_no_empty_boxes(live_page):
+    """A reader saw empty areas in the control fieldsets: a grid row took its tallest
+    group's height. Each group is now as tall as its controls (a little padding)."""
+    page = live_page(PAGE)
+    for group in page.locator(f"{WIDGET} .lab-group").all():
+        if not group.is_visible():  # the other traffic's group
+            continue
+        inner = group.evaluate("g => Math.max(...[...g.querySelectorAll('.pysim-control')].map((c) => c.getBoundingClientRect().bottom))")
+        assert group.bounding_box()["y"] + group.bounding_box()["height"] - inner < 30, group.locator("legend").inner_text()
+    values = page.locator(f"{WIDGET} .u-legend .u-value").all_inner_texts()
+    assert values and not [v for v in values if v.strip() in ("–", "-", "")], values

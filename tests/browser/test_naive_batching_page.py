@@ -236,3 +236,40 @@ def test_cell_colour_is_state_and_each_preemption_is_one_mark(live_page):
     assert so_far > 0
     seen, status, _ = preemptions_seen(page, "continuous_paged")
     assert seen["marks"] == so_far and status.endswith(f"{so_far} preemptions so far")
+
+
+def test_on_a_phone_what_scrolls_says_so_and_reset_says_not_started(make_page, site_url):
+    """A reader on a 375 px phone: the timelines and the results table scrolled sideways
+    with no cue, an empty KV-bars box sat under each timeline, and after Reset every row
+    of the table said "running…"; the speed slider had no words for a screen reader."""
+    page = make_page(width=375, height=800)
+    page.goto(page_url(site_url, PAGE))
+    wait_for_python(page)
+    panel = page.locator('.race-panel[data-scheduler="static"]')
+    panel.scroll_into_view_if_needed()
+    # The static race is longer than the screen: a line says how much is in view, and a
+    # shade marks the right edge; scrolled to the end, the shade moves to the left.
+    cue = panel.locator(".race-cue")
+    assert cue.is_visible() and "scrolls sideways" in cue.inner_text()
+    box = panel.locator(".race-scroll-box")
+    assert box.get_attribute("data-more-right") is not None and box.get_attribute("data-more-left") is None
+    panel.locator(".race-scroll").evaluate("s => s.scrollTo({ left: s.scrollWidth })")
+    until(page, "document.querySelector('.race-panel[data-scheduler=\"static\"] .race-scroll-box').hasAttribute('data-more-left')", timeout=5)
+    assert box.get_attribute("data-more-right") is None
+    # So does the results table, which is wider than the phone.
+    table_cue = page.locator(".race-table-wrap + .race-cue")
+    assert table_cue.is_visible() and "scrolls sideways" in table_cue.inner_text()
+    # The KV bars are titled, and hidden when no slot holds anything (before the first step).
+    assert panel.locator(".race-bars-title").inner_text().startswith("KV blocks per slot at step")
+    page.get_by_role("button", name="Reset").click()
+    assert not page.locator(".race-bars-box").first.is_visible()
+    rows = page.locator(".race-table tbody tr td:first-of-type").all_inner_texts()
+    assert rows and all(t == "not started: press Run or Step" for t in rows), rows
+    page.get_by_role("button", name="Step").click()
+    assert page.locator(".race-table tbody tr td:first-of-type").first.inner_text() == "running… (step 1)"
+    assert panel.locator(".race-bars-box").is_visible()
+    # The speed slider says its value in words.
+    speed = page.get_by_label("Speed")
+    assert speed.get_attribute("aria-valuetext") == "12 steps per second"
+    speed.fill("1")
+    assert speed.get_attribute("aria-valuetext") == "1 step per second"

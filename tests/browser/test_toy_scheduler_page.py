@@ -146,3 +146,24 @@ def test_runs_keep_their_numbers_and_the_compared_columns_stay_in_view(live_page
         b = th.bounding_box()
         assert b["x"] >= wrap["x"] - 0.5 and b["x"] + b["width"] <= wrap["x"] + wrap["width"] + 0.5, (th.inner_text(), b, wrap)
     assert page.evaluate(f"(() => {{ const w = document.querySelector(\"{ROOT} .toy-runs-wrap\"); return w.scrollWidth <= w.clientWidth; }})()")
+
+
+def test_run_again_says_what_it_did_and_the_chart_is_readable(live_page):
+    """A reader pressed "Run the driver" and saw nothing happen: every change had already
+    run it. The button is "Run again", and what it did is said beside it and below. The
+    batch-size chart was 60 px tall without gridlines; a header wrapped onto three lines."""
+    page = live_page(PAGE)
+    wait_rows(page, 1)
+    page.locator(ROOT).get_by_role("button", name="Run again", exact=True).click()
+    until(page, f"document.querySelector(\"{ROOT} .toy-run-hint\").textContent.startsWith('Ran again')")
+    assert "same results as run 1" in page.locator(f"{ROOT} .toy-run-hint").inner_text()
+    assert "same settings give the same results" in page.locator(f"{ROOT} .toy-status").inner_text()
+    wait_rows(page, 1)  # no new row: the same run
+    chart = page.locator(f"{ROOT} svg.toy-chart")
+    assert chart.bounding_box()["height"] >= 180
+    assert chart.locator("line.toy-grid").count() >= 6
+    assert "max_num_seqs 32" in chart.locator("text.toy-limit-label").text_content()
+    # Every header of the runs table takes two lines at most.
+    line = page.evaluate(f"parseFloat(getComputedStyle(document.querySelector(\"{ROOT} .toy-runs thead th\")).lineHeight)")
+    for th in page.locator(f"{ROOT} .toy-runs thead th").all():
+        assert th.locator("xpath=.").evaluate("e => e.getClientRects()[0].height") <= 2 * line + 12, th.inner_text()

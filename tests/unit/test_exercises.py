@@ -123,6 +123,58 @@ def test_prefill_before_decodes_names_the_first_differing_step():
     assert view["message"] == f"Check 1 ({exercises.CHECKS[0][0]}): {first}"
 
 
+def side(kind, tokens=None, sampled=None):
+    return {"kind": kind, "tokens": tokens, "sampled": sampled}
+
+
+OUT = side(exercises.NOT_IN_BATCH)
+
+
+def test_the_first_mismatch_comes_with_its_request_step_by_step():
+    # The starter on the tiny case: C (request 2) arrives at iteration 1, where pysim
+    # gives it 62 prompt tokens (no token sampled: the prompt is not done), then its
+    # last 38 at iteration 2 (its 1st token), then a decode at 3 (its 2nd). The starter
+    # never fits C's 100 tokens beside the decodes, so it is in none of those batches.
+    # Before iteration 1 there is only iteration 0 (C not yet arrived).
+    view = call({}, "check")
+    table = view["mismatch"]
+    assert table["caption"] == view["checks"][0]["message"]
+    assert view["message"].endswith(table["caption"])
+    assert table["request"] == 2
+    assert [(r["step"], r["failing"]) for r in table["rows"]] == [(0, False), (1, True), (2, False), (3, False)]
+    assert [r["expected"] for r in table["rows"]] == [OUT, side("prefill", 62, 0), side("prefill", 38, 1),
+                                                      side("decode", 1, 2)]
+    assert [r["actual"] for r in table["rows"]] == [OUT] * 4
+    assert [r["differs"] for r in table["rows"]] == [False, True, True, True]
+
+
+def test_the_mismatch_table_shows_what_the_readers_scheduler_did():
+    # Prefill before decodes, tiny case: A (request 0) prefills its 20 tokens at 0 and
+    # samples its 1st token; at 1 C's chunk takes the whole budget and A gets nothing
+    # (pysim: a decode, its 2nd token); from 2 on A decodes again, one token behind.
+    view = call({"code": prefill_before_decodes()}, "check")
+    table = view["mismatch"]
+    assert table["request"] == 0 and table["caption"] == view["checks"][0]["message"]
+    rows = [(r["step"], r["failing"], r["expected"], r["actual"]) for r in table["rows"]]
+    assert rows == [
+        (0, False, side("prefill", 20, 1), side("prefill", 20, 1)),
+        (1, True, side("decode", 1, 2), OUT),
+        (2, False, side("decode", 1, 3), side("decode", 1, 2)),
+        (3, False, side("decode", 1, 4), side("decode", 1, 3)),
+    ]
+    # The command line prints the same table, the failing step marked.
+    printed = exercises.text(view)
+    assert "request 0, step by step" in printed
+    assert ">      1   decode                1       2 | not in the batch      -       -" in printed
+
+
+def test_a_passing_or_broken_solution_has_no_mismatch_table():
+    assert call({"code": exercises.solution_code()}, "check")["mismatch"] is None
+    assert call({"code": "def broken(:\n    pass\n"}, "check")["mismatch"] is None
+    assert all(set(c) == {"name", "passed", "message", "steps"}
+               for c in call({}, "check")["checks"])
+
+
 def test_a_syntax_error_is_reported_with_its_line():
     code = exercises.starter_code().replace("    def add(self, r: Request) -> None:",
                                            "    def add(self, r: Request) -> None", 1)

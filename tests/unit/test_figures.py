@@ -481,6 +481,12 @@ def test_chunked_prefill_page_by_hand():
     ttft = [figure(f"chunked_prefill.ttft_{b}") for b in (512, 2048, 8192, 16384)]
     itl = [figure(f"chunked_prefill.itl_max_{b}") for b in (512, 2048, 8192, 16384)]
     assert ttft == sorted(ttft, reverse=True) and itl == sorted(itl)
+    # Page 5's "Try this" says what 16,384 buys over 2,048 in this scenario: a first token
+    # barely sooner (under 5%), a worst gap several times as long.
+    gain = figure("chunked_prefill.ttft_gain_16384_frac")
+    assert gain == pytest.approx((ttft[1] - ttft[3]) / ttft[1]) and 0 < gain < 0.05
+    growth = figure("chunked_prefill.itl_max_growth_16384")
+    assert growth == pytest.approx(itl[3] / itl[1]) and growth > 5
 
 
 def test_batch_size_page_by_hand():
