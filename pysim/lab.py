@@ -428,7 +428,7 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
     }
     hardware["sentence"] = (
         f"{gpu.label}, {model.name}: step overhead {c.step_overhead_ms:.3g} ms, "
-        f"{c.request_overhead_us:.3g} us per request, memory efficiency "
+        f"{c.request_overhead_us:.3g} µs per request, memory efficiency "
         f"{c.memory_efficiency:.2f}, compute efficiency {c.compute_efficiency:.2f} ({c.source}); "
         f"num_gpu_blocks {blocks:,} of {d.block_size} tokens ({(blocks - 1) * d.block_size:,} tokens "
         f"of KV; block 0 is the null block), from {d.gpu_memory_utilization:.0%} of the "
