@@ -151,6 +151,19 @@ class ClusterConfig(SchedulerConfig):
         traces.check_window(self.trace, self.window_start_min, self.window_minutes)
 
 
+# The widget's fieldsets, in order (pysim.config.describe); `gpus` is the sweep's own,
+# set by the widget on its calls, never by a control.
+ClusterConfig.GROUPS = (
+    ("Traffic", ("trace", "window_start_min", "window_minutes", "rate_scale")),
+    ("Cluster", ("layout", "replicas", "prefill_replicas", "decode_replicas", "router", "kv_link")),
+    ("Router thresholds (cache aware)", ("cache_threshold", "balance_abs_threshold", "balance_rel_threshold")),
+    ("GPU and model", ("gpu", "model")),
+    ("Scheduler (each replica)", SchedulerConfig.GROUP[1]),
+    ("Targets (SLOs)", ("slo_ttft_ms", "slo_tpot_ms")),
+)
+ClusterConfig.UNGROUPED = ("gpus",)
+
+
 # --- the router ------------------------------------------------------------------------
 class Router:
     """Picks a replica for each request; it knows its policy, as vLLM's request queue does.

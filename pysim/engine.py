@@ -124,6 +124,10 @@ class SchedulerConfig:
         return SchedulerConfig(**{f.name: getattr(self, f.name) for f in dataclass_fields(SchedulerConfig)})
 
 
+# Where the widgets show the knobs: every one of them, in one group (pysim.config.describe).
+SchedulerConfig.GROUP = ("Scheduler", tuple(f.name for f in dataclass_fields(SchedulerConfig)))
+
+
 @dataclass(frozen=True)
 class EngineConfig(SchedulerConfig):
     """Everything the engine is built from: the scheduler's knobs (with the engine's own

@@ -178,6 +178,19 @@ class LabConfig(SchedulerConfig):
         traces.check_window(self.trace, self.window_start_min, self.window_minutes)
 
 
+# The widget's fieldsets, in order (pysim.config.describe); a knob added to
+# SchedulerConfig joins its group with no edit here.
+LabConfig.GROUPS = (
+    ("Traffic", ("traffic", "rate_scale", "seed")),
+    ("Production trace", ("trace", "arrivals", "window_start_min", "window_minutes")),
+    ("vllm bench serve", ("num_prompts", "random_input_len", "random_output_len", "random_range_ratio",
+                          "random_prefix_len", "request_rate", "burstiness", "max_concurrency")),
+    ("GPU and model", ("gpu", "model")),
+    SchedulerConfig.GROUP,
+    ("Targets (SLOs)", ("slo_ttft_ms", "slo_tpot_ms")),
+)
+
+
 @dataclass(frozen=True)
 class SweepConfig(LabConfig):
     """The lab's settings, for a sweep: it scales the request rate, so a benchmark needs one."""
@@ -194,6 +207,10 @@ class SweepConfig(LabConfig):
 class SweepPointConfig(SweepConfig):
     sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1, "which rate of the sweep to replay "
                                "(its place in the sweep's list, from the lowest)", label="Sweep point")
+
+
+
+SweepPointConfig.UNGROUPED = ("sweep_index",)  # the page's sweep sets it on each call
 
 
 @dataclass(frozen=True)

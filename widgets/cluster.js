@@ -12,19 +12,11 @@
 // - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one.
 (function () {
   "use strict";
-  const { h, fmt, tableBox } = window.PySim;
+  const { h, fmt, tableBox, groupsOf, signatureExcept } = window.PySim;
   const NAME = "cluster";
   const SWEEP = "cluster_sweep";
   const OWN = ["gpus"]; // set by the widget on its sweep calls, never by a control
-  const THRESHOLDS = ["cache_threshold", "balance_abs_threshold", "balance_rel_threshold"];
-  const GROUPS = [
-    ["Traffic", ["trace", "window_start_min", "window_minutes", "rate_scale"]],
-    ["Cluster", ["layout", "replicas", "prefill_replicas", "decode_replicas", "router", "kv_link"]],
-    ["Router thresholds (cache aware)", THRESHOLDS],
-    ["GPU and model", ["gpu", "model"]],
-    ["Scheduler (each replica)", ["max_num_seqs", "max_num_batched_tokens", "async_scheduling"]],
-    ["Targets (SLOs)", ["slo_ttft_ms", "slo_tpot_ms"]],
-  ];
+  const THRESHOLDS_GROUP = "Router thresholds (cache aware)"; // shown for that router only
   // Only these fields show for each choice; the rest of the config always does.
   const ONLY = {
     replicas: (c) => c.layout === "colocated",
@@ -32,13 +24,12 @@
     decode_replicas: (c) => c.layout === "disaggregated",
     kv_link: (c) => c.layout === "disaggregated",
   };
-  // What a sweep's points depend on: everything but the layout and replica counts it sets itself.
-  const SWEEP_KEYS = ["trace", "window_start_min", "window_minutes", "rate_scale", "router", ...THRESHOLDS,
-    "kv_link", "gpu", "model", "max_num_seqs", "max_num_batched_tokens", "async_scheduling", "slo_ttft_ms", "slo_tpot_ms"];
   const TABLE_ROWS = 12; // rows of the over-time table
 
   const pct = (x) => (x * 100).toFixed(1) + "%";
-  const signature = (config) => JSON.stringify(SWEEP_KEYS.map((k) => config[k]));
+  // What a sweep's points depend on: every setting but the layout and counts it sets itself.
+  const signature = (config) => signatureExcept(config, ["layout", "replicas", "prefill_replicas",
+    "decode_replicas", ...OWN]);
   const replicaName = (r) => (r.role === "replica" ? `replica ${r.replica}` : `${r.role} ${r.replica}`);
 
   function mount(w) {
@@ -54,7 +45,7 @@
     });
     const groups = h("div", { class: "cluster-groups" });
     const sets = {};
-    for (const [title, names] of GROUPS) {
+    for (const [title, names] of groupsOf(w.fields)) { // pysim's ClusterConfig.GROUPS
       const set = h("fieldset", { class: "cluster-group" }, h("legend", {}, title));
       for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
       groups.append(set);
@@ -63,7 +54,7 @@
     controls.root.prepend(groups); // a field no group names stays after them
     function showFields(config) {
       for (const [n, shown] of Object.entries(ONLY)) if (controls.has(n)) controls.get(n).root.hidden = !shown(config);
-      sets[GROUPS[2][0]].hidden = config.router !== "cache_aware";
+      sets[THRESHOLDS_GROUP].hidden = config.router !== "cache_aware";
     }
     const optionLabel = (n, v) => { const f = w.field(n); return f && f.option_labels && f.option_labels[v] ? f.option_labels[v] : fmt(v); };
 

@@ -181,5 +181,24 @@
     };
   }
 
-  Object.assign(window.PySim, { buildControls, labelOf, logSteps });
+  // The fieldsets a config lays its controls out in, from pysim's description: each field
+  // of a group carries `group` and `group_order` (pysim/config.py, `describe`), so a field
+  // pysim adds to a group shows in it with no list kept here. [[title, [names]], ...].
+  function groupsOf(fields) {
+    const byTitle = new Map();
+    for (const f of fields) {
+      if (!f.group) continue;
+      if (!byTitle.has(f.group)) byTitle.set(f.group, { order: f.group_order, names: [] });
+      byTitle.get(f.group).names.push(f.name);
+    }
+    return [...byTitle.entries()].sort((a, b) => a[1].order - b[1].order).map(([t, g]) => [t, g.names]);
+  }
+
+  // A config's identity for what depends on it, but for the keys in `except`: every key,
+  // present and future, counts unless named (a sweep's points, which set some keys themselves).
+  function signatureExcept(config, except) {
+    return JSON.stringify(Object.keys(config).filter((k) => !except.includes(k)).sort().map((k) => [k, config[k]]));
+  }
+
+  Object.assign(window.PySim, { buildControls, labelOf, logSteps, groupsOf, signatureExcept });
 })();

@@ -14,27 +14,14 @@
 //   measured and replayed figures side by side.
 (function () {
   "use strict";
-  const { h, fmt } = window.PySim;
+  const { h, fmt, groupsOf, signatureExcept } = window.PySim;
   const NAME = "lab";
-  const TRACE = ["trace", "arrivals", "window_start_min", "window_minutes"];
-  const BENCHMARK = ["num_prompts", "random_input_len", "random_output_len", "random_range_ratio",
-    "random_prefix_len", "request_rate", "burstiness", "max_concurrency"];
-  const GROUPS = [
-    ["Traffic", ["traffic", "rate_scale", "seed"]],
-    ["Production trace", TRACE],
-    ["vllm bench serve", BENCHMARK],
-    ["GPU and model", ["gpu", "model"]],
-    ["Scheduler", ["max_num_seqs", "max_num_batched_tokens", "async_scheduling"]],
-    ["Targets (SLOs)", ["slo_ttft_ms", "slo_tpot_ms"]],
-  ];
-  // What a sweep's points depend on: everything but the rate scale it sweeps itself.
-  const SWEEP_KEYS = ["traffic", ...TRACE, ...BENCHMARK, "seed", "gpu", "model",
-    "max_num_seqs", "max_num_batched_tokens", "async_scheduling", "slo_ttft_ms", "slo_tpot_ms", "bench_text"];
   const GAUGE_ROWS = 12; // rows of the gauges' table (one every NUM_BINS / 12 bins)
 
   const pct = (x) => (x * 100).toFixed(1) + "%";
   const rate = (x) => x.toFixed(2);
-  const signature = (config) => JSON.stringify(SWEEP_KEYS.map((k) => config[k]));
+  // What a sweep's points depend on: every setting but the rate scale it sweeps itself.
+  const signature = (config) => signatureExcept(config, ["rate_scale"]);
 
   function mount(w) {
     const charts = window.PySim.labCharts;
@@ -47,7 +34,7 @@
     const controls = w.controls();
     const groups = h("div", { class: "lab-groups" });
     const sets = {};
-    for (const [title, names] of GROUPS) {
+    for (const [title, names] of groupsOf(w.fields)) { // pysim's LabConfig.GROUPS
       const set = h("fieldset", { class: "lab-group" }, h("legend", {}, title));
       for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
       groups.append(set);

@@ -76,3 +76,27 @@ def test_the_check_fails_on_a_second_label():
     theirs = config.describe(Stray)
     words = {tuple(f.get(w) or "" for w in WORDS) for f in ours + theirs if f["name"] == "max_num_seqs"}
     assert len(words) == 2
+
+
+def test_a_grouped_config_places_every_control_in_exactly_one_group():
+    # The lab's and cluster's widgets draw their fieldsets from `group` (pysim.config.describe),
+    # so a field missing from GROUPS would sit apart from every fieldset: name it here.
+    for name, sim in registry.simulations().items():
+        groups = getattr(sim.config_cls, "GROUPS", None)
+        if not groups:
+            continue
+        placed = [n for _, names in groups for n in names]
+        assert len(placed) == len(set(placed)), f"{name}: a field in two groups"
+        described = {f["name"]: f for f in config.describe(sim.config_cls)}
+        assert set(placed) <= set(described), f"{name}: GROUPS names {set(placed) - set(described)}"
+        loose = [n for n, f in described.items() if f["kind"] != "data" and "group" not in f
+                 and n not in getattr(sim.config_cls, "UNGROUPED", ())]
+        assert not loose, f"{name}: add {loose} to a group of {sim.config_cls.__name__}.GROUPS"
+
+
+def test_a_new_scheduler_knob_lands_in_the_scheduler_group():
+    from pysim.engine import SchedulerConfig
+    from pysim.lab import LabConfig
+
+    groups = {f["name"]: f.get("group") for f in config.describe(LabConfig)}
+    assert all(groups[f.name] == "Scheduler" for f in __import__("dataclasses").fields(SchedulerConfig))
