@@ -83,6 +83,7 @@
 
     let input = null; // the slider, or the radio buttons
     let radios = [];
+    let asking = null; // what asks for the guess; the answer's picture takes its place
     let scale = null;
     let options = [];
     if (kind === "scale") {
@@ -98,17 +99,18 @@
       };
       input.addEventListener("input", show);
       show();
-      fieldset.append(h("div", { class: "predict-scale" },
+      asking = h("div", { class: "predict-scale" },
         h("label", { for: id, class: "predict-label" }, "Your guess"), input, out,
         h("span", { class: "predict-end", "aria-hidden": "true" }, text(min)),
-        h("span", { class: "predict-end predict-end-max", "aria-hidden": "true" }, text(max))));
+        h("span", { class: "predict-end predict-end-max", "aria-hidden": "true" }, text(max)));
+      fieldset.append(asking);
       scale = { min, max, text, answer: Number(root.dataset.answer) };
     } else {
       options = [...list.querySelectorAll("li")].map((li) => ({
         value: li.dataset.value, label: li.textContent, figure: Number(li.dataset.figure),
         figureText: li.dataset.figureText,
       }));
-      const group = h("div", { class: "predict-options" });
+      const group = asking = h("div", { class: "predict-options" });
       options.forEach((o, i) => {
         const radio = h("input", { type: "radio", name: id, id: `${id}-${i}`, value: o.value });
         radios.push(radio);
@@ -138,6 +140,7 @@
     function setOpen(open) {
       for (const el of [input, ...radios, commit, skip]) if (el) el.disabled = !open;
       actions.hidden = !open;
+      asking.hidden = !open;
     }
 
     // The answer drawn over the guess: for a scale, two marks on one line (the answer's
@@ -158,7 +161,9 @@
         const edge = (v) => (share(v) < 0.15 ? " predict-at-start" : share(v) > 0.85 ? " predict-at-end" : "");
         const answerMark = h("span", { class: "predict-mark predict-mark-answer" + edge(scale.answer) }, h("span", { class: "predict-dot" }),
           h("span", { class: "predict-mark-label" }, "simulation: " + answerText));
-        picture = h("div", { class: "predict-track", "aria-hidden": "true" }, h("span", { class: "predict-line" }));
+        picture = h("div", { class: "predict-track", "aria-hidden": "true" }, h("span", { class: "predict-line" }),
+          h("span", { class: "predict-end" }, scale.text(scale.min)),
+          h("span", { class: "predict-end predict-end-max" }, scale.text(scale.max)));
         if (!skipped) {
           const guess = Number(state.guess);
           if (input) input.value = guess;
@@ -197,8 +202,7 @@
         if (skipped || !guessed) parts.push("You skipped the guess. ");
         else if (guessed.value === answer) parts.push(`You picked ${guessed.label}: right. `);
         else parts.push(`You picked ${guessed.label}. `);
-        parts.push(`The simulation's answer is ${answerText}: ` +
-          options.map((o) => `${o.label} ${o.figureText}`).join(", ") + ".");
+        parts.push(`The simulation's answer: ${answerText}.`);
       }
       verdict.textContent = parts.join("");
       const again = h("button", { type: "button", class: "md-button predict-again" }, skipped ? "Guess after all" : "Guess again");
@@ -219,7 +223,7 @@
       links.append(again);
       const reason = h("p", { class: "predict-why" });
       reason.append(...[...why.childNodes].map((n) => n.cloneNode(true)));
-      result.replaceChildren(...(picture ? [picture] : []), verdict, reason, links);
+      result.replaceChildren(verdict, ...(picture ? [picture] : []), reason, links);
       if (byReader) again.focus({ preventScroll: true });
     }
 
