@@ -14,7 +14,8 @@ and `docs/predict.toml` holds the checkpoint under that key. Two kinds:
     unit = "×"                            # printed after it (and after the guess)
     why = "one sentence on why, figures allowed"
     show = "naive_batching"               # optional: the widget (or the widget state,
-                                          # a link's `NAME.key=value`) that shows it
+                                          # a link's `NAME.key=value`, where a value may
+                                          # be a figure) that shows it
 
     [toy_scheduler_policy]                # one of 3-4 answers
     question = "..."
@@ -52,7 +53,10 @@ from . import BuildError
 TAG = re.compile(r'^[ \t]*<div class="pysim-predict" data-predict="(?P<key>[a-z0-9_]+)"></div>[ \t]*$', re.M)
 RENDERED = re.compile(r'<div class="predict" data-predict="(?P<key>[a-z0-9_]+)"')
 FIGURE_NAME = re.compile(r"[a-z_][a-z0-9_]*\.[a-z0-9_]+")
-SHOW = re.compile(r"(?P<widget>[a-z_]+)(?:\.[a-z_]+=[^&\s\"'<>]+(?:&[a-z_]+\.[a-z_]+=[^&\s\"'<>]+)*)?")
+# A widget's name, or a state of it as a link holds it (NAME.key=value&NAME.key=value),
+# where a value may be a figure ({{ lab.rate_4:g }}), filled in with the page's figures.
+_VALUE = r"(?:[^&\s\"'<>{}]+|\{\{ *[a-z_][a-z0-9_]*\.[a-z0-9_]+(?::[^}\s]*)? *\}\})"
+SHOW = re.compile(rf"(?P<widget>[a-z_]+)(?:\.[a-z_]+={_VALUE}(?:&[a-z_]+\.[a-z_]+={_VALUE})*)?")
 
 
 class PredictError(BuildError):
@@ -141,8 +145,7 @@ def block(key: str, row: dict, figure: Callable[[str], object]) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         raise PredictError(f"{key}: the answer {row.get('answer')} is {value}")
     ident = f"predict-{key.replace('_', '-')}"
-    attrs = {"class": "predict", "data-predict": key, "id": ident, "data-format": row.get("format", ""),
-             "data-unit": row.get("unit", "")}
+    attrs = {"class": "predict", "data-predict": key, "id": ident, "data-unit": row.get("unit", "")}
     body = [f'<p class="predict-kicker">Predict first</p>',
             f'<p class="predict-question" id="{ident}-q">{text(row["question"])}</p>']
     show = row.get("show")

@@ -97,6 +97,13 @@ def test_the_block_reads_without_javascript():
     assert 'href="#widget-naive_batching"' in block
 
 
+def test_a_widget_state_in_show_may_take_a_figure():
+    page = rendered("lab.md")
+    assert f'href="#lab.rate_scale={figure("lab.rate_4"):g}"' in page
+    assert predict.problems_of("k", {"question": "q", "why": "w", "answer": "a.b", "scale": [0, 5, 1],
+                                     "show": "lab.rate_scale={{ lab.rate_4:g }}&lab.seed=2"}) == []
+
+
 @pytest.mark.parametrize("row, message", [
     ({"question": "q", "why": "w"}, "either scale"),
     ({"question": "q", "why": "w", "answer": "a.b", "scale": [5, 1, 1]}, "min < max"),
