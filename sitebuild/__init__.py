@@ -10,6 +10,8 @@ One module per job:
                         content-hashed names, and the tags one page needs to load them;
                         the site's own stylesheet (widgets/theme.css), linked by every page
     facts.py            docs/facts.toml, the real systems' facts, and their {{ fact.KEY }} in a page
+    predict.py          docs/predict.toml, the "predict first" checkpoints, each with pysim's
+                        answer read from its figures, in a page's checkpoint tags
     figures.py          {{ group.key }} numbers and {{ plot.NAME }} pictures in a page's Markdown
     plots.py            the SVG plots those lines draw, from pysim.figures' numbers
     katex.py            formulas rendered to HTML by KaTeX at build time, and its stylesheet and fonts

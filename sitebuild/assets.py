@@ -38,6 +38,10 @@ THEME_DIR = "assets/stylesheets"
 NAVIGATION = "navigation.js"
 NAVIGATION_DIR = "assets/javascripts"
 PAGE_WIDE = (THEME, NAVIGATION)  # files every page may link, not a widget's
+# The "predict first" checkpoints (sitebuild/predict.py): a kit piece that needs neither
+# Python nor the widget kit, linked by every page that holds a checkpoint, widget or not,
+# after the widgets' scripts. Its classes start with `predict-`.
+PREDICT_SCRIPT, PREDICT_STYLE = "predict.js", "predict.css"
 # Libraries from npm (pinned in package.json) a widget needs before its own script runs.
 VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
@@ -125,7 +129,7 @@ def data_files(data: dict[str, dict[str, Asset]]) -> Files:
 class PageAssets:
     """What overrides/main.html writes into a widget page (URLs relative to the page)."""
     styles: list[str]     # stylesheets, in <head>
-    runtime: str          # the JSON settings of runtime.js, in a data block in <head>
+    runtime: str          # the JSON settings of runtime.js, in a data block in <head> ("": none)
     scripts: list[str]    # preloaded in <head>, run in order at the end of <body>
 
 
@@ -137,16 +141,24 @@ def widget_scripts(name: str, assets: dict[str, Asset]) -> list[str]:
     return [*parts, f"{name}.js"]
 
 
-def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up: str = "") -> PageAssets:
+def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up: str = "",
+                predict: bool = False) -> PageAssets:
     """The files a page holding `widgets` loads. `runtime` holds the worker's settings
-    (paths in the site); `up` leads from the page back to the site's root."""
+    (paths in the site); `up` leads from the page back to the site's root. A page with a
+    checkpoint (`predict`) loads predict.js and predict.css too; one without widgets,
+    only those (and no runtime settings: nothing on it starts Python)."""
+    extra_styles = [PREDICT_STYLE] if predict else []
+    extra_scripts = [PREDICT_SCRIPT] if predict else []
+    if not widgets:
+        return PageAssets(styles=[up + assets[f].path for f in extra_styles], runtime="",
+                          scripts=[up + assets[f].path for f in extra_scripts])
     names = sorted(set(widgets))
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
-              *(f"{n}.css" for n in names if f"{n}.css" in assets)]
+              *(f"{n}.css" for n in names if f"{n}.css" in assets), *extra_styles]
     kit = [CHARTS] if UPLOT in vendor else []
     scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS, *kit,
-               *(f for n in names for f in widget_scripts(n, assets))]
+               *(f for n in names for f in widget_scripts(n, assets)), *extra_scripts]
     settings = {
         "pyodide": up + runtime["pyodide"],
         "lock": up + runtime["lock"],

@@ -12,8 +12,9 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
                        assets (the lab's traces too, fetched by the worker on first use),
                        the facts table docs/facts.toml
     on_nav             prerender: the pages that hold widgets, in the nav's order
-    on_page_markdown   facts, then figures: {{ fact.KEY }} statements about real systems,
-                       {{ group.key }} numbers and {{ plot.NAME }} pictures
+    on_page_markdown   facts, predict, then figures: {{ fact.KEY }} statements about real
+                       systems, checkpoints (docs/predict.toml: the reader's guess, then
+                       pysim's answer), {{ group.key }} numbers and {{ plot.NAME }} pictures
     on_page_content    katex, tables, prerender, narrow: math rendered, tables made
                        focusable, widgets filled with their models, SVG diagrams kept
                        readable on a phone; what the page must load goes to page.meta
@@ -53,8 +54,8 @@ for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebu
     del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
-                       katex, narrow, offline_zip, precompress, prerender, pyodide_runtime, snapshot, stdlib,
-                       tables, wheel, write_files)
+                       katex, narrow, offline_zip, precompress, predict, prerender, pyodide_runtime, snapshot,
+                       stdlib, tables, wheel, write_files)
 import sitebuild.plots  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.pysim")
@@ -68,6 +69,7 @@ class Build:
     figure: object = None          # pysim.figures.figure
     plots: object = None           # sitebuild.plots, drawn with that pysim
     facts: dict = field(default_factory=dict)  # docs/facts.toml, checked row by row
+    checkpoints: dict = field(default_factory=dict)  # docs/predict.toml, checked row by row
     fields: dict = field(default_factory=dict)
     assets: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)    # widget -> {Pyodide path: Asset} (assets.collect_data)
@@ -134,6 +136,7 @@ def on_pre_build(config, **kwargs):
     build.plots = importlib.reload(sitebuild.plots)  # on the pysim just imported
     build.fields = prerender.describe(build.bridge.call)
     build.facts = facts.load(Path(config.docs_dir) / "facts.toml")
+    build.checkpoints = predict.load(Path(config.docs_dir) / "predict.toml")
     build.assets = assets.collect()
     build.data = assets.collect_data({name: sim.data_files() for name, sim in build.bridge.simulations().items()
                                       if sim.data_files is not None})
@@ -166,6 +169,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     # Facts first: a fact's text holds no figure, but a page may hold both.
     where = page.file.src_path
     markdown = facts.render(markdown, build.facts, where)
+    markdown = predict.render(markdown, build.checkpoints, build.figure, where)
     return figures.expand(markdown, build.figure, build.plots, where)
 
 
@@ -180,7 +184,9 @@ def on_page_content(html, page, config, files, **kwargs):
                                         assets.data_urls(build.data, up))
     html = narrow.diagrams(html, Path(config.docs_dir) / Path(where).parent, where)
     page.meta["pysim_katex"] = up + katex.stylesheet() if has_math else None
-    page.meta["pysim_assets"] = assets.page_assets(widgets, build.assets, build.runtime, up) if widgets else None
+    checkpoints = predict.used(html)
+    page.meta["pysim_assets"] = (assets.page_assets(widgets, build.assets, build.runtime, up, predict=checkpoints)
+                                 if widgets or checkpoints else None)
     return html
 
 

@@ -10,7 +10,8 @@ reload would reset it), the workers created and the boots sent to them.
 from __future__ import annotations
 
 from conftest import page_url, wait_for_python, until
-from test_offline import PLAIN_PAGES, PROBE, WIDGET_PAGES, far_widget_page, is_pyodide, pysim_workers, search
+from test_offline import (PLAIN_PAGES, PROBE, WIDGET_PAGES, far_widget_page, is_pyodide, is_widget_code, pysim_workers,
+                          search)
 
 CHAPTER = [name for name in WIDGET_PAGES]  # the widget pages, in name order
 LIVE = "w.dataset.live === 'ready'"
@@ -129,7 +130,7 @@ def test_pages_entered_without_widgets_never_fetch_python(make_page, site_url, w
             click_to(page, name)
             page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     page.wait_for_timeout(300)
-    assert [u for u in watch.requests if is_pyodide(u) or "/assets/widgets/" in u] == []
+    assert [u for u in watch.requests if is_pyodide(u) or is_widget_code(u)] == []
 
 
 def test_a_widget_page_entered_fetches_python_only_when_a_widget_comes_near(make_page, site_url, watch):

@@ -111,3 +111,13 @@ def test_data_files_are_hashed_and_each_page_gets_urls_relative_to_itself(tmp_pa
         "/pysim-data/traces/code.txt.gz": f"../assets/data/code.txt.{EMPTY}.gz",
         "/pysim-data/traces/conv.txt.gz": f"../assets/data/conv.txt.{ABC}.gz"}}
     assert assets.data_files(data) == {f"assets/data/conv.txt.{ABC}.gz": b"abc", f"assets/data/code.txt.{EMPTY}.gz": b""}
+
+
+def test_a_page_with_a_checkpoint_loads_predict_last_and_one_without_widgets_only_that():
+    have = {**fake_assets(), **{n: Asset(f"assets/x/{n}", b"") for n in (assets.PREDICT_SCRIPT, assets.PREDICT_STYLE)}}
+    page = assets.page_assets(["race"], have, RUNTIME, "../", predict=True)
+    assert page.scripts[-1] == "../assets/x/predict.js" and page.styles[-1] == "../assets/x/predict.css"
+    assert page.runtime == assets.page_assets(["race"], have, RUNTIME, "../").runtime
+    alone = assets.page_assets([], have, RUNTIME, "../", predict=True)
+    # No runtime settings and none of the kit: nothing on that page starts Python.
+    assert (alone.scripts, alone.styles, alone.runtime) == (["../assets/x/predict.js"], ["../assets/x/predict.css"], "")

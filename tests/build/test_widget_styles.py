@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from pysim.registry import names
-from sitebuild.assets import PAGE_WIDE, SHARED_STYLES, WIDGETS_DIR
+from sitebuild.assets import PAGE_WIDE, PREDICT_SCRIPT, PREDICT_STYLE, SHARED_STYLES, WIDGETS_DIR
 
 COMMENT = re.compile(r"/\*.*?\*/", re.S)
 CLASS = re.compile(r"\.(-?[A-Za-z_][\w-]*)")
@@ -46,7 +46,8 @@ def prefix_of(name: str, css: str) -> str | None:
 
 def widget_sheets() -> dict[str, Path]:
     """Widget name -> widgets/NAME.css, for every widget that has a stylesheet."""
-    return {p.stem: p for p in sorted(WIDGETS_DIR.glob("*.css")) if p.name not in (*SHARED_STYLES, *PAGE_WIDE)}
+    return {p.stem: p for p in sorted(WIDGETS_DIR.glob("*.css"))
+            if p.name not in (*SHARED_STYLES, *PAGE_WIDE, PREDICT_STYLE)}
 
 
 def prefixes() -> dict[str, str | None]:
@@ -92,3 +93,17 @@ def test_the_check_reads_selectors_as_a_browser_does():
     css = ("/* a, b { } */ .x, .y:hover > .z { a: b } @media (max-width: 10px) { .w { c: d } }"
            " @keyframes k { from { e: f } 50% { e: g } to { e: h } }")
     assert selectors(css) == [".x", ".y:hover > .z", ".w"]
+
+
+def test_the_checkpoints_stylesheet_reaches_checkpoints_only():
+    """widgets/predict.css is no widget's, but a look ahead brings it into other pages as
+    well: every rule names `.predict` (the checkpoint's block), and only predict.js (and
+    the build step writing the block) makes a class starting with predict-."""
+    css = (WIDGETS_DIR / PREDICT_STYLE).read_text(encoding="utf-8")
+    stray = [sel for sel in selectors(css) if "predict" not in CLASS.findall(sel)]
+    assert stray == []
+    assert not re.findall(r"@keyframes\s+(?!predict-)", css)
+    made = re.compile(r"""["' ]predict-[a-z]""")
+    others = [p.name for p in sorted(WIDGETS_DIR.glob("*.js")) if p.name != PREDICT_SCRIPT
+              and made.search(p.read_text(encoding="utf-8"))]
+    assert others == []
