@@ -164,12 +164,25 @@ def test_the_defaults_are_the_fit_of_the_shipped_records():
 
 
 def test_leave_one_out_never_fits_a_record_on_itself():
+    """The out-of-sample modes never see the record: made absurd (every figure x50), its
+    own predictions in held_out, calibrated, source_out and gpu_out do not move."""
+    import json
+
     records = realbench.load(RECORDS)
     few = [r for r in records if r.id.startswith("blog-hami-l40s")]
     rows = fidelity.evaluate(few)
     assert [r["peers"] for r in rows] == [3, 3, 3, 3]
     s = fidelity.summary(rows)
     assert s["calibrated"]["mean_tpot"]["records"] == 4
+    raw = dict(few[0].raw)
+    raw["metrics"] = {k: (v * 50 if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                      for k, v in raw["metrics"].items()}
+    absurd = realbench.parse("\n".join(json.dumps(r) for r in [raw] + [r.raw for r in few[1:]]))
+    again = fidelity.evaluate(absurd)
+    for mode in ("held_out", "calibrated", "source_out", "gpu_out"):
+        assert again[0]["predicted"][mode] == rows[0]["predicted"][mode], mode
+    # ... while the others' held-out predictions, fitted with the absurd run, do move
+    assert again[1]["predicted"]["held_out"] != rows[1]["predicted"]["held_out"]
 
 
 @pytest.mark.parametrize("fields, gpu, model", [
@@ -226,3 +239,27 @@ def test_flops_count_the_lm_head_once_a_request_and_no_embedding():
     assert 0.12 < 1 - flops / (2 * 8_030_000_000 * 1000) < 0.14
     _, decode = m.work(1, 0, 0, 1)  # a decode samples its one token
     assert decode == 2 * (8_030_000_000 - vh)
+
+
+def test_the_error_band_contains_the_answer_and_widens_with_the_error():
+    """A capacity's band brackets it, and a GPU with larger held-out errors (one with no
+    runs) gets a wider band than the L40S, whose four runs are replayed closely."""
+    from pysim import errorband, lab
+
+    for gpu in errorband.FACTORS:
+        b = errorband.FACTORS[gpu]
+        assert b.fast <= 1 <= b.slow
+    assert (errorband.FACTORS["L4"].slow / errorband.FACTORS["L4"].fast
+            > errorband.FACTORS["L40S"].slow / errorband.FACTORS["L40S"].fast)
+    points = [{"rate_scale": r, "slo_attainment": a, "slo_attainment_fast": af,
+               "slo_attainment_slow": asl, "request_goodput": 1.0, "request_throughput": 1.0}
+              for r, a, af, asl in ((0.25, 1.0, 1.0, 1.0), (0.5, 1.0, 1.0, 0.95),
+                                    (1.0, 0.95, 1.0, 0.6), (2.0, 0.5, 0.8, 0.1))]
+    for gpu in ("L40S", "L4"):
+        cap = lab.capacity(lab.LabConfig(gpu=gpu, model="qwen2.5-3b"), points)
+        band = cap["band"]
+        assert band["slow"]["rate_scale"] <= cap["rate_scale"] <= band["fast"]["rate_scale"]
+        assert "never checked" in cap["sentence"]
+    # the factor's exact rule: a point's times x s are the real server's at rate / s
+    assert errorband.crossing([0.5, 1.0], [1.0, 0.8], 0.9) == (0.75, None)
+    assert errorband.attainment([1.0, 3.0], [0.01, None], 2000, 50, 1.5) == 0.5
