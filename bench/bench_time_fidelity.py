@@ -8,17 +8,23 @@ file in that format can be measured without a change.
 For every record pysim can replay (a GPU and model of its catalog, one GPU, known
 lengths; each on its own vLLM release's defaults, pysim.vllm_defaults, or v0.11.0's when
 it names none), it prints measured against predicted mean TTFT, mean TPOT and output
-throughput, in two modes:
-- uncalibrated: the step-time model's default coefficients for the GPU
-  (pysim.steptime.DEFAULTS, fitted on data/realbench/records.jsonl);
-- calibrated, leave-one-out: the coefficients fitted (pysim.fit.fit, pulled towards the
-  GPU's defaults) on the *other* records of the same GPU and model, never on the record
-  itself, as a reader calibrates the lab with their own runs; a record without such
-  peers keeps the defaults (a reader with no runs to paste has only those).
-Then the median and the largest absolute relative error per figure in both modes, the
-records skipped and why, and last one JSON line:
-{"records": N, "uncalibrated": {"mean_ttft": E, ...}, "calibrated": {...}}, with E the
-median absolute relative error (0.12 = 12%).
+throughput, and the median and P99 TTFT and TPOT where the record reports them, in the
+modes of pysim.fidelity:
+- uncalibrated: the shipped defaults (pysim.steptime.DEFAULTS), in sample;
+- held_out: the defaults fitted again without the record (leave one out);
+- calibrated: fitted on the other records of the same GPU and model, pulled towards
+  the held-out defaults (a record without such peers keeps those);
+- source_out: the defaults fitted without any record of the record's publisher;
+- gpu_out: the defaults of a GPU with no runs (the pooled fit), fitted without any
+  record of the record's GPU.
+Then the median and the largest absolute relative error per figure and mode, the same
+for records with and without a peer of the same GPU and model, the records skipped and
+why, the error band's factors (pysim.errorband), and last one JSON line:
+{"records": N, "uncalibrated": {"mean_ttft": E, ...}, "calibrated": {...}, "held_out":
+{...}, "source_out": {...}, "gpu_out": {...}, "with_peers": {MODE: {...}}, "no_peer":
+{MODE: {...}}, "sources": S, "band": {GPU: [fast, slow]}}, with E the median absolute
+relative error (0.12 = 12%) of each figure (mean_ttft, mean_tpot, output_throughput,
+median_ttft, p99_ttft, median_tpot, p99_tpot).
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from pysim.steptime import DEFAULTS
 
 FIGURES = (("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"),
            ("output_throughput", "out tok/s"))
+NAMES = {"mean_ttft_ms": "mean TTFT", "mean_tpot_ms": "mean TPOT", "output_throughput": "out tok/s",
+         "median_ttft_ms": "median TTFT", "p99_ttft_ms": "P99 TTFT", "median_tpot_ms": "median TPOT",
+         "p99_tpot_ms": "P99 TPOT"}
 
 
 def main() -> None:
@@ -45,30 +54,41 @@ def main() -> None:
           f"{len(rows)} replayed, {len(records) - len(rows)} skipped\n")
     table_rows = []
     for r in rows:
-        row = [r["id"][:44], f"{r['gpu']} {r['model']}", r["peers"]]
+        row = [r["id"][:44], f"{r['gpu']} {r['model']}", r["source"], r["peers"]]
         for key, _ in FIGURES:
-            row += [_num(r["measured"].get(key)),
-                    _num(r["predicted"]["uncalibrated"][key]), _pct(r["errors"]["uncalibrated"].get(key)),
-                    _num(r["predicted"]["calibrated"][key]), _pct(r["errors"]["calibrated"].get(key))]
+            row.append(_num(r["measured"].get(key)))
+            row += [_pct(r["errors"][m].get(key)) for m in fidelity.MODES]
         table_rows.append(row)
-    headers = ["record", "GPU model", "peers"]
+    headers = ["record", "GPU model", "source", "peers"]
     for _, name in FIGURES:
-        headers += [f"{name} meas", "default", "err", "calib", "err"]
-    print("Measured against predicted, per record (err = predicted / measured - 1; "
-          "calib = fitted on its peers, leave-one-out)")
+        headers += [f"{name} meas"] + [m[:6] for m in fidelity.MODES]
+    print("Measured, and the error of each mode's prediction, per record (err = predicted / "
+          "measured - 1; modes: " + ", ".join(fidelity.MODES) + ")")
     print(table(headers, table_rows))
 
-    stats = fidelity.summary(rows)
     out = {"records": len(rows)}
     lines = []
-    for mode in fidelity.MODES:
+    for mode, by_figure in fidelity.summary(rows).items():
         out[mode] = {}
-        for key, name in FIGURES:
-            s = stats[mode][fidelity.SHORT[key]]
+        for key in fidelity.FIGURES:
+            s = by_figure[fidelity.SHORT[key]]
             out[mode][fidelity.SHORT[key]] = None if s["median"] is None else round(s["median"], 4)
-            lines.append([mode, name, s["records"], _pct(s["median"]), _pct(s["largest"])])
+            lines.append([mode, NAMES[key], s["records"], _pct(s["median"]), _pct(s["largest"])])
     print("\nAbsolute relative error over the records")
     print(table(["mode", "figure", "records", "median", "largest"], lines))
+    lines = []
+    for group, stats in fidelity.split_by_peers(rows).items():
+        out[group] = {}
+        for mode in ("held_out", "calibrated"):
+            out[group][mode] = {}
+            for key in fidelity.FIGURES:
+                s = stats[mode][fidelity.SHORT[key]]
+                out[group][mode][fidelity.SHORT[key]] = None if s["median"] is None else round(s["median"], 4)
+                if key in fidelity.MEANS:
+                    lines.append([group, mode, NAMES[key], s["records"], _pct(s["median"]), _pct(s["largest"])])
+    print("\nRecords with a peer of the same GPU and model, and without one (the means)")
+    print(table(["records", "mode", "figure", "records", "median", "largest"], lines))
+    out["sources"] = len({r["source"] for r in rows})
     skipped = [r for r in records if r.run is None]
     if skipped:
         print("\nSkipped")
@@ -79,6 +99,11 @@ def main() -> None:
                 [[g, f"{c.step_overhead_ms:.3g}", f"{c.request_overhead_us:.3g}",
                   f"{c.memory_efficiency:.3g}", f"{c.compute_efficiency:.3g}", c.source]
                  for g, c in DEFAULTS.items()]))
+    band = fidelity.band_factors(rows)
+    out["band"] = {g: [f["fast"], f["slow"]] for g, f in band.items()}
+    print("\nError band: every step time x fast to x slow (pysim.errorband)")
+    print(table(["GPU", "fast", "slow", "errors", "from"],
+                [[g, f["fast"], f["slow"], f["errors"], f["basis"]] for g, f in band.items()]))
     print(f"\n({time.perf_counter() - started:.1f} s)")
     print(json.dumps(out))
 

@@ -106,7 +106,7 @@ def ceilings(gpu: GPU, model: Model, config: BatchSizeConfig) -> StepTimeModel:
 def decode_work(m: StepTimeModel, context: int, b: int) -> tuple[int, int]:
     """(bytes, FLOPs) of one decode step of b requests: b tokens, each query meeting its
     request's whole context, which the step reads."""
-    return m.work(b, b * context, b * context)
+    return m.work(b, b * context, b * context, b)
 
 
 def step_seconds(m: StepTimeModel, context: int, b: int) -> float:

@@ -58,7 +58,7 @@ import heapq
 import math
 from dataclasses import dataclass, replace
 
-from . import fields, slo, traces, vllm_defaults
+from . import errorband, fields, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
 from .config import ConfigError, bounded, choice
 from .registry import Simulation
@@ -494,6 +494,35 @@ def ceiling_sentence(config: ClusterConfig, ceiling: float) -> str | None:
             f"for: their prompts are too long for one GPU (a replica here has no tensor parallelism).")
 
 
+def ceiling_band(config: ClusterConfig, reqs: list) -> dict:
+    """The TTFT ceiling with every step time at either end of the GPU's error band
+    (pysim.errorband; a floor is a sum of step times, so it scales exactly), and with
+    the compute efficiency alone at the ends of the band (the prefills that set the
+    floors are compute-bound: the ceiling hinges on that one coefficient)."""
+    band = errorband.FACTORS[config.gpu]
+    limit = config.slo_ttft_ms / 1000
+    floors = first_token_floors(config, reqs)
+    out = {"band_fast": band.fast, "band_slow": band.slow,
+           "compute_efficiency": DEFAULTS[config.gpu].compute_efficiency}
+    for end in ("fast", "slow"):
+        s = getattr(band, end)
+        out[f"ttft_ceiling_{end}_pct"] = 100 * sum(1 for t in floors if t * s <= limit) / len(reqs)
+    return out
+
+
+def attainment_band(config: ClusterConfig, key: str) -> dict:
+    """`config`'s attainment with every step time at either end of the error band: the
+    window played at rate x s against targets / s is the real server, s times slower."""
+    band = errorband.FACTORS[config.gpu]
+    out = {}
+    for end in ("fast", "slow"):
+        s = getattr(band, end)
+        c = replace(config, rate_scale=config.rate_scale * s, slo_ttft_ms=config.slo_ttft_ms / s,
+                    slo_tpot_ms=config.slo_tpot_ms / s)
+        out[f"{key}_attainment_{end}_pct"] = 100 * metrics(c, simulate(c, window(c)))["slo_attainment"]
+    return out
+
+
 DECODE_BATCH = 32  # the batch the split's rule of thumb prices a decode step at
 
 
@@ -619,9 +648,11 @@ def figures() -> dict:
         out[f"{router}_goodput_per_gpu"] = m["goodput_per_gpu"]
         out[f"{router}_ttft_p90_ms"] = m["ttft_ms"]["p90"]
     out["ttft_ceiling_pct"] = 100 * ttft_ceiling(base, reqs)
+    out |= ceiling_band(base, reqs)
     for g in (12, 16):  # the sweep's last counts, colocated: how close they come
         c = replace(base, replicas=g)
         out[f"colocated_{g}_attainment_pct"] = 100 * metrics(c, simulate(c, reqs))["slo_attainment"]
+        out |= attainment_band(c, f"colocated_{g}")
     one = replace(base, replicas=1)
     out["one_replica_hit_pct"] = 100 * metrics(one, simulate(one, reqs))["prefix_cache"]["hit_rate"]
     for link in ("infiniband", "pcie"):

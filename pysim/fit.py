@@ -148,7 +148,7 @@ def _features(result, model) -> list[list[float]]:
     for w in result.seg_work:
         if w[0] == "step":
             _, tokens, reqs, kv, pairs = w
-            mem, comp = model.roofline(tokens, kv, pairs)
+            mem, comp = model.roofline(tokens, kv, pairs, reqs)
             if mem / c.memory_efficiency >= comp / c.compute_efficiency:
                 out.append([1.0, reqs, mem, 0.0])
             else:

@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from . import bench_serve, benchsummary, fields, fit, slo, traces, vllm_defaults
+from . import bench_serve, benchsummary, errorband, fields, fit, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
 from .utils import percentile
 from .config import ConfigError, bounded, choice, data
@@ -104,8 +104,19 @@ def _check_points(value):
                 raise ConfigError("sweep_points", f"point {k + 1}: '{key}' should be a number "
                                                   f"from {lo:g} to {hi:g}")
             point[key] = float(x)
+        for key in BAND_KEYS:  # the error band's attainments, when the point has them
+            x = p.get(key)
+            if x is None:
+                continue
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1:
+                raise ConfigError("sweep_points", f"point {k + 1}: '{key}' should be a number "
+                                                  f"from 0 to 1")
+            point[key] = float(x)
         out.append(point)
     return out
+
+
+BAND_KEYS = ("slo_attainment_fast", "slo_attainment_slow")
 
 
 @dataclass(frozen=True)
@@ -378,7 +389,13 @@ def capacity_view(config: CapacityConfig, actions: list) -> dict:
 
 def sweep_point(config: LabConfig, rate: float, coefficients: Coefficients) -> dict:
     _t, result, m, _stm, _blocks = run_once(config, rate, coefficients)
-    return {"rate_scale": rate, "slo_attainment": m["slo_attainment"],
+    band = errorband.FACTORS[config.gpu]
+    # The error band (pysim.errorband): these requests' times at both ends of it, so
+    # capacity() can read the real server's curve off the same replays.
+    at = {f"slo_attainment_{end}": errorband.attainment(
+        result.ttfts, m["tpots"], config.slo_ttft_ms, config.slo_tpot_ms, getattr(band, end))
+        for end in ("fast", "slow")}
+    return {"rate_scale": rate, "slo_attainment": m["slo_attainment"], **at,
             "request_goodput": m["request_goodput"], "request_throughput": m["request_throughput"],
             "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"],
             "num_preemptions": result.num_preemptions}
@@ -401,8 +418,48 @@ def capacity(config: LabConfig, points: list[dict]) -> dict:
     (scale 1): ceil(1 / that scale), splitting the traffic evenly.
     """
     out = _crossing(config, points)
-    out["sentence"] = _capacity_sentence(out)
+    out["band"] = capacity_band(config, points)
+    out["sentence"] = _capacity_sentence(out) + _band_sentence(out)
     return out
+
+
+def capacity_band(config: LabConfig, points: list[dict]) -> dict | None:
+    """The capacity with every step time at either end of the GPU's error band
+    (pysim.errorband): the point at rate R_k, its times x s, is the real server's at
+    R_k / s. None when the points lack the band's attainments."""
+    points = sorted(points, key=lambda p: p["rate_scale"])
+    if not points or any(k not in p for p in points for k in BAND_KEYS):
+        return None
+    band = errorband.FACTORS[config.gpu]
+    out = {"factors": band.record(), "method": errorband.METHOD,
+           "checked": "never against a real server's attainment: only times were measured"}
+    for end in ("fast", "slow"):
+        s = getattr(band, end)
+        scale, bound = errorband.crossing([p["rate_scale"] / s for p in points],
+                                          [p[f"slo_attainment_{end}"] for p in points],
+                                          ATTAINMENT_TARGET)
+        out[end] = {"rate_scale": scale, "bound": bound,
+                    "replicas": None if bound == "below" else max(1, math.ceil(1 / scale - 1e-9))}
+    return out
+
+
+def _band_sentence(c: dict) -> str:
+    b = c.get("band")
+    if not b or c["rate_scale"] is None:
+        return ""
+    f = b["factors"]
+
+    def end(k):
+        e = b[k]
+        return (f"below x{e['rate_scale']:.2f}" if e["bound"] == "below" else
+                f"at least x{e['rate_scale']:.2f}" if e["bound"] == "at_least" else
+                f"x{e['rate_scale']:.2f}")
+    replicas = sorted(x for x in (b["slow"]["replicas"], b["fast"]["replicas"]) if x)
+    span = (f"; {replicas[0]:,} to {replicas[-1]:,} replicas" if len(replicas) == 2 and replicas[0] != replicas[-1]
+            else f"; {replicas[-1]:,} replicas" if replicas else "")
+    return (f" With every step x{f['slow']:g} to x{f['fast']:g} of the model's (the central 80% of "
+            f"its held-out errors, {f['basis']}), it would be {end('slow')} to {end('fast')}{span}: "
+            f"a range from measured time errors, never checked against a real server's attainment.")
 
 
 def _crossing(config: LabConfig, points: list[dict]) -> dict:
@@ -470,11 +527,28 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
         "calibration": calibration,
         "bench_summary": None,
     }
+    view["band"] = percentile_band(config, coefficients)
     if t.bench is not None:
         figures_ = bench_serve.metrics(result, t.prompt_tokens)
         view["bench_summary"] = {"text": bench_serve.summary_text(figures_, t.bench),
                                  "figures": figures_}
     return view
+
+
+def percentile_band(config: LabConfig, coefficients: Coefficients) -> dict:
+    """The replay's percentiles and attainment with every step time at either end of
+    the GPU's error band (pysim.errorband): the real server with steps s times the
+    model's is the model at the rate x s, its times x s (two more replays)."""
+    band = errorband.FACTORS[config.gpu]
+    out = {"factors": band.record(), "method": errorband.METHOD}
+    for end in ("fast", "slow"):
+        s = getattr(band, end)
+        _t, result, m, _stm, _blocks = run_once(config, config.rate_scale * s, coefficients)
+        out[end] = {"ttft_ms": {k: m["ttft_ms"][k] * s for k in ("mean", "p50", "p90", "p99")},
+                    "tpot_ms": {k: m["tpot_ms"][k] * s for k in ("mean", "p50", "p90", "p99")},
+                    "slo_attainment": errorband.attainment(result.ttfts, m["tpots"], config.slo_ttft_ms,
+                                                           config.slo_tpot_ms, s)}
+    return out
 
 
 def prefix_cache(result) -> dict:
@@ -713,6 +787,10 @@ def figures() -> dict:
         cap = sweep["capacity"]
         assert cap["rate_scale"] is not None, f"{gpu}: the page expects a crossing"
         out[f"{key}_scale"] = cap["rate_scale"]
+        for end in ("fast", "slow"):  # the error band (pysim.errorband)
+            out[f"{key}_scale_{end}"] = cap["band"][end]["rate_scale"]
+            out[f"{key}_replicas_{end}"] = cap["band"][end]["replicas"] or 0
+            out[f"{key}_factor_{end}"] = cap["band"]["factors"][end]
         out[f"{key}_req_s"] = cap["sustained_req_s"]
         out[f"{key}_replicas"] = cap["replicas"]
         out[f"{key}_label"] = GPUS[gpu].label
@@ -726,8 +804,15 @@ def figures() -> dict:
     small = sweep_view(SweepConfig(max_num_batched_tokens=2048, max_num_seqs=256), [])
     out["h100_2048_scale"] = small["capacity"]["rate_scale"]
     out["h100_2048_replicas"] = small["capacity"]["replicas"]
+    band = view["band"]  # the default replay's percentiles at both ends of the band
+    for end in ("fast", "slow"):
+        out[f"ttft_p90_ms_{end}"] = band[end]["ttft_ms"]["p90"]
+        out[f"tpot_p90_ms_{end}"] = band[end]["tpot_ms"]["p90"]
+        out[f"attainment_pct_{end}"] = band[end]["slo_attainment"] * 100
+    out["ttft_p90_ms"] = view["ttft_ms"]["p90"]
+    out["tpot_p90_ms"] = view["tpot_ms"]["p90"]
     for gpu, c in DEFAULTS.items():  # the model's coefficients, GPU by GPU
-        key = gpu.lower()
+        key = gpu.lower().replace("-", "_")
         out[f"{key}_step_overhead_ms"] = c.step_overhead_ms
         out[f"{key}_request_overhead_us"] = c.request_overhead_us
         out[f"{key}_memory_efficiency"] = c.memory_efficiency
@@ -737,18 +822,39 @@ def figures() -> dict:
 
 def fidelity_figures() -> dict:
     """The error table of "How far to trust the lab": the shipped records replayed
-    (pysim.fidelity, as bench/bench_time_fidelity.py does), at build time."""
+    (pysim.fidelity, as bench/bench_time_fidelity.py does), at build time, every mode
+    and figure: err_{mode}_{figure}_{median,largest,records}, the same for the records
+    with and without a peer (err_{with_peers,no_peer}_{mode}_...), and the error band's
+    factors, checked against pysim.errorband.FACTORS."""
     from . import fidelity, realbench  # the records are read at build time only
 
     records = realbench.load(realbench.REPO_FILE)
     rows = fidelity.evaluate(records)
     out = {"records": len(records), "records_replayed": len(rows),
            "records_gpus": len({r["gpu"] for r in rows}),
-           "records_models": len({r["model"] for r in rows})}
-    for mode, by_figure in fidelity.summary(rows).items():
-        for figure, s in by_figure.items():
-            for stat in ("median", "largest"):
-                out[f"err_{mode}_{figure}_{stat}"] = s[stat] * 100
+           "records_models": len({r["model"] for r in rows}),
+           "records_sources": len({r["source"] for r in rows}),
+           "records_no_peer": sum(1 for r in rows if not r["peers"])}
+
+    def put(prefix, stats):
+        for mode, by_figure in stats.items():
+            for figure, s in by_figure.items():
+                out[f"{prefix}{mode}_{figure}_records"] = s["records"]
+                for stat in ("median", "largest"):
+                    out[f"{prefix}{mode}_{figure}_{stat}"] = None if s[stat] is None else s[stat] * 100
+
+    put("err_", fidelity.summary(rows))
+    for group, stats in fidelity.split_by_peers(rows).items():
+        put(f"err_{group}_", stats)
+    factors = fidelity.band_factors(rows)
+    for gpu, f in factors.items():
+        shipped = errorband.FACTORS[gpu]
+        if (abs(shipped.fast - f["fast"]) > 2e-3 or abs(shipped.slow - f["slow"]) > 2e-3
+                or shipped.errors != f["errors"]):
+            raise AssertionError(f"pysim.errorband.FACTORS[{gpu!r}] is stale: the records give "
+                                 f"{f}; run python -m pysim.fidelity and paste its lines")
+        key = gpu.lower().replace("-", "_")
+        out[f"band_{key}_fast"], out[f"band_{key}_slow"] = f["fast"], f["slow"]
     return out
 
 

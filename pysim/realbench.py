@@ -56,8 +56,14 @@ MODEL_NAMES = {
     "qwen3-8b": "qwen3-8b", "qwen3-14b": "qwen3-14b", "qwen3-32b": "qwen3-32b",
     "qwen2.5-3b": "qwen2.5-3b", "mistral-7b-v0.3": "mistral-7b-v0.3",
 }
-GPU_NAMES = (("H100", "H100"), ("H200", "H200"), ("L40S", "L40S"), ("A100", "A100"),
-             ("MI300X", "MI300X"))
+# GPU names as published (nvidia-smi's "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-40GB",
+# "NVIDIA L4", "NVIDIA A10G", a report's "1xH100-80GB-SXM") -> the catalog's id: the first
+# pattern that matches the name in capitals with spaces and hyphens dropped. The order
+# matters: the PCIe H100 and the 40 GB A100 before their larger siblings, the L40S before
+# the L4 (whose name it contains).
+GPU_NAMES = (("H100PCIE", "H100-PCIe"), ("H100", "H100"), ("H200", "H200"),
+             ("L40S", "L40S"), ("A10040GB", "A100-40GB"), ("A100", "A100"),
+             ("A10G", "A10G"), ("L4", "L4"), ("MI300X", "MI300X"))
 FIGURE_KEYS = {"mean_ttft_ms": ("mean_ttft_ms",), "mean_tpot_ms": ("mean_tpot_ms",),
                "output_throughput": ("output_throughput", "output_token_throughput")}
 
@@ -138,15 +144,24 @@ def _gpu(raw) -> str | None:
     cat = str(raw.get("gpu_catalog_id") or "").split(" ")[0]
     if cat in GPUS:
         return cat
-    name = str(raw.get("gpu") or "").upper()
-    squashed = name.replace(" ", "").replace("-", "")
+    return gpu_id(str(raw.get("gpu") or ""))
+
+
+def gpu_id(name: str) -> str | None:
+    """The catalog's id for a GPU's published name, or None when the catalog lacks it."""
+    squashed = re.sub(r"[\s_-]", "", name.upper())
     # Cards the catalog does not hold, though their names contain one it does: the
-    # 40 GB A100, the PCIe and NVL H100s (less bandwidth than the SXM), the GH200.
-    if "40GB" in squashed or "GH200" in squashed or ("H100" in squashed and
-                                                     ("PCIE" in squashed or "NVL" in squashed)):
+    # H100 NVL (94 GB, more bandwidth than the PCIe), the GH200, the L40 and L4's
+    # neighbours, an A100 PCIe 80GB is held as the SXM's (same memory, 1,935 GB/s).
+    if "GH200" in squashed or ("H100" in squashed and "NVL" in squashed):
         return None
+    squashed = squashed.replace("A100SXM440GB", "A10040GB").replace("A100PCIE40GB", "A10040GB")
     for key, gpu in GPU_NAMES:
-        if key in name:
+        if key == "L4":  # the L4 alone: not an L40, L40S or L4x
+            if re.search(r"(?<![A-Z0-9])L4(?![0-9])", re.sub(r"[_-]", " ", name.upper())):
+                return gpu
+            continue
+        if key in squashed:
             return gpu
     return None
 

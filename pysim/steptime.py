@@ -5,9 +5,18 @@ A step of a V1 engine is one forward pass over every token the scheduler handed 
 
 - memory: every weight is read once, and each scheduled request's attention reads the
   KV of its whole context (the tokens already cached plus this step's own);
-- arithmetic: about 2 FLOPs per parameter per token in the batch (a prompt chunk of
+- arithmetic: 2 FLOPs per parameter a token's matrix products use (a prompt chunk of
   500 tokens costs as much as 500 decodes), plus attention's own FLOPs, which grow with
   the context each query token looks at (pysim.catalog.Model.attention_flops_per_pair).
+  Counted as the engine spends them: the input embedding is a table lookup, no
+  matmul, and the LM head (vocabulary x hidden size) runs only at the positions vLLM
+  samples, one a scheduled request (vLLM 0.34.0 computes logits at
+  `logits_indices = query_start_loc[1:] - 1`, vllm/v1/worker/gpu/input_batch.py:188,
+  a request's last scheduled token, a partial prompt chunk's too). So a token costs
+  2 x `Model.matmul_params` and a scheduled request adds 2 x `Model.lm_head_params`
+  (pysim.catalog): a prompt is about 13% cheaper for Llama 3.1 8B than 2 x all its
+  parameters a token. The bytes read still count every weight once (the embedding table
+  of an untied model is not read whole, a few percent of the bytes: not subtracted).
 
 A real engine reaches neither ceiling, and pays for things the roofline does not see.
 Four coefficients, each with one physical meaning, close that gap:
@@ -100,15 +109,24 @@ class Coefficients:
 
 # Fitted by `python -m pysim.fit` (pysim.fit.fit_defaults) on data/realbench/records.jsonl,
 # every GPU on the records of its own (all models), pulled weakly towards
-# pysim.fit.GENERIC; H200 has no record yet and takes the fit of all records. L40S rests
-# on 4 runs of a small model on a shared card, MI300X on 1: treat those as rough.
+# pysim.fit.GENERIC. A GPU with no record (H200, H100 PCIe, A100 40GB, L4, A10G) takes
+# the fit of all records, every GPU's pooled: its datasheet's bandwidth and FLOP/s carry
+# what differs between cards, and `pysim.fidelity` measures what that costs by holding
+# each GPU's records out in turn (the lab's page quotes it). L40S rests on 4 runs of a
+# small model on a shared card, MI300X on 1: treat those as rough. With few runs the
+# four coefficients trade off against each other (a higher memory efficiency against a
+# larger per-request overhead), so one of them alone is no measurement of the GPU.
 # tests/unit/test_fit.py fits them again and checks they are what is written here.
 DEFAULTS: dict[str, Coefficients] = {
-    "H100": Coefficients(1.809, 6.844, 0.7959, 0.3313, "fitted: 21 runs on H100"),
-    "H200": Coefficients(1.95, 64.31, 0.8563, 0.506, "pooled: 41 runs of every GPU"),
-    "L40S": Coefficients(1.612, 6.467, 0.9049, 0.3593, "fitted: 4 runs on L40S"),
-    "A100": Coefficients(4.181, 92.26, 0.9435, 0.6137, "fitted: 15 runs on A100"),
-    "MI300X": Coefficients(2.165, 5.447, 0.7133, 0.2553, "fitted: 1 run on MI300X"),
+    "H100": Coefficients(1.947, 7.494, 0.8151, 0.3061, "fitted: 21 runs on H100"),
+    "H200": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
+    "L40S": Coefficients(1.656, 6.893, 0.9085, 0.3271, "fitted: 4 runs on L40S"),
+    "A100": Coefficients(4.548, 94.39, 0.9975, 0.5706, "fitted: 15 runs on A100"),
+    "H100-PCIe": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
+    "A100-40GB": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
+    "L4": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
+    "A10G": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
+    "MI300X": Coefficients(2.232, 4.954, 0.7135, 0.2251, "fitted: 1 run on MI300X"),
 }
 assert set(DEFAULTS) == set(GPUS)
 
@@ -123,21 +141,26 @@ class StepTimeModel:
     weight_bytes: int
     kv_bytes_per_token: int
     bandwidth: int  # bytes/s
-    flops_per_token: int  # 2 x params
+    flops_per_token: int  # 2 x the parameters a token's matmuls use (no embedding, no LM head)
     attention_flops_per_pair: int  # one query token meeting one cached token
     peak_flops: int
     coefficients: Coefficients
+    flops_per_sample: int = 0  # 2 x the LM head's parameters: once a scheduled request
 
     # --- one step ----------------------------------------------------------------
-    def work(self, num_tokens: int, kv_tokens_read: int, attention_pairs: int) -> tuple[int, int]:
+    def work(self, num_tokens: int, kv_tokens_read: int, attention_pairs: int,
+             num_requests: int) -> tuple[int, int]:
         """(bytes read, FLOPs) of a step, exact integers: every weight once and the KV
-        its attention reads; 2 FLOPs a parameter a token and attention's own."""
+        its attention reads; 2 FLOPs a matmul parameter a token, the LM head once a
+        request (its sampled position), and attention's own."""
         return (self.weight_bytes + kv_tokens_read * self.kv_bytes_per_token,
-                self.flops_per_token * num_tokens + self.attention_flops_per_pair * attention_pairs)
+                self.flops_per_token * num_tokens + self.flops_per_sample * num_requests
+                + self.attention_flops_per_pair * attention_pairs)
 
-    def roofline(self, num_tokens: int, kv_tokens_read: int, attention_pairs: int):
+    def roofline(self, num_tokens: int, kv_tokens_read: int, attention_pairs: int,
+                 num_requests: int):
         """(memory seconds, compute seconds) at 100% of the datasheet: the raw ceilings."""
-        read, flops = self.work(num_tokens, kv_tokens_read, attention_pairs)
+        read, flops = self.work(num_tokens, kv_tokens_read, attention_pairs, num_requests)
         return read / self.bandwidth, flops / self.peak_flops
 
     def seconds(self, num_tokens: int, num_requests: int, kv_tokens_read: int,
@@ -145,7 +168,7 @@ class StepTimeModel:
         """One step: its tokens, the requests they belong to, the KV entries attention
         reads (every request's context) and the query-key pairs it computes."""
         c = self.coefficients
-        memory, compute = self.roofline(num_tokens, kv_tokens_read, attention_pairs)
+        memory, compute = self.roofline(num_tokens, kv_tokens_read, attention_pairs, num_requests)
         return (c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6 * num_requests
                 + max(memory / c.memory_efficiency, compute / c.compute_efficiency))
 
@@ -168,7 +191,8 @@ class StepTimeModel:
         grow_kv = batch * self.kv_bytes_per_token
         grow_attn = batch * self.attention_flops_per_pair
         mem = ((self.weight_bytes + kv_tokens * self.kv_bytes_per_token) / em, grow_kv / em)
-        comp = ((self.flops_per_token * batch + self.attention_flops_per_pair * kv_tokens) / ec,
+        comp = (((self.flops_per_token + self.flops_per_sample) * batch
+                 + self.attention_flops_per_pair * kv_tokens) / ec,
                 grow_attn / ec)
         return mem, comp
 
@@ -248,10 +272,11 @@ def step_time_model(gpu: GPU, model: Model, coefficients: Coefficients | None = 
     return StepTimeModel(weight_bytes=model.weight_bytes(weights_fp8),
                          kv_bytes_per_token=model.kv_bytes_per_token(kv_fp8),
                          bandwidth=gpu.bandwidth_bytes_per_s,
-                         flops_per_token=2 * model.params,
+                         flops_per_token=2 * model.matmul_params,
                          attention_flops_per_pair=model.attention_flops_per_pair,
                          peak_flops=gpu.peak_flops,
-                         coefficients=coefficients or DEFAULTS[gpu.id])
+                         coefficients=coefficients or DEFAULTS[gpu.id],
+                         flops_per_sample=2 * model.lm_head_params)
 
 
 def overheads_only(step_overhead_ms: float, request_overhead_us: float) -> StepTimeModel:
@@ -273,7 +298,7 @@ def step_parts_ms(model: StepTimeModel, result) -> dict:
     at the fitted efficiencies (the larger of the two is what the step pays)."""
     c = model.coefficients
     memory, compute = model.roofline(result.num_tokens, result.context_tokens,
-                                     result.attention_pairs)
+                                     result.attention_pairs, len(result.parts))
     return {"overhead_ms": round(c.step_overhead_ms + c.request_overhead_us / 1e3 * len(result.parts), 3),
             "memory_ms": round(memory / c.memory_efficiency * 1e3, 3),
             "compute_ms": round(compute / c.compute_efficiency * 1e3, 3)}

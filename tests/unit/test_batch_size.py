@@ -60,6 +60,10 @@ def test_catalog_matches_the_spec_and_datasheets():
         "H200": (141e9, 4.8e12, 989e12),
         "L40S": (48e9, 864e9, 362e12),
         "A100": (80e9, 2.039e12, 312e12),
+        "H100-PCIe": (80e9, 2.0e12, 756e12),
+        "A100-40GB": (40e9, 1.555e12, 312e12),
+        "L4": (24e9, 300e9, 121e12),
+        "A10G": (24e9, 600e9, 70e12),
         "MI300X": (192e9, 5.3e12, 1307.4e12),
     }
     assert list(GPUS) == list(expected)
@@ -121,36 +125,38 @@ def test_compute_bound_short_context():
     # H100 SXM, Llama 3.1 8B, 16-bit, 128 tokens, 30 tok/s.
     # one request = 128 x 131,072 = 16,777,216 B; memory fits 67,460,809,984 / 16,777,216
     #   = 4,020.98 -> 4,020
-    # one request's FLOPs X = 2P + 128 x 524,288 = 16,060,000,000 + 67,108,864 = 16,127,108,864
+    # one decode's FLOPs X: the matmuls without the embedding and the LM head once (it
+    #   samples): 2 x (8.03e9 - 128,256 x 4,096) = 15,009,326,848, + attention 128 x
+    #   524,288 = 67,108,864, so X = 15,076,435,712
     # compute time > read time  <=>  B x (X x bw - req x F) > W x F
-    #   X x bw   = 16,127,108,864 x 3.35e12  = 5.40258e22
+    #   X x bw   = 15,076,435,712 x 3.35e12  = 5.05061e22
     #   req x F  = 16,777,216 x 989e12       = 1.65927e22
-    #   slope    = 3.74331e22;  W x F = 16.06e9 x 989e12 = 1.588334e25
-    #   B > 1.588334e25 / 3.74331e22 = 424.31  -> compute binds from B = 425
-    # speed: compute bound X x B / F <= 1/30 <=> B <= 989e12 / (16,127,108,864 x 30) = 2,044.2 -> 2,044
+    #   slope    = 3.39134e22;  W x F = 16.06e9 x 989e12 = 1.588334e25
+    #   B > 1.588334e25 / 3.39134e22 = 468.35  -> compute binds from B = 469
+    # speed: compute bound X x B / F <= 1/30 <=> B <= 989e12 / (15,076,435,712 x 30) = 2,186.6 -> 2,186
     #   (the read bound (3.35e12/30 - 16.06e9) / 16,777,216 = 5,698.6 is looser)
-    # recommendation = min(4,020, 2,044) = 2,044, set by speed, a compute-bound point:
-    #   per user = 989e12 / (16,127,108,864 x 2,044) = 30.0026 tok/s;
-    #   total = 989e12 / 16,127,108,864 = 61,325.31
-    x = 16_060_000_000 + 128 * 4 * 32 * 32 * 128
+    # recommendation = min(4,020, 2,186) = 2,186, set by speed, a compute-bound point:
+    #   per user = 989e12 / (15,076,435,712 x 2,186) = 30.0087 tok/s;
+    #   total = 989e12 / 15,076,435,712 = 65,599.06
+    x = 2 * (8_030_000_000 - 128_256 * 4_096) + 128 * 4 * 32 * 32 * 128
     v = view(context_tokens=128)
     assert v["max_batch_memory"] == 4_020
-    assert v["crossover_batch"] == 425
-    assert v["max_batch_speed"] == 2_044
-    assert v["recommended_max_num_seqs"] == 2_044
+    assert v["crossover_batch"] == 469
+    assert v["max_batch_speed"] == 2_186
+    assert v["recommended_max_num_seqs"] == 2_186
     assert v["limited_by"] == "speed"
-    assert v["per_user_tok_s"] == pytest.approx(30.0026, abs=1e-4)
+    assert v["per_user_tok_s"] == pytest.approx(30.0087, abs=1e-4)
     assert v["total_tok_s"] == 989e12 / x
     points = {p["batch"]: p for p in v["curve"]}
-    assert points[425]["bound"] == "compute"  # the crossover is marked on the curve
+    assert points[469]["bound"] == "compute"  # the crossover is marked on the curve
     m = ceilings(GPUS["H100"], MODELS["llama-3.1-8b"], BatchSizeConfig(context_tokens=128))
-    assert not compute_bound(m, 128, 424) and compute_bound(m, 128, 425)
-    assert points[2_044]["bound"] == "compute" and points[2_044]["meets_target"]
+    assert not compute_bound(m, 128, 468) and compute_bound(m, 128, 469)
+    assert points[2_186]["bound"] == "compute" and points[2_186]["meets_target"]
     # Past the crossover total throughput is flat at the compute ceiling.
     assert points[1_024]["total_tok_s"] == points[2_048]["total_tok_s"] == 989e12 / x
-    # B = 1024: FLOPs 16,127,108,864 x 1024 / 989e12 = 16.698 ms > reads (16.06e9 + 1024 x
+    # B = 1024: FLOPs 15,076,435,712 x 1024 / 989e12 = 15.610 ms > reads (16.06e9 + 1024 x
     #   16,777,216) / 3.35e12 = 9.922 ms.
-    assert points[1_024]["t_step_ms"] == pytest.approx(16.698, abs=1e-3)
+    assert points[1_024]["t_step_ms"] == pytest.approx(15.610, abs=1e-3)
 
 
 def test_fp8_kv_doubles_the_pool_tokens():
@@ -353,7 +359,10 @@ def test_numpy_evaluation_agrees_over_a_grid():
     kv_per_token = 2 * shape * kv_elem
     weights = params * w_elem
     pool = mem * 1.0 - weights - 2e9  # vLLM 0.34.0: every catalog GPU at utilization 1.0
-    per_request_flops = 2 * params + attn * ctx
+    # a decode: the matmuls without the embedding, and the LM head once (pysim.steptime)
+    vh = column(lambda g, m, *_: MODELS[m].vocab_size * MODELS[m].hidden_size)
+    tied = column(lambda g, m, *_: 1 if MODELS[m].tie_word_embeddings else 0)
+    per_request_flops = 2 * (params - vh * (2 - tied) + vh) + attn * ctx
     fits = np.where(pool > 0, np.floor(np.maximum(pool, 0) / (ctx * kv_per_token)), 0)
     one = np.maximum((weights + ctx * kv_per_token) / bw, per_request_flops / flops)  # t_step(1)
     speed = np.floor(np.minimum((bw / target - weights) / (ctx * kv_per_token),
@@ -415,7 +424,8 @@ def test_cli_json_prints_the_documented_keys(capsys):
     assert out["kv_bytes_per_token"] == 65_536
     # FP8 KV: memory allows 67,460,809,984 / 134,217,728 = 502.6 -> 502 = 2 x 251
     assert out["max_batch_memory"] == 502 == out["recommended_max_num_seqs"]
-    assert [g["id"] for g in out["catalog"]["gpus"]] == ["H100", "H200", "L40S", "A100", "MI300X"]
+    assert [g["id"] for g in out["catalog"]["gpus"]] == ["H100", "H200", "L40S", "A100", "H100-PCIe",
+                                                         "A100-40GB", "L4", "A10G", "MI300X"]
     assert out["catalog"]["models"][0] == {"id": "llama-3.1-8b", "label": "Llama 3.1 8B",
                                            "max_context_tokens": 131_072}
 
@@ -465,7 +475,7 @@ def test_context_beyond_the_model_maximum_is_refused():
 def test_error_messages_name_the_allowed_range():
     with pytest.raises(ConfigError) as info:
         from_mapping(BatchSizeConfig, {"gpu": "h100"}, from_text=True)
-    assert "H100, H200, L40S, A100, MI300X" in info.value.message
+    assert "H100, H200, L40S, A100, H100-PCIe, A100-40GB, L4, A10G, MI300X" in info.value.message
     with pytest.raises(ConfigError) as info:
         from_mapping(BatchSizeConfig, {"target_tok_s": "fast"}, from_text=True)
     assert "from 1 to 1,000" in info.value.message
@@ -482,5 +492,7 @@ def test_curve_spacing_and_cap():
                kv_fp8=True, weights_fp8=True)
     assert big["curve_max_batch"] == batch_size.CURVE_CAP
     assert len(big["curve"]) <= 40
-    # FLOPs bind: 2 x 7.25e9 + 128 x 524,288 (attention) = 14,567,108,864 a request
-    assert big["max_batch_speed"] == math.floor(1307.4e12 / (2 * 7.25e9 + 128 * 524_288)) == 89_750
+    # FLOPs bind: 2 x (7.25e9 - 32,768 x 4,096) (the matmuls but the embedding, the LM head
+    # once) + 128 x 524,288 (attention) = 14,298,673,408 a request
+    assert big["max_batch_speed"] == math.floor(
+        1307.4e12 / (2 * (7.25e9 - 32_768 * 4_096) + 128 * 524_288)) == 91_435

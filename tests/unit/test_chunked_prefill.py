@@ -157,7 +157,7 @@ def test_every_scenario_and_preset(scenario, budget):
 def test_view_model_labels_and_presets():
     view = view_of()
     assert view["model"]["label"] == "Llama 3.1 8B on one H100 SXM 80 GB"
-    assert view["model"]["formula"].startswith("t_step = 1.81 ms + 6.84 µs × requests + max(")
+    assert view["model"]["formula"].startswith("t_step = 1.95 ms + 7.49 µs × requests + max(")
     assert view["max_num_batched_tokens_presets"] == [512, 2048, 8192, 16384]
     assert [s["id"] for s in view["scenarios"]] == ["long_document", "burst_of_chats", "mixed"]
     assert view["scenario"]["id"] == "long_document"

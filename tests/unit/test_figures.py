@@ -243,9 +243,10 @@ def test_decode_step_roofline_by_hand():
     assert figure("decode.kv_mb_per_request") == pytest.approx(268.435456)
     # H100 SXM: 989e12 FLOP/s over 3.35e12 B/s = 295.2 FLOPs per byte.
     assert figure("decode.ridge") == pytest.approx(989 / 3.35)
-    # One request's FLOPs: 2 * 8.03e9 for the weights, plus attention's 2,048 pairs of
-    # 4 * 32 layers * 32 heads * 128 = 524,288 FLOPs: 16.06e9 + 1.07e9 = 17.13e9.
-    flops1 = 16.06e9 + 2048 * 524_288
+    # One request's FLOPs: its matmuls without the embedding (a lookup) and the LM head
+    # once, 2 * (8.03e9 - 128,256 * 4,096) = 15.01e9, plus attention's 2,048 pairs of
+    # 4 * 32 layers * 32 heads * 128 = 524,288 FLOPs: 15.01e9 + 1.07e9 = 16.08e9.
+    flops1 = 15_009_326_848 + 2048 * 524_288
     # B = 1: 17.13e9 FLOPs over 16.06e9 + 0.268e9 bytes = 1.05 FLOP/byte.
     assert figure("decode.intensity_b1") == pytest.approx(flops1 / (16.06e9 + 268_435_456))
     # B = 32: 32 * 17.13e9 FLOPs over 16.06e9 + 32 * 0.268e9 = 24.65e9 bytes = 22.2.
@@ -376,18 +377,18 @@ def test_decode_intensity_limit():
     # 2 * 8.03e9 + 2,048 * 524,288 FLOPs per request over 268,435,456 KV bytes per
     # request: 63.8 FLOP/byte, below the H100's 295, so at 2,048 tokens of context
     # compute never binds.
-    assert figure("decode.intensity_limit") == pytest.approx((16.06e9 + 2048 * 524_288) / 268_435_456)
+    assert figure("decode.intensity_limit") == pytest.approx((15_009_326_848 + 2048 * 524_288) / 268_435_456)
     assert figure("decode.intensity_limit") < figure("decode.ridge")
     assert figure("decode.crossover") == 0
 
 
 def test_decode_short_context_crossover():
-    # 128 tokens: KV 128 * 131,072 = 16,777,216 B per request, and X = 16.06e9 + 128 *
-    # 524,288 = 16,127,108,864 FLOPs. Compute binds when
+    # 128 tokens: KV 128 * 131,072 = 16,777,216 B per request, and X = 15,009,326,848
+    # (matmuls and the LM head) + 128 * 524,288 = 15,076,435,712 FLOPs. Compute binds when
     # B * X / 989e12 > (16.06e9 + B * 16,777,216) / 3.35e12, i.e.
-    # B * (X * 3.35e12 - 16,777,216 * 989e12) > 16.06e9 * 989e12  ->  B > 424.3.
-    slope = 16_127_108_864 * 3.35e12 - 16_777_216 * 989e12
-    assert figure("decode.short_crossover") == int(16.06e9 * 989e12 // slope) + 1 == 425
+    # B * (X * 3.35e12 - 16,777,216 * 989e12) > 16.06e9 * 989e12  ->  B > 468.4.
+    slope = 15_076_435_712 * 3.35e12 - 16_777_216 * 989e12
+    assert figure("decode.short_crossover") == int(16.06e9 * 989e12 // slope) + 1 == 469
 
 
 def test_littles_law_consequences():
@@ -461,11 +462,14 @@ def test_chunked_prefill_page_by_hand():
     memory_ms = (2 * 8.03e9 + 7_306 * kvb) / (3.35e12 * c.memory_efficiency) * 1e3
     overheads_ms = c.step_overhead_ms + 6 * c.request_overhead_us / 1e3
     assert figure("chunked_prefill.decode_step_ms") == pytest.approx(overheads_ms + memory_ms, abs=0.001)
-    # The 16,000-token document prefilled whole beside them: 16,006 tokens of 2 x 8.03e9
-    # FLOPs, and attention: the chunk meets 16,000 x 16,000 - 16,000 x 15,999 / 2 pairs,
-    # the decodes their 7,306, each pair 4 x 32 layers x 32 heads x 128 = 524,288 FLOPs.
+    # The 16,000-token document prefilled whole beside them: 16,006 tokens of
+    # 2 x (8.03e9 - 2 x 128,256 x 4,096) = 13,958,653,696 FLOPs (no embedding matmul),
+    # the LM head (2 x 128,256 x 4,096) once for each of the 7 requests, and attention: the
+    # chunk meets 16,000 x 16,000 - 16,000 x 15,999 / 2 pairs, the decodes their 7,306,
+    # each pair 4 x 32 layers x 32 heads x 128 = 524,288 FLOPs.
     pairs = 16_000 * 16_000 - 16_000 * 15_999 // 2 + 7_306
-    compute_ms = (2 * 8.03e9 * 16_006 + 524_288 * pairs) / (989e12 * c.compute_efficiency) * 1e3
+    flops = 13_958_653_696 * 16_006 + 7 * 2 * 525_336_576 + 524_288 * pairs
+    compute_ms = flops / (989e12 * c.compute_efficiency) * 1e3
     whole = c.step_overhead_ms + 7 * c.request_overhead_us / 1e3 + compute_ms
     assert figure("chunked_prefill.whole_step_ms") == pytest.approx(whole, abs=0.001)
     assert figure("chunked_prefill.whole_over_decode") == pytest.approx(whole / (overheads_ms + memory_ms), rel=1e-4)

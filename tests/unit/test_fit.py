@@ -164,20 +164,40 @@ def test_the_defaults_are_the_fit_of_the_shipped_records():
 
 
 def test_leave_one_out_never_fits_a_record_on_itself():
+    """The out-of-sample modes never see the record: made absurd (every figure x50), its
+    own predictions in held_out, calibrated, source_out and gpu_out do not move."""
+    import json
+
     records = realbench.load(RECORDS)
     few = [r for r in records if r.id.startswith("blog-hami-l40s")]
     rows = fidelity.evaluate(few)
     assert [r["peers"] for r in rows] == [3, 3, 3, 3]
     s = fidelity.summary(rows)
     assert s["calibrated"]["mean_tpot"]["records"] == 4
+    raw = dict(few[0].raw)
+    raw["metrics"] = {k: (v * 50 if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                      for k, v in raw["metrics"].items()}
+    absurd = realbench.parse("\n".join(json.dumps(r) for r in [raw] + [r.raw for r in few[1:]]))
+    again = fidelity.evaluate(absurd)
+    for mode in ("held_out", "calibrated", "source_out", "gpu_out"):
+        assert again[0]["predicted"][mode] == rows[0]["predicted"][mode], mode
+    # ... while the others' held-out predictions, fitted with the absurd run, do move
+    assert again[1]["predicted"]["held_out"] != rows[1]["predicted"]["held_out"]
 
 
 @pytest.mark.parametrize("fields, gpu, model", [
     ({"gpu": "NVIDIA H100 80GB HBM3", "model": "meta-llama/Meta-Llama-3.1-8B-Instruct"}, "H100", "llama-3.1-8b"),
     ({"gpu": "A100-SXM4-80GB", "model": "mistralai/Mistral-7B-Instruct-v0.3"}, "A100", "mistral-7b-v0.3"),
-    ({"gpu": "NVIDIA H100 PCIe", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
+    ({"gpu": "NVIDIA H100 PCIe", "model": "Qwen/Qwen3-8B"}, "H100-PCIe", "qwen3-8b"),
     ({"gpu": "NVIDIA GH200 480GB", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
-    ({"gpu": "NVIDIA A100-SXM4-40GB", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
+    ({"gpu": "NVIDIA H100 NVL", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
+    ({"gpu": "NVIDIA A100-SXM4-40GB", "model": "Qwen/Qwen3-8B"}, "A100-40GB", "qwen3-8b"),
+    ({"gpu": "A100-PCIE-40GB", "model": "Qwen/Qwen3-8B"}, "A100-40GB", "qwen3-8b"),
+    ({"gpu": "NVIDIA L4", "model": "Qwen/Qwen3-8B"}, "L4", "qwen3-8b"),
+    ({"gpu": "NVIDIA L40S", "model": "Qwen/Qwen3-8B"}, "L40S", "qwen3-8b"),
+    ({"gpu": "NVIDIA L40", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
+    ({"gpu": "NVIDIA A10G", "model": "Qwen/Qwen3-8B"}, "A10G", "qwen3-8b"),
+    ({"gpu": "NVIDIA A10", "model": "Qwen/Qwen3-8B"}, None, "qwen3-8b"),
 ])
 def test_gpu_and_model_names_as_reports_write_them(fields, gpu, model):
     assert realbench._gpu(fields) == gpu and realbench._model(fields) == model
@@ -188,3 +208,58 @@ def test_quantized_weights_are_skipped_with_their_reason():
                              '"workload": {"dataset_name": "random", "random_input_len": 1000, '
                              '"random_output_len": 100, "num_prompts": 10}, "metrics": {"mean_tpot_ms": 9}}')
     assert rec.run is None and rec.skipped.startswith("fp8 weights")
+
+
+@pytest.mark.parametrize("gpu, mib, tiers", [
+    ("H100-PCIe", 81_559, (1024, 8192)), ("A100-40GB", 40_960, (256, 2048)),
+    ("L4", 23_034, (256, 2048)), ("A10G", 23_028, (256, 2048))])
+def test_a_new_gpus_pool_comes_from_what_its_driver_reports(gpu, mib, tiers):
+    """The pool starts from nvidia-smi's total (x 1.0 at vLLM 0.34 - weights - 2 GB), and
+    vLLM's batch tiers read that total (>= 70 GiB and not an A100: 1,024 / 8,192)."""
+    from pysim import steptime, vllm_defaults
+    from pysim.catalog import GPUS, MODELS
+    g, m = GPUS[gpu], MODELS["qwen2.5-3b"]
+    assert g.reported_mib == mib and g.reported_bytes == mib * 2**20
+    assert steptime.kv_pool_bytes(g, m) == mib * 2**20 - m.weight_bytes(False) - steptime.RUNTIME_BYTES
+    d = vllm_defaults.defaults(g)
+    assert (d.max_num_seqs, d.max_num_batched_tokens) == tiers
+    assert d.block_size == 64
+
+
+def test_flops_count_the_lm_head_once_a_request_and_no_embedding():
+    """Llama 3.1 8B: 2 x (8.03e9 - 2 x 128256 x 4096) FLOPs a token, plus the LM head
+    (2 x 128256 x 4096) once for each request in the step: a 1,000-token prompt chunk of
+    one request costs about 13% less than 2 x all parameters a token."""
+    from pysim.catalog import GPUS, MODELS
+    from pysim.steptime import IDEAL, step_time_model
+    m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], IDEAL)
+    vh = 128_256 * 4_096
+    _, flops = m.work(1000, 0, 0, 1)
+    assert flops == 2 * (8_030_000_000 - 2 * vh) * 1000 + 2 * vh
+    assert 0.12 < 1 - flops / (2 * 8_030_000_000 * 1000) < 0.14
+    _, decode = m.work(1, 0, 0, 1)  # a decode samples its one token
+    assert decode == 2 * (8_030_000_000 - vh)
+
+
+def test_the_error_band_contains_the_answer_and_widens_with_the_error():
+    """A capacity's band brackets it, and a GPU with larger held-out errors (one with no
+    runs) gets a wider band than the L40S, whose four runs are replayed closely."""
+    from pysim import errorband, lab
+
+    for gpu in errorband.FACTORS:
+        b = errorband.FACTORS[gpu]
+        assert b.fast <= 1 <= b.slow
+    assert (errorband.FACTORS["L4"].slow / errorband.FACTORS["L4"].fast
+            > errorband.FACTORS["L40S"].slow / errorband.FACTORS["L40S"].fast)
+    points = [{"rate_scale": r, "slo_attainment": a, "slo_attainment_fast": af,
+               "slo_attainment_slow": asl, "request_goodput": 1.0, "request_throughput": 1.0}
+              for r, a, af, asl in ((0.25, 1.0, 1.0, 1.0), (0.5, 1.0, 1.0, 0.95),
+                                    (1.0, 0.95, 1.0, 0.6), (2.0, 0.5, 0.8, 0.1))]
+    for gpu in ("L40S", "L4"):
+        cap = lab.capacity(lab.LabConfig(gpu=gpu, model="qwen2.5-3b"), points)
+        band = cap["band"]
+        assert band["slow"]["rate_scale"] <= cap["rate_scale"] <= band["fast"]["rate_scale"]
+        assert "never checked" in cap["sentence"]
+    # the factor's exact rule: a point's times x s are the real server's at rate / s
+    assert errorband.crossing([0.5, 1.0], [1.0, 0.8], 0.9) == (0.75, None)
+    assert errorband.attainment([1.0, 3.0], [0.01, None], 2000, 50, 1.5) == 0.5

@@ -127,15 +127,19 @@ def test_step_time_by_hand_for_two_settings():
     # H100 SXM: 3.35e12 B/s, 989e12 FLOP/s.
     # (1) one decode reading 1,000 tokens of KV (1,000 pairs):
     #     memory = (16.06e9 + 1,000 x 131,072) / 3.35e12 = 4.8331558e-3 s, / 0.8 = 6.0414448e-3
-    #     compute = (16.06e9 + 524,288 x 1,000) / 989e12 = 1.6769e-5 s, / 0.5 = 3.354e-5 -> memory
+    #     compute = (2 x (8.03e9 - 525,336,576) + 524,288 x 1,000) / 989e12 = 1.5706e-5 s,
+    #     / 0.5 = 3.141e-5 -> memory
     #     step = 2e-3 + 1 x 10e-6 + 6.0414448e-3 = 8.0514448e-3 s
     assert m.seconds(1, 1, 1_000, 1_000) == pytest.approx(8.0514448e-3, rel=1e-7)
     # (2) one 8,192-token prompt chunk from an empty cache: it reads 8,192 tokens of KV and
-    #     computes 8,192 x 8,192 - 8,192 x 8,191 / 2 = 33,558,528 query-key pairs:
+    #     computes 8,192 x 8,192 - 8,192 x 8,191 / 2 = 33,558,528 query-key pairs; its
+    #     matmuls skip the embedding (a lookup) and run the LM head (128,256 x 4,096) at
+    #     its one sampled position: 2 x (8.03e9 - 2 x 525,336,576) = 13,958,653,696 a token.
     #     memory = (16.06e9 + 8,192 x 131,072) / 3.35e12 = 5.1145498e-3 s, / 0.8 = 6.393e-3
-    #     compute = (16.06e9 x 8,192 + 524,288 x 33,558,528) / 989e12 = 0.15081684 s,
-    #     / 0.5 = 0.30163368 -> compute binds; step = 2e-3 + 10e-6 + 0.30163368 = 0.30364368 s
-    assert m.seconds(8_192, 1, 8_192, 33_558_528) == pytest.approx(0.30364368, rel=1e-7)
+    #     compute = (13,958,653,696 x 8,192 + 2 x 525,336,576 + 524,288 x 33,558,528) / 989e12
+    #     = 0.13341221 s, / 0.5 = 0.26682442 -> compute binds; step = 2e-3 + 10e-6 +
+    #     0.26682442 = 0.26883442 s
+    assert m.seconds(8_192, 1, 8_192, 33_558_528) == pytest.approx(0.26883442, rel=1e-7)
 
 
 def test_a_chunk_counts_its_attention_pairs():

@@ -62,8 +62,10 @@ def test_catalog_gpus_against_the_thresholds():
     assert 70 <= gib["H100"] < 160 and 70 <= gib["H200"] < 160 and gib["MI300X"] >= 160
     assert gib["L40S"] < 70 and gib["A100"] == 80
     got = {g: vd.serve_batch_defaults(V034, GPUS[g]) for g in GPUS}
+    # H100 PCIe 79.6 GiB (not an A100); A100 40GB by name and size; L4 22.5, A10G 22.5.
     assert got == {"H100": (1024, 8192), "H200": (1024, 8192), "L40S": (256, 2048),
-                   "A100": (256, 2048), "MI300X": (1024, 16384)}
+                   "A100": (256, 2048), "H100-PCIe": (1024, 8192), "A100-40GB": (256, 2048),
+                   "L4": (256, 2048), "A10G": (256, 2048), "MI300X": (1024, 16384)}
 
 
 def test_v0_and_async_scheduling():
