@@ -35,6 +35,7 @@ MODULES = {
     "lab_sweep": "lab",
     "lab_sweep_point": "lab",
     "lab_capacity": "lab",
+    "lab_band": "lab",  # the lab's percentiles at both ends of the error band (pysim.errorband)
     "cluster": "cluster",
     "cluster_sweep": "cluster",  # one GPU count of the cluster page's sweep (no widget of its own)
     "policies": "policies",  # the scheduling-policy lab (page 9)
