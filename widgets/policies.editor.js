@@ -85,7 +85,9 @@
     }
 
     function upgrade() {
-      if (!upgrading) upgrading = window.PySim.loadLater("policies").then(withAce, () => {});
+      // Ace may be here already (exercise 5's editor loaded it earlier in this visit).
+      const loaded = window.ace && typeof window.ace.edit === "function" ? Promise.resolve() : window.PySim.loadLater("policies");
+      if (!upgrading) upgrading = loaded.then(withAce, () => {});
       return upgrading;
     }
     area.addEventListener("focus", upgrade, { once: true });

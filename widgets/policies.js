@@ -93,6 +93,7 @@
     const note = h("p", { class: "pol-note" });
     const results = h("table", { class: "pol-results" });
     const cache = h("p", { class: "pol-cache" });
+    const tableNote = h("p", { class: "pol-table-note" });
     const chartInteractive = h("div", { class: "pol-chart" });
     const chartBatch = h("div", { class: "pol-chart" });
     const waitTables = h("div", { class: "pol-wait-tables" });
@@ -156,12 +157,12 @@
     const section = (title, ...kids) => h("section", { class: "pol-section" }, h("h3", { class: "pol-title" }, title), ...kids);
     w.body.append(
       controls.root, w.messages, describeLine, status,
-      section("Per tenant and per tier", traffic, credit, machine, mineNote, tableBox(results, { class: "pol-scroll" }), cache, note),
+      section("Per tenant and per tier", traffic, credit, machine, mineNote, tableNote, tableBox(results, { class: "pol-scroll" }), cache, note),
       section("Who waits, over time",
         h("div", { class: "pol-pair" }, chartInteractive, chartBatch),
         h("details", { class: "pol-more" }, h("summary", {}, "The waits as tables"), waitTables)),
       section("Your policy",
-        h("label", { for: editorId, class: "pol-label" }, "Your policy: order(request, engine) returns a sort key, the smallest admitted first; victim(running, engine) is optional"),
+        h("label", { for: editorId, class: "pol-label" }, "The code: order(request, engine) returns a sort key, the smallest admitted first; victim(running, engine) is optional"),
         editor.element, runNote,
         h("div", { class: "pol-buttons" }, runBtn, starterBtn), verdict, details),
       section("Puzzles",
@@ -208,10 +209,12 @@
         h("th", { scope: "row" }, run.label),
         ...COLUMNS.map(([, f]) => h("td", {}, f(pick(run.result))))))));
       results.replaceChildren(
-        h("caption", {}, `TTFT percentiles, the longest wait for a first admission, preemptions, throughput and goodput (both targets met: TTFT ≤ ${ms(v.slo.ttft_ms)}, TPOT ≤ ${ms(v.slo.tpot_ms)})`),
+        h("caption", {}, "Each tenant and tier under each policy"),
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Group"), h("th", { scope: "col" }, "Policy"),
           ...COLUMNS.map(([label]) => h("th", { scope: "col" }, label)))),
         ...bodies);
+      tableNote.textContent = "Time to first token (TTFT) at p50, p90 and p99; the longest wait for a first admission; " +
+        `preemptions; throughput; and goodput, the requests that met both targets (TTFT ≤ ${ms(v.slo.ttft_ms)}, TPOT ≤ ${ms(v.slo.tpot_ms)}).`;
       const cached = shown.filter((r) => r.result.prefix_cache);
       cache.textContent = cached.length ? "Prefix-cache hit rate (vllm:prefix_cache_hits / vllm:prefix_cache_queries): " +
         cached.map((r) => `${r.label} ${pct(r.result.prefix_cache.hit_rate)}`).join("; ") + "." : "";
