@@ -30,10 +30,14 @@
   ];
   // What the reader's result depends on besides the code: everything but the policies.
   const NOT_TRAFFIC = ["policy", "compare", "policy_code"];
-  // A recompute of the built-ins (a 10-minute window at 4x its rate takes a while in
-  // Pyodide); the reader's run (pysim stops their code after 10 s of it); a grading
-  // (a fresh 10 s budget for each held-out window, and the baselines' runs).
-  const RECOMPUTE_MS = 90000;
+  // How long a call may run before the runtime thinks Python stuck and restarts it: a
+  // recompute of the built-ins (a link made by hand may hold policy_code too, which
+  // pysim stops after 10 s of it; the page's own states take a few seconds); the
+  // reader's run (10 s of their code, and the replay); a grading (a fresh 10 s budget
+  // for each held-out window, and the baselines' runs). The largest traffic pysim takes
+  // (a whole hour of both traces squeezed into 10 minutes) runs past the first: the
+  // runtime then says Python stopped, and the picture stays the last one computed.
+  const RECOMPUTE_MS = 30000;
   const RUN_MS = 90000;
   const GRADE_MS = 180000;
   const TABLE_ROWS = 12; // rows of the waits' tables
@@ -67,10 +71,11 @@
     // ---------------------------------------------------------------- controls
     const controls = w.controls({
       onChange(name, value, delay) {
-        // Mooncake's trace is one tenant: nobody can flood it, so the flood goes with the switch.
+        // Mooncake's trace is one tenant: nobody can flood it, so the flood goes with the
+        // switch. (The two tenants' rates stay in view, unused there: a control hidden by
+        // a choice could hold a value the reader can no longer see nor fix.)
         if (name === "services" && value !== "azure") w.set({ services: value, flood_tenant: "none" }, delay);
         else w.set({ [name]: value }, delay);
-        if (name === "services") showServices(value);
       },
     });
     const groups = h("div", { class: "pol-groups" });
@@ -80,9 +85,6 @@
       groups.append(set);
     }
     controls.root.prepend(groups); // a field no group names stays after them
-    function showServices(services) {
-      for (const n of AZURE_ONLY) if (controls.has(n)) controls.get(n).root.hidden = services !== "azure";
-    }
 
     // ---------------------------------------------------------------- the run
     const describeLine = h("ul", { class: "pol-desc" });
@@ -251,7 +253,6 @@
     function draw() {
       const v = w.view;
       const c = v.config;
-      showServices(c.services);
       const shown = runs();
       describeLine.replaceChildren(...v.results.map((r) => h("li", {}, h("strong", {}, r.label), ": ", r.description, ".")));
       traffic.textContent = v.traffic.sentence;
