@@ -347,5 +347,43 @@ def exit_status(view: dict) -> int:
     return 2 if view.get("error") else 0
 
 
+# --- the page's figures (docs/priority-and-preemption.md) --------------------------------
+# Each state a section of page 9 links to (its hash keys, `policies.KEY=VALUE&...`) and
+# quotes figures from: the settings that differ from the defaults.
+PAGE_STATES = {
+    "tiers": {"policy": "priority", "compare": "fcfs"},
+    "preempt": {"policy": "priority", "compare": "fcfs", "model": "qwen3-14b", "max_num_seqs": 1024,
+                "rate_scale": 0.7},
+    "starve": {"policy": "priority", "compare": "fcfs", "conv_rate_scale": 2.0},
+    "flood": {"policy": "vtc", "compare": "fcfs", "flood_tenant": "conv", "flood_factor": 3.0,
+              "conv_rate_scale": 0.5, "code_rate_scale": 0.5, "window_minutes": 2},
+    "sjf": {"policy": "sjf", "compare": "fcfs"},
+    "victim": {"policy": "fcfs", "compare": "priority", "model": "qwen3-14b", "max_num_seqs": 1024,
+               "rate_scale": 0.7},
+}
+
+
+def page_figures() -> dict:
+    """`{{ policies.KEY }}`: for each state, `link_STATE` (the hash that opens it) and its
+    figures, `STATE_{a,b}_{group}_{figure}` (a: the policy, b: the one compared)."""
+    out = {}
+    for state, settings in PAGE_STATES.items():
+        out[f"link_{state}"] = "&".join(f"policies.{k}={v}" for k, v in settings.items())
+        view = run(PoliciesConfig(**settings), [])
+        for side, r in zip("ab", view["results"]):
+            groups = {"all": r["summary"], **r["tenants"], **r["tiers"]}
+            for group, f in groups.items():
+                stem = f"{state}_{side}_{group}"
+                out[stem + "_ttft_p50_s"] = f["ttft_ms"]["p50"] / 1000
+                out[stem + "_ttft_p90_s"] = f["ttft_ms"]["p90"] / 1000
+                out[stem + "_ttft_mean_s"] = f["ttft_ms"]["mean"] / 1000
+                out[stem + "_wait_max_s"] = f["wait_max_s"]
+                out[stem + "_preemptions"] = f["num_preemptions"]
+                out[stem + "_goodput"] = f["request_goodput"]
+                out[stem + "_attainment_pct"] = f["slo_attainment"] * 100
+        out[f"{state}_num_requests"] = view["traffic"]["num_requests"]
+    return out
+
+
 SIMULATION = Simulation(name="policies", config_cls=PoliciesConfig, run=run, text=text,
-                        exit_status=exit_status, data_files=traces.site_files)
+                        exit_status=exit_status, data_files=traces.site_files, figures=page_figures)

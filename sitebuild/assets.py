@@ -47,6 +47,7 @@ VENDOR = {
     "batch_size": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
     "lab": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
     "cluster": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
+    "policies": ("uplot/dist/uPlot.iife.min.js", "uplot/dist/uPlot.min.css"),
 }
 # Our chart kit on uPlot (widgets/charts.js: palette, axes, markers, the latency CDF):
 # every page that loads uPlot for a widget gets it too, after the shared scripts.
@@ -62,6 +63,11 @@ VENDOR_LATER = {
                   "ace-builds/src-min-noconflict/mode-python.js",
                   "ace-builds/src-min-noconflict/theme-chrome.js",
                   "ace-builds/src-min-noconflict/theme-tomorrow_night.js"),
+    # The policy lab's editor (page 9): the same Ace, for the reader's policy.
+    "policies": ("ace-builds/src-min-noconflict/ace.js",
+                 "ace-builds/src-min-noconflict/mode-python.js",
+                 "ace-builds/src-min-noconflict/theme-chrome.js",
+                 "ace-builds/src-min-noconflict/theme-tomorrow_night.js"),
 }
 
 

@@ -26,6 +26,10 @@ WIDGET_DIV = re.compile(
     r'<div class="pysim-widget" data-widget="(?P<name>[a-z_]+)"(?P<attrs>[^>]*)>\s*</div>'
 )
 CONFIG_ATTR = re.compile(r"data-config='(?P<json>[^']*)'")
+# data-companions='{"SIM": "FIELD"}': a simulation the widget calls besides its own (the
+# policy lab's puzzles), drawn before Python too: its fields, and its view for each
+# option of its choice FIELD (one puzzle each), at the defaults otherwise.
+COMPANIONS_ATTR = re.compile(r"data-companions='(?P<json>[^']*)'")
 DATA_BLOCK = re.compile(r'<template class="pysim-prerender">(?P<model>.*?)</template>', re.S)
 NOSCRIPT = ('<p class="pysim-noscript">This interactive simulation needs JavaScript; '
             "its numbers are also in the text.</p>")
@@ -88,6 +92,9 @@ def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, wid
         model = {"config": cfg, "view": answer["result"], "fields": fields[name]["fields"]}
         if files and name in files:
             model["files"] = files[name]
+        comp_match = COMPANIONS_ATTR.search(match.group("attrs"))
+        if comp_match:
+            model["companions"] = companions(json.loads(html.unescape(comp_match.group("json"))), call, fields, where)
         # The data block is a <template>, whose content the browser parses but never runs or
         # shows, not a <script type="application/json">: Material's instant navigation
         # re-creates every <script> of the page it swaps in as a plain (runnable) one,
@@ -102,6 +109,27 @@ def prerender(page_html: str, call: Callable[[str, str], str], fields: dict, wid
                 f"{NOSCRIPT}</div>")
 
     return WIDGET_DIV.sub(fill, page_html), found
+
+
+def companions(wanted: dict, call: Callable[[str, str], str], fields: dict, where: str) -> dict:
+    """For each companion simulation SIM (data-companions): its fields, and its view
+    model for every option of its choice field FIELD, computed by pysim."""
+    out = {}
+    for sim, field in wanted.items():
+        if sim not in fields:
+            raise BuildError(f"{where}: companion {sim!r} is no simulation")
+        described = fields[sim]["fields"]
+        choice = next((f for f in described if f["name"] == field and f["kind"] == "choice"), None)
+        if choice is None:
+            raise BuildError(f"{where}: companion {sim!r} has no choice field {field!r}")
+        views = {}
+        for option in choice["options"]:
+            answer = json.loads(call(sim, json.dumps({"config": {field: option}})))
+            if not answer["ok"]:
+                raise BuildError(f"companion {sim!r} ({field}={option}) on {where}: {answer['error']}")
+            views[option] = answer["result"]
+        out[sim] = {"field": field, "fields": described, "views": views}
+    return out
 
 
 def widget_pages(pages: Iterable[tuple[str, str]]) -> list[str]:

@@ -65,7 +65,9 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
                         "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
                         "stdlib": {"source": "../assets/pyodide/1.2.3/s.zip", "compiled": "../assets/pyodide/1.2.3/c.zip"},
                         "snapshot": None,  # the download build's: Python starts the usual way
-                        "later": {EDITOR: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR_LATER[EDITOR]]},
+                        # Every widget's, this page's or not (the exercise's and the policy lab's editors).
+                        "later": {name: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in files]
+                                  for name, files in assets.VENDOR_LATER.items()},
                         "widget_pages": []}
 
 
@@ -82,8 +84,8 @@ def test_the_hosted_build_names_its_snapshot_from_the_page():
 def test_libraries_for_later_are_listed_not_linked():
     page = assets.page_assets([EDITOR], fake_assets(), RUNTIME)
     assert page.scripts == [*(f"assets/x/{n}" for n in assets.SHARED_SCRIPTS), f"assets/x/{EDITOR}.js"]
-    assert json.loads(page.runtime)["later"] == {EDITOR: [
-        "assets/x/ace.js", "assets/x/mode-python.js", "assets/x/theme-chrome.js", "assets/x/theme-tomorrow_night.js"]}
+    assert json.loads(page.runtime)["later"][EDITOR] == [
+        "assets/x/ace.js", "assets/x/mode-python.js", "assets/x/theme-chrome.js", "assets/x/theme-tomorrow_night.js"]
 
 
 def test_every_widget_page_carries_the_same_settings():

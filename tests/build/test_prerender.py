@@ -107,3 +107,17 @@ print(first is again, again is after, Path(first.__file__).is_relative_to(source
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["True", "False", "True"], out
+
+
+def test_a_companion_comes_with_its_fields_and_a_view_per_option():
+    """data-companions='{"SIM": "FIELD"}' (the policy lab's puzzles): the companion's fields
+    and its view for each option of FIELD, so the widget lists them before Python starts."""
+    fields = {**FIELDS, "quiz": {"fields": [{"name": "which", "kind": "choice", "options": ["a", "b"]}]}}
+    page = '<div class="pysim-widget" data-widget="race" data-companions=\'{"quiz": "which"}\'></div>'
+    out, _ = prerender.prerender(page, call, fields, {"race"})
+    companions = model_of(out)["companions"]
+    assert companions == {"quiz": {"field": "which", "fields": fields["quiz"]["fields"], "views": {
+        "a": {"name": "quiz", "echo": {"which": "a"}, "note": "a </script> inside"},
+        "b": {"name": "quiz", "echo": {"which": "b"}, "note": "a </script> inside"}}}}
+    with pytest.raises(BuildError, match="no choice field 'nope'"):
+        prerender.prerender(page.replace('"which"', '"nope"'), call, fields, {"race"})
