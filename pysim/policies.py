@@ -51,6 +51,9 @@ def policy_code():
     return fields.policy_code(_check_code)
 
 
+MAX_REQUESTS = 4_500  # a window's requests, all tenants: 10 minutes of the default traffic fit
+
+
 @dataclass(frozen=True)
 class PoliciesConfig(SchedulerConfig):
     policy: str = fields.policy("fcfs", NAMES)
@@ -95,6 +98,13 @@ class PoliciesConfig(SchedulerConfig):
         check_fits(self.gpu, self.model)
         tenants.check(self.services, self.window_start_min, self.window_minutes, scales(self),
                       RATE_FIELDS)
+        n = len(traffic_of(self))
+        if n > MAX_REQUESTS:
+            # A page replays every request, once per policy shown: keep a run within seconds.
+            most = max(1, int(self.window_minutes * MAX_REQUESTS / n))
+            raise ConfigError("window_minutes", f"the window holds {n:,} requests at these rates; at most "
+                                                f"{MAX_REQUESTS:,}: expected a window of at most {most} min "
+                                                f"(or lower rates)")
 
 
 def scales(config) -> dict:

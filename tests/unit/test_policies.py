@@ -330,3 +330,17 @@ def test_cli_puzzles(tmp_path, capsys):
     broken.write_text("def order(request, engine):\n    return request.nope\n")
     assert main(["puzzle", "flood", "--policy-file", str(broken)]) == 2
     assert main(["puzzle", "nope", "--policy-file", str(fcfs)]) == 2
+
+
+def test_a_window_too_heavy_for_a_page_is_refused_naming_the_window():
+    from pysim.config import ConfigError, from_mapping
+    from pysim.policies import MAX_REQUESTS, PoliciesConfig, traffic_of
+
+    with pytest.raises(ConfigError) as err:
+        from_mapping(PoliciesConfig, {"flood_tenant": "conv", "flood_factor": 4})
+    assert err.value.field == "window_minutes" and f"{MAX_REQUESTS:,}" in err.value.message
+    # The suggested window is accepted, and ten minutes of the default traffic fit.
+    most = int(err.value.message.split("at most ")[2].split(" min")[0])
+    fine = from_mapping(PoliciesConfig, {"flood_tenant": "conv", "flood_factor": 4, "window_minutes": most})
+    assert len(traffic_of(fine)) <= MAX_REQUESTS
+    assert len(traffic_of(from_mapping(PoliciesConfig, {"window_minutes": 10}))) <= MAX_REQUESTS
