@@ -40,3 +40,17 @@ def first_difference(ours: dict, theirs: dict) -> str | None:
         if ours.get(key) != theirs.get(key):
             return f"{key}: pysim {ours.get(key)!r} != vLLM {theirs.get(key)!r}"
     return None
+
+
+def disagreement(case: dict, steps: list[dict], summary: dict) -> str | None:
+    """None when pysim's step records and summary equal the recording's, else where they
+    first differ, as a readable line."""
+    for k, theirs in enumerate(case["steps"]):
+        if k >= len(steps):
+            return f"vLLM has {len(case['steps'])} steps, pysim {len(steps)}"
+        diff = first_difference(steps[k], theirs)
+        if diff:
+            return f"step record {k} (step {theirs['step']}): {diff}"
+    if len(steps) != len(case["steps"]):
+        return f"vLLM has {len(case['steps'])} steps, pysim {len(steps)}"
+    return first_difference(summary, case["summary"])

@@ -16,9 +16,9 @@ import pytest
 from pysim.engine import Engine, EngineConfig
 
 try:  # as a test module (pytest puts tests/unit on sys.path) or run as a script
-    from fidelity import VERSIONS, first_difference, load_cases
+    from fidelity import disagreement as compare, VERSIONS, load_cases
 except ImportError:  # pragma: no cover
-    from tests.unit.fidelity import VERSIONS, first_difference, load_cases
+    from tests.unit.fidelity import disagreement as compare, VERSIONS, load_cases
 
 CASES_OF = {v: load_cases("sched", v) for v in VERSIONS}
 # (version, case) pairs, named like "0.34.0-small_003" in pytest's output.
@@ -72,16 +72,7 @@ def replay(case: dict) -> tuple[list[dict], dict]:
 
 def disagreement(case: dict) -> str | None:
     """None when the engine agrees with vLLM at every step, else where it first does not."""
-    steps, summary = replay(case)
-    for k, theirs in enumerate(case["steps"]):
-        if k >= len(steps):
-            return f"vLLM has {len(case['steps'])} steps, pysim {len(steps)}"
-        diff = first_difference(steps[k], theirs)
-        if diff:
-            return f"step record {k} (step {theirs['step']}): {diff}"
-    if len(steps) != len(case["steps"]):
-        return f"vLLM has {len(case['steps'])} steps, pysim {len(steps)}"
-    return first_difference(summary, case["summary"])
+    return compare(case, *replay(case))
 
 
 def test_every_recorded_release_is_checked():
