@@ -55,18 +55,22 @@
     const printed = h("pre", { class: "lab-printed", tabindex: "0", role: "region", "aria-label": "What vllm bench serve would print for this run, computed by pysim" });
     const printedBox = h("details", { class: "lab-details" }, h("summary", {}, "As vllm bench serve prints it"), printed);
     const cards = h("dl", { class: "lab-cards" });
-    // The error band (pysim's lab_band: two more replays, asked for once a run is drawn).
+    // The error band of this run's percentiles (pysim's lab_band: two more replays, so
+    // asked for by the reader, not on every change).
     const bandText = h("p", { class: "lab-band", "aria-live": "polite" });
     let bandOf = null; // the settings the band line is for
-    async function fetchBand(config) {
+    async function fetchBand() {
+      const config = w.state.config;
       const key = JSON.stringify(config);
-      if (w.offline || bandOf === key) return;
       bandOf = key;
-      bandText.textContent = "Error band: replaying at both ends of it…";
-      const answer = await w.call({ config }, { simulation: "lab_band", timeoutMs: 60000 }).catch(() => null);
+      bandBtn.disabled = true;
+      bandText.textContent = "Replaying at both ends of the error band…";
+      const answer = await w.call({ config }, { simulation: "lab_band" }).catch(() => null);
       if (bandOf !== key) return; // the settings changed meanwhile
-      bandText.textContent = answer && answer.ok ? answer.result.sentence : "";
+      bandText.textContent = answer && answer.ok ? answer.result.sentence : "The error band could not be computed.";
     }
+    const bandBtn = h("button", { type: "button", class: "md-button", onclick: fetchBand, "data-needs-python": true },
+      "Error band of these figures");
     // A pinned configuration keeps its capacity sweep too, if one was run for it.
     const pin = w.pin({
       labels: ["Pin this configuration", "Clear pin"], describe, note: "lab-pin-note", changed: draw,
@@ -103,7 +107,7 @@
     const scroll = (table) => h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": "table, scrolls sideways" }, table);
     w.body.append(
       controls.root, w.messages, note, status,
-      section("This run", traffic, machine, printedBox, cards, bandText,
+      section("This run", traffic, machine, printedBox, cards, h("div", { class: "lab-buttons" }, bandBtn), bandText,
         h("div", { class: "lab-buttons" }, pin.buttons), pin.note,
         h("div", { class: "lab-pair" }, cdfTtft, cdfTpot), scroll(results)),
       section("Over time", h("div", { class: "lab-pair lab-three" }, gRequests, gKv, gTokens),
@@ -306,7 +310,7 @@
         if (running && sweep && sweep.signature !== signature(state.config)) stopSweep("The settings changed; the sweep stopped");
         if (typeof state.config.bench_text === "string" && bench.value !== state.config.bench_text && document.activeElement !== bench) bench.value = state.config.bench_text;
         draw();
-        fetchBand(state.config);
+        if (bandOf !== JSON.stringify(state.config)) { bandOf = null; bandText.textContent = ""; bandBtn.disabled = !!w.offline; }
       },
       // The charts are rebuilt at the new width, or in the new scheme's colours.
       redraw: drawCharts,
