@@ -322,6 +322,8 @@ class Server:
         if engine.waiting:
             return False
         bs, free, kv_held = engine.config.block_size, engine.pool.num_free_blocks, engine.kv
+        if len(engine.running) * -(-(k + 1) // bs) <= free:
+            return True  # a table grows by at most that many blocks in k + 1 steps
         need = 0  # blocks every running request holds through one step past the run
         for r in engine.running:
             grow = -(-(r.num_computed + k + 1) // bs) - kv_held.num_blocks(r.id)
