@@ -60,6 +60,10 @@ class Benchmark:
     max_concurrency: int | None = None
     dataset_name: str = "random"
     seed: int = 0
+    # A run saved with --save-result --save-detailed names every request: (prompt tokens,
+    # answer tokens, seconds since the first was sent), replayed as they are instead of
+    # drawn (the lengths above then bound them: the longest prompt and answer).
+    recorded: tuple | None = None
 
     def __post_init__(self):
         assert self.num_prompts >= 1 and self.random_input_len >= 1 and self.random_output_len >= 1
@@ -89,6 +93,7 @@ class Benchmark:
 
     def record(self) -> dict:
         return {"dataset_name": self.dataset_name, "num_prompts": self.num_prompts,
+                "recorded": self.recorded is not None,
                 "random_input_len": self.random_input_len,
                 "random_output_len": self.random_output_len,
                 "random_range_ratio": self.random_range_ratio,
@@ -116,6 +121,9 @@ class Requests:
 
 
 def requests(bench: Benchmark) -> Requests:
+    if bench.recorded is not None:  # a detailed result: its own requests, sent when they were
+        return Requests([r[2] for r in bench.recorded], [r[0] for r in bench.recorded],
+                        [r[1] for r in bench.recorded], 0)
     rng = SplitMix64(bench.seed)
     n, r = bench.num_prompts, bench.random_range_ratio
     if bench.dataset_name != "random":

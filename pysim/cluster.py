@@ -614,11 +614,11 @@ LAYOUTS = ("colocated", "disaggregated")
 def _check_points(value):
     """The sweep's points so far, as cluster_sweep returned them: only what the answer reads."""
     if not isinstance(value, list) or len(value) >= len(SWEEP_GPUS):
-        raise ConfigError("sweep_points", f"expected a list of fewer than {len(SWEEP_GPUS)} sweep points")
+        raise ConfigError("swept", f"expected a list of fewer than {len(SWEEP_GPUS)} sweep points")
     out = []
     for k, p in enumerate(value):
         if not isinstance(p, dict) or p.get("gpus") != SWEEP_GPUS[k]:
-            raise ConfigError("sweep_points", f"point {k + 1}: expected an object for {SWEEP_GPUS[k]} GPUs, "
+            raise ConfigError("swept", f"point {k + 1}: expected an object for {SWEEP_GPUS[k]} GPUs, "
                                               "the sweep's counts in order")
         point = {"gpus": p["gpus"]}
         for layout in LAYOUTS:
@@ -631,7 +631,7 @@ def _check_points(value):
                 x = q.get(key) if ok else None
                 ok = ok and (x is None or (not isinstance(x, bool) and isinstance(x, (int, float)) and 0 <= x <= 1))
             if not ok:
-                raise ConfigError("sweep_points", f"point {k + 1}: '{layout}' should hold 'meets' and an "
+                raise ConfigError("swept", f"point {k + 1}: '{layout}' should hold 'meets' and an "
                                                   "attainment from 0 to 1")
             point[layout] = {"meets": q["meets"], "slo_attainment": q.get("slo_attainment"),
                              "attainment_at_most": q.get("attainment_at_most"),
@@ -652,8 +652,8 @@ class SweepConfig(ClusterConfig):
                                 "drops a layout once a count meets the target)", label="Sweep layouts")
     sweep_exact: bool = flag(False, "run every request to its end, even once the target is surely "
                              "missed (the sweep's largest count)", label="Exact")
-    sweep_points: list = data(list, "the sweep's points so far, in its order (as cluster_sweep "
-                              "returned them)", _check_points, label="Sweep points")
+    swept: list = data(list, "the sweep's points so far, in its order (as cluster_sweep "
+                              "returned them)", _check_points, label="Counts swept")
 
     def check(self) -> None:
         if self.gpus == 1:
@@ -790,14 +790,14 @@ def fewest_gpus(config: ClusterConfig, on_point=None) -> dict:
 
 def sweep_view(config: SweepConfig, actions: list) -> dict:
     """One GPU count of the sweep (`gpus`), its layouts (`sweep_layouts`), and the answer
-    so far with `sweep_points`; or, with gpus 0, the whole sweep (`fewest_gpus`)."""
+    so far with `swept`; or, with gpus 0, the whole sweep (`fewest_gpus`)."""
     assert not actions
     base = ClusterConfig(**{k: getattr(config, k) for k in ClusterConfig.__dataclass_fields__})
     if config.gpus == 0:
         return {"config": to_mapping(config)} | fewest_gpus(base)
     layouts = LAYOUTS if config.sweep_layouts == "both" else (config.sweep_layouts,)
     point = sweep_point(base, window(base), config.gpus, layouts, config.sweep_exact)
-    known = config.sweep_points if config.gpus == SWEEP_GPUS[len(config.sweep_points)] else None
+    known = config.swept if config.gpus == SWEEP_GPUS[len(config.swept)] else None
     answer = sweep_answer(base, known + [point]) if known is not None else None
     return point | {"answer": answer}
 

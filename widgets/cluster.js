@@ -279,7 +279,7 @@
         let answer;
         try {
           answer = await w.call({ config: { ...config, gpus: next.gpus, sweep_layouts: next.sweep_layouts,
-            sweep_exact: next.sweep_exact, sweep_points: sweep.points } }, { simulation: SWEEP, timeoutMs: 120000 });
+            sweep_exact: next.sweep_exact, swept: sweep.points } }, { simulation: SWEEP, timeoutMs: 120000 });
         } catch (err) {
           if (running === token) stopSweep("Python stopped answering; the sweep stopped");
           return;

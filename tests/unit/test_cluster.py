@@ -333,7 +333,7 @@ def test_the_page_sweep_one_call_per_count_gives_the_whole_sweep():
     points, nxt = [], {"gpus": 2, "sweep_layouts": "both", "sweep_exact": False}
     while nxt:
         v = cluster.sweep_view(SweepConfig(**config, gpus=nxt["gpus"], sweep_layouts=nxt["sweep_layouts"],
-                                           sweep_exact=nxt["sweep_exact"], sweep_points=points), [])
+                                           sweep_exact=nxt["sweep_exact"], swept=points), [])
         answer = v.pop("answer")
         points.append(v)
         nxt = answer["next"]
