@@ -227,8 +227,9 @@ class Watch:
 
     A request has surely missed when its first token came later than the TTFT target,
     when the clock passed its TTFT target without a first token (every step that starts
-    before the clock has run, so a first token still to come ends after it), or when it
-    finished with a TPOT over the target. It only reads the run: a run it lets finish is
+    before the clock has run, so a first token still to come ends after it), when it
+    finished with a TPOT over the target, or when it is still running at a time by which
+    its TPOT would be over the target even if it finished then. It only reads the run: a run it lets finish is
     the same as one without it.
     """
 
@@ -240,6 +241,8 @@ class Watch:
         self.ttft_limit, self.tpot_limit = slo_ttft_ms / 1000, slo_tpot_ms / 1000
         self.n, self.target = len(reqs), target
         self.first_at = [math.nan] * self.n
+        self.done = [False] * self.n
+        self.tpot_due: list = []  # (when its TPOT target is used up, request), a heap
         self.missed = [False] * self.n
         self.count = 0
         self.next = 0  # requests before it have been checked against their TTFT deadline
@@ -257,8 +260,11 @@ class Watch:
         self.first_at[i] = t
         if not self.ttft_limit >= t - self.sent[i]:
             self._miss(i, t)
+        elif self.out[i] > 1:  # its TPOT is over the target if it is still running past this
+            heapq.heappush(self.tpot_due, (t + self.tpot_limit * (self.out[i] - 1), i))
 
     def finish(self, i: int, t: float) -> None:
+        self.done[i] = True
         tp = slo.request_tpot(t - self.sent[i], self.first_at[i] - self.sent[i], self.out[i])
         if not self.tpot_limit >= (tp if tp is not None else 0.0):
             self._miss(i, t)
@@ -273,6 +279,16 @@ class Watch:
                 self._miss(j, t)
             j += 1
         self.next = j
+
+    def all_by(self, t: float) -> None:
+        """Every step of every replica starting before t has run: a request still running
+        whose TPOT would be over its target even if it finished at t has missed it (its
+        TPOT is computed below as pysim.slo does, so rounding cannot make it pass)."""
+        due, sent, first_at, out, limit = self.tpot_due, self.sent, self.first_at, self.out, self.tpot_limit
+        while due and due[0][0] < t:
+            _, i = heapq.heappop(due)
+            if not self.done[i] and ((t - sent[i]) - (first_at[i] - sent[i])) / (out[i] - 1) > limit:
+                self._miss(i, t)
 
 
 # --- one run -----------------------------------------------------------------------------
@@ -389,6 +405,8 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
             continue
         for s in back:
             s.advance(t)
+        if watch:
+            watch.all_by(t)  # every replica is at t: an answer still running there ends after it
         _, kind, i = heapq.heappop(events)
         r = reqs[i]
         if kind == 0:  # a request arrives at the router

@@ -832,6 +832,7 @@ def figures() -> dict:
         # The same traffic on the synchronous Scheduler (--no-async-scheduling), and both
         # at four times the rate, where the queue is long and preemptions happen.
         **async_against_sync(base, view),
+        "max_prompts": fit.MAX_PROMPTS,
         "sweep_rates": len(SWEEP_RATES),
         "sweep_lo": SWEEP_RATES[0], "sweep_hi": SWEEP_RATES[-1],
     }
