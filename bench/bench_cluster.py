@@ -124,10 +124,10 @@ def main() -> None:
     ms = lambda s: "-" if s is None else f"{s * 1000:,.0f} ms"
     rows = []
     for key, label, base, target in (
-            ("default", "page default: 4 replicas, cache-aware (5 min, Mooncake conv)", "baseline", "-"),
-            ("default_p95", "the same, p95 of 20 runs", "baseline", "<= 1 s in Pyodide"),
+            ("default", "page default: 4 replicas, cache-aware (5 min, Mooncake conv)", None, "-"),
+            ("default_p95", "the same, p95 of 20 runs", None, "<= 1 s in Pyodide"),
             ("eight", "8 replicas", "baseline", "-"),
-            ("disaggregated", "2 prefill + 2 decode, InfiniBand", "baseline", "-"),
+            ("disaggregated", "2 prefill + 2 decode, InfiniBand", None, "-"),
             ("baseline", "baseline: 8 replicas stepped one by one", "baseline", "-"),
             ("walk_default", "GPU sweep, page defaults: baseline, the full walk (1 run)", "walk_default", "-"),
             ("sweep_default", "GPU sweep, page defaults: as the page runs it now", "walk_default", "<= 10 s in Pyodide"),

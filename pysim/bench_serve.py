@@ -89,6 +89,9 @@ class Benchmark:
         if self.max_concurrency is not None:
             parts.append(f"--max-concurrency {self.max_concurrency}")
         parts.append("--ignore-eos")
+        if self.recorded is not None:  # the lengths above only bound them
+            return (f"{self.num_prompts:,} requests recorded by vllm bench serve --save-detailed, "
+                    f"each with its own lengths and send time")
         return " ".join(parts)
 
     def record(self) -> dict:

@@ -235,7 +235,7 @@
       prepareCmd.pre.textContent = c.prepare || "";
       cannotList.replaceChildren(...c.cannot.map((x) => h("li", {}, x)));
       const sb = w.view.sample_bench;
-      sampleNote.replaceChildren(`The published run: ${sb.credit} `, h("a", { href: sb.url }, "The issue"), ".");
+      sampleNote.replaceChildren(`${sb.credit} `, h("a", { href: sb.url }, "The issue"), ".");
     }
 
     // A detailed paste: measured against replayed, request by request (charts drawn in drawCharts).
