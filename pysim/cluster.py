@@ -767,7 +767,7 @@ def sweep_answer(config: ClusterConfig, points: list[dict]) -> dict:
                       if k == "disaggregated" else "")
             words.append(f"{p['gpus']} {k}{split_}, {q['slo_attainment']:.1%} meeting both targets")
         elif not complete:
-            words.append(f"{k}: none of the {done} counts so far")
+            words.append(f"{k}: none of the {done} count{'s' * (done != 1)} so far")
         else:
             last = points[-1][k]
             what = f"none of {SWEEP_GPUS[0]} to {SWEEP_GPUS[-1]} GPUs {k}"
