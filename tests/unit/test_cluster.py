@@ -374,3 +374,16 @@ def test_cli_cluster_sweep_whole_and_one_count(capsys):
     assert main(["cluster-sweep", "--set", "window_minutes=1", "--set", "gpus=3", "--json"]) == 0
     view = json.loads(capsys.readouterr().out)
     assert view["gpus"] == 3 and "points" not in view and set(cluster.LAYOUTS) <= set(view)
+
+
+def test_a_count_ruled_out_by_the_bound_alone_replays_nothing():
+    # The last window of the trace holds so many prompts no GPU prefills in time that
+    # they alone keep every count under 90%: each point says so without a replay.
+    config = ClusterConfig(window_minutes=1, window_start_min=55)
+    late = cluster.surely_late(config, cluster.window(config))
+    p = cluster.sweep_point(config, cluster.window(config), 4)
+    for k in cluster.LAYOUTS:
+        assert p[k]["stopped"]["replayed"] is False and p[k]["stopped"]["missed"] <= len(late)
+        assert p[k]["attainment_at_most"] < cluster.ATTAINMENT_TARGET
+    whole = cluster.sweep_view(SweepConfig(window_minutes=1, window_start_min=55), [])
+    assert whole["answer"]["complete"] and whole["answer"]["colocated"] is None
