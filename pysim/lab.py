@@ -432,7 +432,7 @@ def commands(config: LabConfig, t: Traffic) -> dict:
     bs = d.block_size  # the lab replays the release's block size; a flag only if it ever differs
     if bs != vllm_defaults.defaults(GPUS[config.gpu]).block_size:
         serve.append(f"--block-size {bs}")
-    cannot, prepare = [], None
+    cannot, prepare, prepare_note = [], None, None
     if t.bench is not None:
         bench = t.bench.command().replace("vllm bench serve", f"vllm bench serve --model {model}", 1)
         if t.bench.seed:
@@ -451,19 +451,19 @@ def commands(config: LabConfig, t: Traffic) -> dict:
         if hashed:
             prepare = (f"jq -c 'select(.timestamp >= {start_ms} and .timestamp < {end_ms}) "
                        f"| .timestamp -= {start_ms}' {MOONCAKE_FILES[config.trace]} > window.jsonl")
-            cannot.append("window.jsonl: the window's rows of the published trace (timestamp in ms, "
-                          "input_length, output_length, hash_ids), from the trace's own JSONL")
+            prepare_note = ("window.jsonl: the window's rows of the published trace (timestamp in ms, "
+                            "input_length, output_length, hash_ids), cut from the trace's own JSONL")
         else:
-            cannot.append("window.jsonl: one JSON line per request of the window, {\"timestamp\": ms "
-                          "since the window's start, \"input_length\": ..., \"output_length\": ...}, "
-                          "made from the Azure trace's CSV (TIMESTAMP, ContextTokens, GeneratedTokens)")
+            prepare_note = ("window.jsonl: one JSON line per request of the window, {\"timestamp\": ms "
+                            "since the window's start, \"input_length\": ..., \"output_length\": ...}, "
+                            "made from the Azure trace's CSV (TIMESTAMP, ContextTokens, GeneratedTokens)")
         if config.arrivals == "poisson":
             cannot.append("Poisson arrivals: timed_trace sends at the trace's times; --no-self-timed "
                           "--request-rate R would send Poisson gaps but forget nothing else")
         cannot.append("prompt text: timed_trace makes random tokens (shared where hash_ids are shared), "
                       "so the answers' own lengths hold only with --ignore-eos, which timed_trace sets")
     return {"vllm_version": vllm_defaults.LATEST, "serve": " ".join(serve), "bench": bench,
-            "prepare": prepare, "cannot": cannot}
+            "prepare": prepare, "prepare_note": prepare_note, "cannot": cannot}
 
 
 # What the calibration table compares, where the paste has it (vLLM's JSON names).
@@ -754,6 +754,12 @@ def text(view: dict) -> str:
         f"{s['good']:,} of {s['completed']:,} good ({s['slo_attainment']:.1%}), goodput "
         f"{s['request_goodput']:.2f} req/s",
     ]
+    if view.get("commands"):  # the settings on a real server
+        cmd = view["commands"]
+        lines += [f"  as vLLM {cmd['vllm_version']} commands:", f"    {cmd['serve']}"]
+        lines += [f"    {cmd['prepare']}"] if cmd["prepare"] else []
+        lines += [f"    ({cmd['prepare_note']})"] if cmd["prepare_note"] else []
+        lines += [f"    {cmd['bench']}"] + [f"    (cannot: {x})" for x in cmd["cannot"]]
     if view.get("bench_summary"):
         lines.append(view["bench_summary"]["text"])
     cal = view.get("calibration")

@@ -119,6 +119,7 @@
     const prepareCmd = commandBlock("window.jsonl");
     const commandsIntro = h("p", { class: "lab-commands-intro" });
     const cannotList = h("ul", { class: "lab-cannot" });
+    const prepareNote = h("p", { class: "lab-commands-intro" });
     async function copy(text, label) {
       try { await navigator.clipboard.writeText(text); copied.textContent = `Copied the ${label} command.`; }
       catch (err) { copied.textContent = `The browser refused the clipboard: select the ${label} command and copy it.`; }
@@ -135,7 +136,8 @@
         h("details", { class: "lab-details" }, h("summary", {}, "The gauges as a table"), scroll(gauges))),
       section("Capacity: how much traffic one replica takes",
         h("div", { class: "lab-buttons" }, sweepBtn, cancelBtn), progress, capacityText, sweepChart, scroll(sweepTable)),
-      section("Run it on a real server", commandsIntro, serveCmd.root, prepareCmd.root, benchCmd.root, copied, cannotList),
+      section("Run it on a real server", commandsIntro, serveCmd.root, prepareCmd.root, prepareNote, benchCmd.root, copied,
+        h("p", { class: "lab-commands-intro" }, "What the command cannot express:"), cannotList),
       section("Calibrate to your server",
         h("label", { for: benchId, class: "lab-bench-label" }, "vllm bench serve output (the printed summary, or --save-result JSON, with --save-detailed for a replay request by request; up to 4 runs)"),
         bench, benchError, h("div", { class: "lab-buttons" }, fitBtn, unfitBtn, sampleBtn), sampleNote, fitText, fitTables),
@@ -233,6 +235,8 @@
       benchCmd.pre.textContent = c.bench;
       prepareCmd.root.hidden = !c.prepare;
       prepareCmd.pre.textContent = c.prepare || "";
+      prepareNote.hidden = !c.prepare_note;
+      prepareNote.textContent = c.prepare_note || "";
       cannotList.replaceChildren(...c.cannot.map((x) => h("li", {}, x)));
       const sb = w.view.sample_bench;
       sampleNote.replaceChildren(`${sb.credit} `, h("a", { href: sb.url }, "The issue"), ".");
