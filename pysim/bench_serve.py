@@ -60,6 +60,10 @@ class Benchmark:
     max_concurrency: int | None = None
     dataset_name: str = "random"
     seed: int = 0
+    # A run saved with --save-result --save-detailed names every request: (prompt tokens,
+    # answer tokens, seconds since the first was sent), replayed as they are instead of
+    # drawn (the lengths above then bound them: the longest prompt and answer).
+    recorded: tuple | None = None
 
     def __post_init__(self):
         assert self.num_prompts >= 1 and self.random_input_len >= 1 and self.random_output_len >= 1
@@ -85,10 +89,14 @@ class Benchmark:
         if self.max_concurrency is not None:
             parts.append(f"--max-concurrency {self.max_concurrency}")
         parts.append("--ignore-eos")
+        if self.recorded is not None:  # the lengths above only bound them
+            return (f"{self.num_prompts:,} requests recorded by vllm bench serve --save-detailed, "
+                    f"each with its own lengths and send time")
         return " ".join(parts)
 
     def record(self) -> dict:
         return {"dataset_name": self.dataset_name, "num_prompts": self.num_prompts,
+                "recorded": self.recorded is not None,
                 "random_input_len": self.random_input_len,
                 "random_output_len": self.random_output_len,
                 "random_range_ratio": self.random_range_ratio,
@@ -116,6 +124,9 @@ class Requests:
 
 
 def requests(bench: Benchmark) -> Requests:
+    if bench.recorded is not None:  # a detailed result: its own requests, sent when they were
+        return Requests([r[2] for r in bench.recorded], [r[0] for r in bench.recorded],
+                        [r[1] for r in bench.recorded], 0)
     rng = SplitMix64(bench.seed)
     n, r = bench.num_prompts, bench.random_range_ratio
     if bench.dataset_name != "random":

@@ -21,6 +21,17 @@ number of prompts from its successful requests, the rate from `Request rate
 configured`, whose absence means inf) and the view says so (`notes`); what cannot be
 known (lengths without totals or flags) is asked for, naming the line to paste.
 
+The server's flags, from a `vllm serve` line pasted before a summary (`SERVE_FLAGS`: the
+model, `--max-num-seqs`, `--max-num-batched-tokens`, `--block-size`,
+`--[no-]async-scheduling`), go with that run (`Pasted.server`), so the lab can write its
+settings as the two commands and read them back.
+
+A result saved with `--save-result --save-detailed` (vLLM 0.34.0, `vllm/benchmarks/serve.py`,
+`benchmark`: `input_lens`, `output_lens`, `ttfts`, `itls`, `latencies`, `start_times`,
+`errors`) names every request: its lengths and send time become the replayed traffic
+(`Benchmark.recorded`), and what it measured per request (`Pasted.requests`) is what the
+lab compares its replay with, request by request. Failed requests (an error) are left out.
+
 `parse` raises ConfigError(`field`, "line N: expected ..., got ...") for text that is
 not vLLM's.
 """
@@ -30,13 +41,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 
 from .bench_serve import Benchmark
 from .config import ConfigError
 
 HEADER = "Serving Benchmark Result"
 MAX_RUNS = 4  # each run is replayed by the fit: keep a paste cheap
+# `vllm serve` flags (vLLM 0.34.0, vllm/engine/arg_utils.py) -> the lab's names.
+SERVE_FLAGS = {"max-num-seqs": "max_num_seqs", "max-num-batched-tokens": "max_num_batched_tokens",
+               "block-size": "block_size"}
+SERVE_SWITCHES = {"--async-scheduling": ("async_scheduling", True),
+                  "--no-async-scheduling": ("async_scheduling", False)}
+_SERVE = re.compile(r"\bvllm\s+serve\s+([^\s-][^\s]*)?")
+_MODEL = re.compile(r"--model[ =]+([^\s]+)")
 
 # Printed label -> our key. Labels not listed are read (they must still look like
 # "Label: number") and ignored, so a newer vLLM's extra lines do not break the paste.
@@ -88,6 +106,10 @@ class Pasted:
     measured: dict  # mean_ttft_ms, mean_tpot_ms, output_throughput, and more where printed
     source: str  # "summary at line 12" or "JSON object 2": for messages
     notes: tuple  # what was assumed or derived, in words
+    # The `vllm serve` line's settings (SERVE_FLAGS' names, "model" the name it served).
+    server: dict = dataclass_field(default_factory=dict)
+    # A detailed result's requests, in its order: (TTFT s, TPOT s or None), as measured.
+    requests: tuple | None = None
 
     def record(self) -> dict:
         return {"source": self.source, "benchmark": self.bench.record(),
@@ -157,7 +179,27 @@ def _parse_text(text: str, field: str) -> list[Pasted]:
     return runs
 
 
+def read_server(line: str, server: dict) -> None:
+    """The server's settings a `vllm serve ...` line (or a client line's --model) names."""
+    m = _SERVE.search(line)
+    if m:
+        if m[1]:
+            server["model"] = m[1]
+        for flag, value in _FLAG.findall(line[m.end():]):
+            if flag in SERVE_FLAGS and value:
+                server[SERVE_FLAGS[flag]] = value
+        for word in line[m.end():].split():
+            if word in SERVE_SWITCHES:
+                key, on = SERVE_SWITCHES[word]
+                server[key] = on
+    elif "model" not in server:
+        m = _MODEL.search(line)
+        if m:
+            server["model"] = m[1]
+
+
 def _read_settings(line: str, settings: dict) -> None:
+    read_server(line, settings.setdefault("_server", {}))
     for label, key in LOG_LINES.items():
         if line.startswith(label):
             settings[key] = line[len(label):].strip().split()[0] if line[len(label):].strip() else ""
@@ -201,8 +243,84 @@ def _parse_json(text: str, field: str) -> list[Pasted]:
         for key in SETTINGS:
             if obj.get(key) is not None:
                 settings[key] = str(obj[key])
-        runs.append(_run(values, settings, where, field))
+        if isinstance(obj.get("model_id"), str):
+            settings["_server"] = {"model": obj["model_id"]}
+        run = _run(values, settings, where, field)
+        runs.append(_detailed(run, obj, where, field) if "input_lens" in obj else run)
     return runs
+
+
+DETAILED = ("input_lens", "output_lens", "ttfts")  # what a per-request replay needs, at least
+
+
+def _detailed(run: Pasted, obj: dict, where: str, field: str) -> Pasted:
+    """A --save-detailed result: its requests replayed as they were, and their measurements."""
+    n = len(obj["input_lens"]) if isinstance(obj["input_lens"], list) else -1
+    for key in DETAILED + ("itls", "latencies", "start_times", "errors"):
+        if key in obj and (not isinstance(obj[key], list) or len(obj[key]) != n):
+            raise ConfigError(field, f"{where}: '{key}' should be a list with one entry per request, "
+                                     f"as many as 'input_lens' ({max(n, 0):,})")
+    missing = [k for k in DETAILED if k not in obj]
+    if missing or ("latencies" not in obj and "itls" not in obj):
+        raise ConfigError(field, f"{where}: a --save-detailed result needs "
+                                 f"{', '.join(repr(k) for k in DETAILED)} and 'latencies' or 'itls'")
+
+    def number(key, i, lo=0.0):
+        x = obj[key][i]
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not lo <= x < math.inf:
+            raise ConfigError(field, f"{where}: {key}[{i}] should be a number of at least {lo:g}, "
+                                     f"got {_quote(json.dumps(x))}")
+        return x
+
+    errors = obj.get("errors") or [""] * n
+    starts = obj.get("start_times")
+    rows, skipped = [], 0
+    for i in range(n):
+        if errors[i] or not obj["output_lens"][i]:
+            skipped += 1  # a failed request: vLLM counts it apart, with no times
+            continue
+        prompt, answer = int(number("input_lens", i, 1)), int(number("output_lens", i, 1))
+        ttft = number("ttfts", i)
+        if "latencies" in obj:
+            latency = number("latencies", i)
+        else:
+            gaps = obj["itls"][i]
+            if not isinstance(gaps, list) or not all(isinstance(g, (int, float)) and not isinstance(g, bool) for g in gaps):
+                raise ConfigError(field, f"{where}: itls[{i}] should be a list of seconds")
+            latency = ttft + math.fsum(gaps)
+        tpot = (latency - ttft) / (answer - 1) if answer > 1 else None
+        rows.append((number("start_times", i, -math.inf) if starts else None, prompt, answer, ttft, tpot, i))
+    if not rows:
+        raise ConfigError(field, f"{where}: no request succeeded: nothing to replay")
+    notes = list(run.notes)
+    bench = run.bench
+    if starts:
+        rows.sort(key=lambda r: r[0])  # replayed in the order they were sent
+        t0 = rows[0][0]
+        sent = [r[0] - t0 for r in rows]
+        notes.append(f"{len(rows):,} requests replayed as recorded: their lengths, and their send "
+                     f"times from start_times (seconds after the first)")
+        if bench.max_concurrency is not None:
+            notes.append(f"--max-concurrency {bench.max_concurrency}: already in the recorded send "
+                         f"times, so not applied again")
+    else:
+        from .bench_serve import send_times  # noqa: PLC0415
+
+        sent = send_times(len(rows), bench.request_rate, bench.burstiness, bench.seed)
+        notes.append(f"{len(rows):,} requests replayed with their recorded lengths; no start_times "
+                     f"(an older vLLM): sent as the benchmark's rate draws them")
+    if skipped:
+        notes.append(f"{skipped:,} failed requests left out")
+    recorded = tuple((r[1], r[2], x) for r, x in zip(rows, sent))
+    bench = Benchmark(num_prompts=len(rows), random_input_len=max(r[1] for r in rows),
+                      random_output_len=max(r[2] for r in rows), request_rate=bench.request_rate,
+                      burstiness=bench.burstiness,
+                      max_concurrency=None if starts else bench.max_concurrency,
+                      dataset_name=bench.dataset_name, seed=bench.seed, recorded=recorded)
+    measured = tuple((r[3], r[4], r[5]) for r in rows)
+    return Pasted(bench, run.measured, run.source, tuple(n for n in notes if "on average" not in n
+                                                           and "spread" not in n),
+                  run.server, measured)
 
 
 # --- one run ----------------------------------------------------------------------------
@@ -290,7 +408,20 @@ def _run(values: dict, settings: dict, where: str, field: str) -> Pasted:
     measured = {k: values[k] for k in values if k.endswith("_ms")}
     measured["output_throughput"] = values.get(
         "output_throughput", values.get("total_output_tokens", 0) / values["duration"]) or None
-    return Pasted(bench, measured, where, tuple(notes))
+    return Pasted(bench, measured, where, tuple(notes), _server(settings.get("_server", {}), where, field))
+
+
+def _server(raw: dict, where: str, field: str) -> dict:
+    """The `vllm serve` settings pasted, as numbers and a switch (the model as written)."""
+    out = {}
+    for key, lo, hi in (("max_num_seqs", 1, 1e6), ("max_num_batched_tokens", 1, 1e7), ("block_size", 1, 1024)):
+        value = _setting(raw, key, where, field, lo, hi)
+        if value is not None:
+            out[key] = value
+    for key in ("async_scheduling", "model"):
+        if key in raw:
+            out[key] = raw[key]
+    return out
 
 
 def _quote(text: str) -> str:

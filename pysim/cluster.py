@@ -60,7 +60,8 @@ from dataclasses import dataclass, replace
 
 from . import errorband, fields, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
-from .config import ConfigError, bounded, choice
+from .config import ConfigError, bounded, choice, data, flag
+from .config import to_mapping
 from .registry import Simulation
 from .engine import SchedulerConfig
 from .replay import Server, engine_config
@@ -77,8 +78,10 @@ SWEEP_GPUS = (2, 3, 4, 5, 6, 8, 10, 12, 16)  # the counts the page's sweep tries
 SWEEP_SENTENCE = (
     f"For each GPU count from {SWEEP_GPUS[0]} to {SWEEP_GPUS[-1]}, pysim runs the window on that "
     "many colocated replicas, and split into prefill and decode replicas in proportion to each "
-    "side's work, with the router, GPU, model and targets above. It stops once both layouts have "
-    f"a count where {ATTAINMENT_TARGET:.0%} of requests meet both targets.")
+    "side's work, with the router, GPU, model and targets above, until each layout has a count "
+    f"where {ATTAINMENT_TARGET:.0%} of requests meet both targets. A run stops as soon as more than "
+    f"{1 - ATTAINMENT_TARGET:.0%} of requests have surely missed a target: that count fails whatever "
+    "the rest would do. The largest count runs to the end.")
 SWEEP_CAPTION = (f"The sweep, GPU count by GPU count (meets: at least {ATTAINMENT_TARGET:.0%} of "
                  "requests meet both targets)")
 FIRST_TOKEN_ID = -10**9  # made-up id of the first token a prefill replica sends along (minus the request's index)
@@ -137,8 +140,6 @@ class ClusterConfig(SchedulerConfig):
     model: str = fields.model("llama-3.1-8b")
     slo_ttft_ms: float = fields.slo_ttft_ms(2000.0, 10, 60_000)
     slo_tpot_ms: float = fields.slo_tpot_ms(100.0, 1, 5_000)
-    gpus: int = bounded(4, 2, MAX_GPUS, "GPUs in the cluster (cluster_sweep: one count of the sweep)",
-                        label="GPUs", unit="GPUs")
 
     def check(self) -> None:
         if self.layout == "disaggregated" and self.prefill_replicas + self.decode_replicas > MAX_GPUS:
@@ -151,8 +152,7 @@ class ClusterConfig(SchedulerConfig):
         traces.check_window(self.trace, self.window_start_min, self.window_minutes)
 
 
-# The widget's fieldsets, in order (pysim.config.describe); `gpus` is the sweep's own,
-# set by the widget on its calls, never by a control.
+# The widget's fieldsets, in order (pysim.config.describe).
 ClusterConfig.GROUPS = (
     ("Traffic", ("trace", "window_start_min", "window_minutes", "rate_scale")),
     ("Cluster", ("layout", "replicas", "prefill_replicas", "decode_replicas", "router", "kv_link")),
@@ -161,7 +161,7 @@ ClusterConfig.GROUPS = (
     ("Scheduler (each replica)", SchedulerConfig.GROUP[1]),
     ("Targets (SLOs)", ("slo_ttft_ms", "slo_tpot_ms")),
 )
-ClusterConfig.UNGROUPED = ("gpus",)
+
 
 
 # --- the router ------------------------------------------------------------------------
@@ -223,6 +223,86 @@ def least_loaded(servers: list[Server]) -> int:
     return min(range(len(servers)), key=lambda i: (servers[i].outstanding(), servers[i].kv_usage(), i))
 
 
+# --- giving up on a run that cannot meet the target ------------------------------------------
+class Doomed(Exception):
+    """A run stopped once too many requests had missed a target for it to meet the sweep's."""
+
+    def __init__(self, at_s: float, missed: int, n: int):
+        super().__init__(f"{missed} of {n} requests missed a target by t={at_s:.1f} s")
+        self.at_s, self.missed, self.n = at_s, missed, n
+
+
+class Watch:
+    """Counts the requests of a run that have surely missed a target, as it runs, and
+    raises Doomed once so many have that the share meeting both (pysim.slo.summarize's
+    rule, in the same floating-point operations) must fall below `target`.
+
+    A request has surely missed when its first token came later than the TTFT target,
+    when the clock passed its TTFT target without a first token (every step that starts
+    before the clock has run, so a first token still to come ends after it), when it
+    finished with a TPOT over the target, or when it is still running at a time by which
+    its TPOT would be over the target even if it finished then. It only reads the run: a run it lets finish is
+    the same as one without it.
+    """
+
+    def __init__(self, reqs: list, slo_ttft_ms: float, slo_tpot_ms: float, target: float,
+                 late: list[int] = ()):
+        self.sent = [r.arrival_s for r in reqs]
+        assert all(a <= b for a, b in zip(self.sent, self.sent[1:])), "requests in arrival order"
+        self.out = [r.max_tokens for r in reqs]
+        self.ttft_limit, self.tpot_limit = slo_ttft_ms / 1000, slo_tpot_ms / 1000
+        self.n, self.target = len(reqs), target
+        self.first_at = [math.nan] * self.n
+        self.done = [False] * self.n
+        self.tpot_due: list = []  # (when its TPOT target is used up, request), a heap
+        self.missed = [False] * self.n
+        self.count = 0
+        self.next = 0  # requests before it have been checked against their TTFT deadline
+        for i in late:  # surely late whatever the schedule (surely_late)
+            self._miss(i, self.sent[i])
+
+    def _miss(self, i: int, t: float) -> None:
+        if not self.missed[i]:
+            self.missed[i] = True
+            self.count += 1
+            if (self.n - self.count) / self.n < self.target:
+                raise Doomed(t, self.count, self.n)
+
+    def first(self, i: int, t: float) -> None:
+        self.first_at[i] = t
+        if not self.ttft_limit >= t - self.sent[i]:
+            self._miss(i, t)
+        elif self.out[i] > 1:  # its TPOT is over the target if it is still running past this
+            heapq.heappush(self.tpot_due, (t + self.tpot_limit * (self.out[i] - 1), i))
+
+    def finish(self, i: int, t: float) -> None:
+        self.done[i] = True
+        tp = slo.request_tpot(t - self.sent[i], self.first_at[i] - self.sent[i], self.out[i])
+        if not self.tpot_limit >= (tp if tp is not None else 0.0):
+            self._miss(i, t)
+
+    def by(self, t: float) -> None:
+        """Every step starting before t has run: a request still without a first token
+        whose TTFT target lies before t has missed it."""
+        sent, first_at, limit = self.sent, self.first_at, self.ttft_limit
+        j = self.next
+        while j < self.n and t - sent[j] > limit:
+            if first_at[j] != first_at[j]:  # nan: no first token yet, and it ends after t
+                self._miss(j, t)
+            j += 1
+        self.next = j
+
+    def all_by(self, t: float) -> None:
+        """Every step of every replica starting before t has run: a request still running
+        whose TPOT would be over its target even if it finished at t has missed it (its
+        TPOT is computed below as pysim.slo does, so rounding cannot make it pass)."""
+        due, sent, first_at, out, limit = self.tpot_due, self.sent, self.first_at, self.out, self.tpot_limit
+        while due and due[0][0] < t:
+            _, i = heapq.heappop(due)
+            if not self.done[i] and ((t - sent[i]) - (first_at[i] - sent[i])) / (out[i] - 1) > limit:
+                self._miss(i, t)
+
+
 # --- one run -----------------------------------------------------------------------------
 @dataclass
 class ClusterResult:
@@ -250,9 +330,11 @@ def window(config: ClusterConfig) -> list:
 
 
 def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_s: float | None = None,
-             fast: bool = True) -> ClusterResult:
+             fast: bool = True, watch: "Watch | None" = None) -> ClusterResult:
     """Route and run every request of the window to its end. `reqs` (traces.TraceRequest)
-    replace the window; `link_bytes_per_s` the named link (math.inf for none)."""
+    replace the window; `link_bytes_per_s` the named link (math.inf for none). With a
+    `watch`, stop (raise Doomed) as soon as the run is sure to miss the sweep's target:
+    the watch only reads the run, so a run it lets finish is the same as without it."""
     reqs = window(config) if reqs is None else reqs
     if not reqs:
         raise ConfigError("window_minutes", "the window holds no request; expected a window with traffic")
@@ -278,9 +360,13 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
     if config.layout == "colocated":
         def on_first(i, t):
             first[i] = t
+            if watch:
+                watch.first(i, t)
 
         def on_finish(i, t):
             done[i] = t
+            if watch:
+                watch.finish(i, t)
 
         servers = [Server(ecfg, stm, fast=fast, on_first=on_first, on_finish=on_finish)
                    for _ in range(config.replicas)]
@@ -293,8 +379,12 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
 
         def on_prefilled(i, t):  # the prefill replica sampled request i's first token at t
             first[i] = t
+            if watch:
+                watch.first(i, t)
             if reqs[i].max_tokens == 1:
                 done[i] = t
+                if watch:
+                    watch.finish(i, t)
                 return
             p = replica_of[i]
             start = max(t, link_free[p])
@@ -305,6 +395,8 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
 
         def on_decoded(i, t):
             done[i] = t
+            if watch:
+                watch.finish(i, t)
 
         front = [Server(ecfg, stm, fast=fast, on_first=on_prefilled) for _ in range(config.prefill_replicas)]
         back = [Server(ecfg, stm, fast=fast, on_finish=on_decoded) for _ in range(config.decode_replicas)]
@@ -317,12 +409,16 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
         t = events[0][0] if events else math.inf
         for s in front:
             s.advance(t)  # may put KV on the link, due before t
+        if watch and t != math.inf:
+            watch.by(t)  # every first token due by t has come: the rest are late if past their target
         if not events:
             break  # the prefill side is done and nothing is in flight
         if events[0][0] < t:
             continue
         for s in back:
             s.advance(t)
+        if watch:
+            watch.all_by(t)  # every replica is at t: an answer still running there ends after it
         _, kind, i = heapq.heappop(events)
         r = reqs[i]
         if kind == 0:  # a request arrives at the router
@@ -479,6 +575,34 @@ def first_token_floors(config: ClusterConfig, reqs: list) -> list[float]:
     return out
 
 
+def surely_late(config: ClusterConfig, reqs: list) -> list[int]:
+    """The requests no cluster of these GPUs can give a first token within the TTFT
+    target, by a bound that holds for every schedule, so the sweep counts them as missed
+    before it runs anything (Watch). A request must compute at least the prompt tokens
+    no earlier request had (`seen_before`: N tokens), in at least ceil(N / budget) steps;
+    each step costs at least the step overhead, one request's overhead and a read of the
+    weights (the step-time model's memory side, with no KV), and all of them together at
+    least the FLOPs of those N tokens and their attention pairs (the compute side). The
+    step-time model's max(memory, compute) per step is at least either sum's share, so
+    the first token comes no sooner than
+        steps x (step overhead + request overhead) + max(steps x weights read, FLOPs).
+    Looser than `first_token_floors` (which times one schedule), but a true bound."""
+    stm = step_time_model(GPUS[config.gpu], MODELS[config.model], DEFAULTS[config.gpu])
+    c = stm.coefficients
+    budget = config.max_num_batched_tokens
+    per_step = c.step_overhead_ms / 1e3 + c.request_overhead_us / 1e6
+    weights = stm.roofline(0, 0, 0, 0)[0] / c.memory_efficiency
+    limit = config.slo_ttft_ms / 1000 * (1 + 1e-9) + 1e-9  # a margin for rounding: "surely"
+    out = []
+    for i, (r, cached) in enumerate(seen_before(reqs, block_size(config))):
+        n, p = r.num_prompt_tokens - cached, r.num_prompt_tokens
+        steps = -(-n // budget)
+        flops = stm.roofline(n, 0, n * p - n * (n - 1) // 2, 1)[1] / c.compute_efficiency
+        if steps * per_step + max(steps * weights, flops) > limit:
+            out.append(i)
+    return out
+
+
 def ttft_ceiling(config: ClusterConfig, reqs: list) -> float:
     """The share of requests that could meet the TTFT target at all (`first_token_floors`)."""
     limit = config.slo_ttft_ms / 1000
@@ -543,33 +667,226 @@ def split(config: ClusterConfig, gpus: int, reqs: list) -> tuple[int, int]:
     return p, gpus - p
 
 
-def sweep_view(config: ClusterConfig, actions: list) -> dict:
-    """One GPU count of the sweep (`gpus`): colocated and disaggregated at that count."""
-    assert not actions
-    reqs = window(config)
-    ceiling = ttft_ceiling(config, reqs)
-    out = {"gpus": config.gpus, "target": ATTAINMENT_TARGET, "ttft_ceiling": ceiling,
-           "ceiling_sentence": ceiling_sentence(config, ceiling)}
-    colo = replace(config, layout="colocated", replicas=config.gpus)
-    p, d = split(config, config.gpus, reqs)
-    dis = replace(config, layout="disaggregated", prefill_replicas=p, decode_replicas=d)
-    for key, c in (("colocated", colo), ("disaggregated", dis)):
-        m = metrics(c, simulate(c, reqs))
-        out[key] = {"slo_attainment": m["slo_attainment"], "goodput_per_gpu": m["goodput_per_gpu"],
-                    "request_goodput": m["request_goodput"], "hit_rate": m["prefix_cache"]["hit_rate"],
-                    "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"],
-                    "meets": m["slo_attainment"] >= ATTAINMENT_TARGET}
-    out["disaggregated"] |= {"prefill_replicas": p, "decode_replicas": d}
+LAYOUTS = ("colocated", "disaggregated")
+
+
+def _check_points(value):
+    """The sweep's points so far, as cluster_sweep returned them: only what the answer reads."""
+    if not isinstance(value, list) or len(value) >= len(SWEEP_GPUS):
+        raise ConfigError("swept", f"expected a list of fewer than {len(SWEEP_GPUS)} sweep points")
+    out = []
+    for k, p in enumerate(value):
+        if not isinstance(p, dict) or p.get("gpus") != SWEEP_GPUS[k]:
+            raise ConfigError("swept", f"point {k + 1}: expected an object for {SWEEP_GPUS[k]} GPUs, "
+                                              "the sweep's counts in order")
+        point = {"gpus": p["gpus"]}
+        for layout in LAYOUTS:
+            q = p.get(layout)
+            if q is None:
+                point[layout] = None
+                continue
+            ok = isinstance(q, dict) and isinstance(q.get("meets"), bool)
+            for key in ("slo_attainment", "attainment_at_most"):
+                x = q.get(key) if ok else None
+                ok = ok and (x is None or (not isinstance(x, bool) and isinstance(x, (int, float)) and 0 <= x <= 1))
+            if not ok:
+                raise ConfigError("swept", f"point {k + 1}: '{layout}' should hold 'meets' and an "
+                                                  "attainment from 0 to 1")
+            point[layout] = {"meets": q["meets"], "slo_attainment": q.get("slo_attainment"),
+                             "attainment_at_most": q.get("attainment_at_most"),
+                             "pass_ttft_ms": q.get("pass_ttft_ms") if isinstance(q.get("pass_ttft_ms"), (int, float)) else None,
+                             "prefill_replicas": q.get("prefill_replicas"), "decode_replicas": q.get("decode_replicas")}
+        out.append(point)
     return out
 
 
+@dataclass(frozen=True)
+class SweepConfig(ClusterConfig):
+    """The cluster's settings and what the sweep asks of one call: a GPU count (or the
+    whole sweep), the layouts still without an answer, and the points so far."""
+
+    gpus: int = bounded(0, 0, MAX_GPUS, "GPUs in the cluster for one count of the sweep; 0 runs "
+                        "the whole sweep", label="GPUs", unit="GPUs")
+    sweep_layouts: str = choice("both", ("both",) + LAYOUTS, "the layouts this count runs (the sweep "
+                                "drops a layout once a count meets the target)", label="Sweep layouts")
+    sweep_exact: bool = flag(False, "run every request to its end, even once the target is surely "
+                             "missed (the sweep's largest count)", label="Exact")
+    swept: list = data(list, "the sweep's points so far, in its order (as cluster_sweep "
+                              "returned them)", _check_points, label="Counts swept")
+
+    def check(self) -> None:
+        if self.gpus == 1:
+            raise ConfigError("gpus", "got 1; expected 0 (the whole sweep) or a count from 2 to "
+                                      f"{MAX_GPUS} (one prefill and one decode replica at least)")
+        ClusterConfig.check(self)
+
+
+SweepConfig.UNGROUPED = ("gpus", "sweep_layouts", "sweep_exact")  # the page's sweep sets them on each call
+
+
+def pass_ttft_ms(config: ClusterConfig, result: ClusterResult) -> float | None:
+    """The lowest TTFT target, in whole ms, at which this run would have met the sweep's
+    target (the same run: targets do not change a schedule), or None if the TPOT target
+    alone keeps too many requests out."""
+    n = len(result.sent)
+    need = next(k for k in range(n + 1) if k / n >= ATTAINMENT_TARGET)
+    tpot_limit = config.slo_tpot_ms / 1000
+    ttfts = sorted(f - s for f, s, d, o in zip(result.first_token, result.sent, result.finished,
+                                                result.output_tokens)
+                   if tpot_limit >= (slo.request_tpot(d - s, f - s, o) or 0.0))
+    if len(ttfts) < need:
+        return None
+    if need == 0:
+        return 0.0
+    ms = math.ceil(ttfts[need - 1] * 1000)
+    while ms / 1000 < ttfts[need - 1]:  # as slo.summarize compares: limit >= ttft
+        ms += 1
+    return float(ms)
+
+
+def sweep_point(config: ClusterConfig, reqs: list, gpus: int, layouts=LAYOUTS, exact: bool = False,
+                late: list | None = None) -> dict:
+    """One GPU count of the sweep: each layout in `layouts` at `gpus` GPUs. Unless `exact`,
+    a run stops once it is sure to miss the target (Watch), and says when and how sure."""
+    ceiling = ttft_ceiling(config, reqs)
+    late = surely_late(config, reqs) if late is None else late
+    out = {"gpus": gpus, "target": ATTAINMENT_TARGET, "ttft_ceiling": ceiling,
+           "ceiling_sentence": ceiling_sentence(config, ceiling), "surely_late": len(late)}
+    p, d = split(config, gpus, reqs)
+    runs = {"colocated": replace(config, layout="colocated", replicas=gpus),
+            "disaggregated": replace(config, layout="disaggregated", prefill_replicas=p, decode_replicas=d)}
+    for key in LAYOUTS:
+        if key not in layouts:
+            out[key] = None
+            continue
+        c = runs[key]
+        try:  # the requests surely late alone may doom the count: then nothing is replayed
+            watch = None if exact else Watch(reqs, config.slo_ttft_ms, config.slo_tpot_ms, ATTAINMENT_TARGET, late)
+            r = simulate(c, reqs, watch=watch)
+        except Doomed as stop:
+            out[key] = {"slo_attainment": None, "goodput_per_gpu": None, "request_goodput": None,
+                        "hit_rate": None, "ttft_p90_ms": None, "tpot_p90_ms": None, "meets": False,
+                        "attainment_at_most": (stop.n - stop.missed) / stop.n, "pass_ttft_ms": None,
+                        "stopped": {"at_s": stop.at_s - reqs[0].arrival_s, "missed": stop.missed,
+                                    "window_s": reqs[-1].arrival_s - reqs[0].arrival_s,
+                                    "replayed": stop.missed > len(late)}}
+            continue
+        m = metrics(c, r)
+        out[key] = {"slo_attainment": m["slo_attainment"], "goodput_per_gpu": m["goodput_per_gpu"],
+                    "request_goodput": m["request_goodput"], "hit_rate": m["prefix_cache"]["hit_rate"],
+                    "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"],
+                    "meets": m["slo_attainment"] >= ATTAINMENT_TARGET,
+                    "attainment_at_most": m["slo_attainment"], "pass_ttft_ms": pass_ttft_ms(config, r),
+                    "stopped": None}
+    if out["disaggregated"] is not None:
+        out["disaggregated"] |= {"prefill_replicas": p, "decode_replicas": d}
+    return out
+
+
+def below(x: float) -> str:
+    """A share that is an upper bound, rounded down to 0.1% (so 89.98% is not "90.0%")."""
+    return f"{math.floor(x * 1000 + 1e-9) / 10:.1f}%"
+
+
+def sweep_answer(config: ClusterConfig, points: list[dict]) -> dict:
+    """What the points of the sweep so far (SWEEP_GPUS in order) say: for each layout the
+    first count that meets the target, whether the sweep is done, what it runs next,
+    and the sentence the page and the command line print."""
+    first = {k: next((p for p in points if p[k] is not None and p[k]["meets"]), None) for k in LAYOUTS}
+    pending = tuple(k for k in LAYOUTS if first[k] is None)
+    done = len(points)
+    complete = not pending or done == len(SWEEP_GPUS)
+    nxt = None
+    if not complete:
+        nxt = {"gpus": SWEEP_GPUS[done], "sweep_layouts": pending[0] if len(pending) == 1 else "both",
+               "sweep_exact": done == len(SWEEP_GPUS) - 1, "index": done}
+    words = []
+    for k in LAYOUTS:
+        p = first[k]
+        if p is not None:
+            q = p[k]
+            split_ = (f" ({q['prefill_replicas']} prefill + {q['decode_replicas']} decode)"
+                      if k == "disaggregated" else "")
+            words.append(f"{p['gpus']} {k}{split_}, {q['slo_attainment']:.1%} meeting both targets")
+        elif not complete:
+            words.append(f"{k}: none of the {done} count{'s' * (done != 1)} so far")
+        else:
+            last = points[-1][k]
+            what = f"none of {SWEEP_GPUS[0]} to {SWEEP_GPUS[-1]} GPUs {k}"
+            if last is not None and last["slo_attainment"] is not None:
+                what += (f" (at {SWEEP_GPUS[-1]}, the most swept, {last['slo_attainment']:.1%} meet both "
+                         "targets; ")
+                what += (f"a TTFT target of {last['pass_ttft_ms']:,.0f} ms would let "
+                         f"{ATTAINMENT_TARGET:.0%} pass there)" if last["pass_ttft_ms"] is not None else
+                         f"the TPOT target alone keeps more than {1 - ATTAINMENT_TARGET:.0%} out)")
+            elif last is not None:
+                what += f" (at {SWEEP_GPUS[-1]}, at most {below(last['attainment_at_most'])} could meet both targets)"
+            words.append(what)
+    sentence = (f"The fewest GPUs that meet the target{'' if complete else ' (so far)'}: "
+                + "; ".join(words) + ".")
+    return {"complete": complete, "next": nxt, "done": done, "of": len(SWEEP_GPUS),
+            "colocated": first["colocated"]["gpus"] if first["colocated"] else None,
+            "disaggregated": first["disaggregated"]["gpus"] if first["disaggregated"] else None,
+            "sentence": sentence}
+
+
+def fewest_gpus(config: ClusterConfig, on_point=None) -> dict:
+    """The page's sweep in one call: SWEEP_GPUS in order, each layout until a count meets
+    the target, runs stopped once surely short (the largest count run exactly), as the
+    page runs it one call per count. `on_point(point, answer)` sees each as it comes."""
+    reqs = window(config)
+    late = surely_late(config, reqs)
+    points: list = []
+    nxt = {"gpus": SWEEP_GPUS[0], "sweep_layouts": "both", "sweep_exact": len(SWEEP_GPUS) == 1}
+    while nxt is not None:
+        layouts = LAYOUTS if nxt["sweep_layouts"] == "both" else (nxt["sweep_layouts"],)
+        points.append(sweep_point(config, reqs, nxt["gpus"], layouts, nxt["sweep_exact"], late))
+        answer = sweep_answer(config, points)
+        if on_point:
+            on_point(points[-1], answer)
+        nxt = answer["next"]
+    return {"points": points, "answer": answer}
+
+
+def sweep_view(config: SweepConfig, actions: list) -> dict:
+    """One GPU count of the sweep (`gpus`), its layouts (`sweep_layouts`), and the answer
+    so far with `swept`; or, with gpus 0, the whole sweep (`fewest_gpus`)."""
+    assert not actions
+    base = ClusterConfig(**{k: getattr(config, k) for k in ClusterConfig.__dataclass_fields__})
+    if config.gpus == 0:
+        return {"config": to_mapping(config)} | fewest_gpus(base)
+    layouts = LAYOUTS if config.sweep_layouts == "both" else (config.sweep_layouts,)
+    point = sweep_point(base, window(base), config.gpus, layouts, config.sweep_exact)
+    known = config.swept if config.gpus == SWEEP_GPUS[len(config.swept)] else None
+    answer = sweep_answer(base, known + [point]) if known is not None else None
+    return point | {"answer": answer}
+
+
+def _point_text(p: dict) -> str:
+    parts = []
+    for k in LAYOUTS:
+        q = p[k]
+        name = k if k == "colocated" else f"disaggregated {q['prefill_replicas']}P+{q['decode_replicas']}D" if q else k
+        if q is None:
+            parts.append(f"{k} not run (met at fewer GPUs)")
+        elif q["stopped"]:
+            st = q["stopped"]
+            when = (f"after {st['at_s']:.0f} s of the {st['window_s']:.0f} s window" if st["replayed"]
+                    else "before any replay")
+            parts.append(f"{name} misses: {st['missed']} requests surely late {when}, "
+                         f"at most {below(q['attainment_at_most'])} meet both targets")
+        else:
+            parts.append(f"{name} {q['slo_attainment']:.1%} meet the SLOs, "
+                         f"{q['goodput_per_gpu']:.3f} good req/s per GPU")
+    return f"{p['gpus']} GPUs: " + "; ".join(parts)
+
+
 def text(view: dict) -> str:
+    if "points" in view:  # the whole sweep
+        lines = [_point_text(p) for p in view["points"]]
+        return "\n".join(lines + [view["answer"]["sentence"]])
     if "colocated" in view:  # a sweep point
-        c, d = view["colocated"], view["disaggregated"]
-        return (f"{view['gpus']} GPUs: colocated {c['slo_attainment']:.1%} meet the SLOs, "
-                f"{c['goodput_per_gpu']:.3f} good req/s per GPU; disaggregated "
-                f"{d['prefill_replicas']}P+{d['decode_replicas']}D {d['slo_attainment']:.1%}, "
-                f"{d['goodput_per_gpu']:.3f} per GPU")
+        return _point_text(view)
     lines = [view["sentence"], ""]
     s = view["summary"]
     lines.append(f"goodput {s['request_goodput']:.3f} req/s ({s['goodput_per_gpu']:.3f} per GPU), "
@@ -673,5 +990,5 @@ SIMULATION = Simulation("cluster", ClusterConfig, cluster_view, text=text, figur
 # own, which the page calls once per count to show progress and stop between them.
 SIMULATIONS = (
     SIMULATION,
-    Simulation("cluster_sweep", ClusterConfig, sweep_view, text=text, data_files=traces.site_files),
+    Simulation("cluster_sweep", SweepConfig, sweep_view, text=text, data_files=traces.site_files),
 )

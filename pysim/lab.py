@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from . import bench_serve, benchsummary, errorband, fields, fit, slo, traces, vllm_defaults
+from . import bench_serve, benchsample, benchsummary, errorband, fields, fit, slo, traces, vllm_defaults
 from .catalog import GPUS, MODELS
 from .utils import percentile
 from .config import ConfigError, bounded, choice, data, to_mapping
@@ -70,6 +70,9 @@ MIN_RATE = 0.01
 ATTAINMENT_TARGET = 0.9  # the capacity is the highest rate at which 90% of requests are good
 NUM_BINS = 120  # points in each time series
 MAX_BENCH_CHARS = 20_000
+# A --save-detailed JSON carries every request's ITLs and text: about 2 MB for 640 requests
+# of 128 tokens. Its size is bounded here and its requests by fit.MAX_PROMPTS.
+MAX_DETAILED_CHARS = 4_000_000
 METRICS = {  # view-model key -> vLLM's Prometheus name (vllm/v1/metrics/loggers.py)
     "num_requests_running": "vllm:num_requests_running",
     "num_requests_waiting": "vllm:num_requests_waiting",
@@ -84,8 +87,11 @@ NOTE = ("A model: step times come from a roofline (weights and KV read, FLOPs) w
 def _check_bench_text(value):
     if not isinstance(value, str):
         raise ConfigError("bench_text", "expected text: a vllm bench serve summary or result JSON")
-    if len(value) > MAX_BENCH_CHARS:
-        raise ConfigError("bench_text", f"got {len(value):,} characters; at most {MAX_BENCH_CHARS:,}")
+    limit = MAX_DETAILED_CHARS if value.lstrip().startswith("{") else MAX_BENCH_CHARS
+    if len(value) > limit:
+        raise ConfigError("bench_text", f"got {len(value):,} characters; at most {MAX_BENCH_CHARS:,} "
+                                        f"of printed summaries, or {MAX_DETAILED_CHARS:,} of "
+                                        f"--save-result JSON")
     return value
 
 
@@ -321,12 +327,14 @@ def calibrate(config: LabConfig) -> tuple[Coefficients, dict | None]:
                                            f"run{'s' * (len(runs) > 1)}")
     rows = []
     for p, r in zip(pasted, runs):
-        replayed = fit.predict(r, fitted)
+        replayed, compared = replay_pasted(p, r, fitted)
         shown = [k for k in CALIBRATION_FIGURES if r.measured.get(k)]
         rows.append({**p.record(),
                      "measured": {k: r.measured[k] for k in shown},
                      "replayed": {k: replayed[k] for k in shown},
-                     "error": {k: (replayed[k] - r.measured[k]) / r.measured[k] for k in shown}})
+                     "error": {k: (replayed[k] - r.measured[k]) / r.measured[k] for k in shown},
+                     "server": p.server, "server_notes": server_notes(config, p),
+                     "per_request": compared})
     fitted_errors = {k: [abs(row["error"][k]) for row in rows if k in row["error"]]
                      for k in fit.FIGURES}
     out = {"coefficients_before": default.record(), "coefficients": fitted.record(), "runs": rows,
@@ -350,6 +358,140 @@ def _fit_sentence(cal: dict) -> str:
             f"(the GPU's defaults: {coefficients(cal['coefficients_before'])}). Mean error after the "
             f"fit: TTFT {pct('mean_ttft_ms')}, TPOT {pct('mean_tpot_ms')}, output throughput "
             f"{pct('output_throughput')}. Every number of the lab now uses these coefficients.")
+
+
+# --- a pasted run, request by request ----------------------------------------------------
+LARGEST_MISSES = 8  # requests listed where the replay is furthest from the measurement
+
+
+def replay_pasted(p: benchsummary.Pasted, run: fit.Run, coefficients: Coefficients):
+    """Replay a pasted run with the fitted coefficients: the figures vLLM would print, and
+    for a --save-detailed result (its own requests, sent when they were) the comparison
+    request by request (`per_request`), else None."""
+    result, reqs, _ = fit.replay_run(run, coefficients)
+    figures_ = bench_serve.metrics(result, reqs.prompt_tokens)
+    return figures_, (per_request(p, result) if p.requests is not None else None)
+
+
+def per_request(p: benchsummary.Pasted, result) -> dict:
+    """Measured against replayed for every request of a detailed result: both TTFT and
+    TPOT distributions (pysim.slo.distribution_ms, a CDF each), the median miss, and the
+    requests the replay misses most (TTFT, then TPOT, by absolute difference)."""
+    rec = p.bench.recorded
+    rows = []
+    for k, ((ttft, tpot, index), (prompt, answer, sent)) in enumerate(zip(p.requests, rec)):
+        rep_ttft = result.first_token[k] - result.sent[k]
+        rep_tpot = slo.request_tpot(result.finished[k] - result.sent[k], rep_ttft, answer)
+        rows.append({"index": index, "num_prompt_tokens": prompt, "max_tokens": answer,
+                     "sent_s": sent, "ttft_ms": ttft * 1000, "replayed_ttft_ms": rep_ttft * 1000,
+                     "tpot_ms": None if tpot is None else tpot * 1000,
+                     "replayed_tpot_ms": None if rep_tpot is None else rep_tpot * 1000})
+
+    def pair(key: str) -> dict:
+        got = [(r[key], r["replayed_" + key]) for r in rows if r[key] is not None]
+        measured, replayed = sorted(a for a, _ in got), sorted(b for _, b in got)
+        misses = sorted(abs(b - a) / a for a, b in got if a > 0)
+        return {"measured": slo.distribution_ms([x / 1000 for x in measured]),
+                "replayed": slo.distribution_ms([x / 1000 for x in replayed]),
+                "median_abs_error": percentile(misses, 50) if misses else None, "count": len(got)}
+
+    def worst(key: str) -> list:
+        ranked = sorted((r for r in rows if r[key] is not None),
+                        key=lambda r: (-abs(r["replayed_" + key] - r[key]), r["index"]))
+        return ranked[:LARGEST_MISSES]
+
+    out = {"source": p.source, "num_requests": len(rows), "ttft_ms": pair("ttft_ms"),
+           "tpot_ms": pair("tpot_ms"), "largest_ttft_misses": worst("ttft_ms"),
+           "largest_tpot_misses": worst("tpot_ms")}
+    e = lambda k: "–" if out[k]["median_abs_error"] is None else f"{out[k]['median_abs_error']:.0%}"  # noqa: E731
+    out["sentence"] = (f"{p.source}: its {len(rows):,} requests replayed one by one, with their own lengths and "
+                       f"send times. Per request, the replay's TTFT is off by {e('ttft_ms')} and its TPOT "
+                       f"by {e('tpot_ms')} at the median.")
+    return out
+
+
+def server_notes(config: LabConfig, p: benchsummary.Pasted) -> list[str]:
+    """Where the pasted `vllm serve` line differs from the lab's settings (the fit replays
+    the lab's own: set them to match the run)."""
+    notes = []
+    for key in ("max_num_seqs", "max_num_batched_tokens", "async_scheduling"):
+        if key in p.server and p.server[key] != getattr(config, key):
+            notes.append(f"the paste's vllm serve has {key} {p.server[key]}, the lab {getattr(config, key)}: "
+                         f"the replay uses the lab's; set it to match the run")
+    bs = defaults(config).block_size
+    if "block_size" in p.server and p.server["block_size"] != bs:
+        notes.append(f"the paste's vllm serve has --block-size {p.server['block_size']}; the lab replays "
+                     f"vLLM {vllm_defaults.LATEST}'s {bs} on this GPU")
+    named = model_from_hf(p.server.get("model", ""))
+    if p.server.get("model") and named != config.model:
+        notes.append(f"the paste served {p.server['model']}; the lab runs {MODELS[config.model].name}")
+    return notes
+
+
+# --- the lab's settings as vLLM commands -------------------------------------------------
+def hf_name(model: str) -> str:
+    """The model's Hugging Face name, the repo its catalog entry was read from."""
+    return MODELS[model].source.split()[0]
+
+
+def model_from_hf(name: str) -> str | None:
+    """The catalog model a Hugging Face name serves (its -Instruct variant too), or None."""
+    name = name.strip().strip("'\"").lower().removesuffix("-instruct")
+    return next((m for m in MODELS if hf_name(m).lower().removesuffix("-instruct") == name), None)
+
+
+# The Mooncake traces' published files (kvcache-ai/Mooncake, FAST25-release/traces/).
+MOONCAKE_FILES = {"mooncake_conv": "conversation_trace.jsonl", "mooncake_synth": "synthetic_trace.jsonl"}
+
+
+def commands(config: LabConfig, t: Traffic) -> dict:
+    """The two command lines that run the lab's settings on a real server (vLLM 0.34.0's
+    flags, vllm/engine/arg_utils.py and vllm/benchmarks/serve.py): `vllm serve` with the
+    scheduler's knobs (a flag only where the lab differs from the release's default, but
+    always the two knobs the lab is about) and `vllm bench serve` with the traffic. A
+    trace window has no exact `vllm bench serve`: the closest is the timed_trace dataset
+    on a file of the window's rows, and `cannot` says what that leaves out."""
+    d = defaults(config)
+    model = hf_name(config.model)
+    serve = [f"vllm serve {model}", f"--max-num-seqs {config.max_num_seqs}",
+             f"--max-num-batched-tokens {config.max_num_batched_tokens}"]
+    if config.async_scheduling != d.async_scheduling:
+        serve.append("--async-scheduling" if config.async_scheduling else "--no-async-scheduling")
+    bs = d.block_size  # the lab replays the release's block size; a flag only if it ever differs
+    if bs != vllm_defaults.defaults(GPUS[config.gpu]).block_size:
+        serve.append(f"--block-size {bs}")
+    cannot, prepare, prepare_note = [], None, None
+    if t.bench is not None:
+        bench = t.bench.command().replace("vllm bench serve", f"vllm bench serve --model {model}", 1)
+        if t.bench.seed:
+            bench += f" --seed {t.bench.seed}"
+        cannot.append("vLLM draws its lengths and gaps with numpy; pysim draws the same "
+                      "distributions with its own generator, so not the same draws")
+    else:
+        trace = t.trace
+        start_ms = config.window_start_min * 60_000
+        end_ms = start_ms + config.window_minutes * 60_000
+        hashed = bool(trace.hash_ids)
+        bench = (f"vllm bench serve --model {model} --backend openai --dataset-name timed_trace "
+                 f"--dataset-path window.jsonl --num-prompts {len(t.arrivals)} "
+                 f"--timed-trace-sec-multiplier {0.001 / config.rate_scale:g}"
+                 + (f" --timed-trace-chunk-hash-size {traces.TRACE_BLOCK}" if hashed else ""))
+        if hashed:
+            prepare = (f"jq -c 'select(.timestamp >= {start_ms} and .timestamp < {end_ms}) "
+                       f"| .timestamp -= {start_ms}' {MOONCAKE_FILES[config.trace]} > window.jsonl")
+            prepare_note = ("window.jsonl: the window's rows of the published trace (timestamp in ms, "
+                            "input_length, output_length, hash_ids), cut from the trace's own JSONL")
+        else:
+            prepare_note = ("window.jsonl: one JSON line per request of the window, {\"timestamp\": ms "
+                            "since the window's start, \"input_length\": ..., \"output_length\": ...}, "
+                            "made from the Azure trace's CSV (TIMESTAMP, ContextTokens, GeneratedTokens)")
+        if config.arrivals == "poisson":
+            cannot.append("Poisson arrivals: timed_trace sends at the trace's times; --no-self-timed "
+                          "--request-rate R would send Poisson gaps but forget nothing else")
+        cannot.append("prompt text: timed_trace makes random tokens (shared where hash_ids are shared), "
+                      "so the answers' own lengths hold only with --ignore-eos, which timed_trace sets")
+    return {"vllm_version": vllm_defaults.LATEST, "serve": " ".join(serve), "bench": bench,
+            "prepare": prepare, "prepare_note": prepare_note, "cannot": cannot}
 
 
 # What the calibration table compares, where the paste has it (vLLM's JSON names).
@@ -526,6 +668,8 @@ def replay_view(config: LabConfig, coefficients: Coefficients, calibration: dict
         "metric_names": METRICS,
         "calibration": calibration,
         "bench_summary": None,
+        "commands": commands(config, t),  # the settings as vllm serve and vllm bench serve
+        "sample_bench": benchsample.sample(),  # a real run to paste (a published one)
     }
     if t.bench is not None:
         figures_ = bench_serve.metrics(result, t.prompt_tokens)
@@ -717,6 +861,12 @@ def text(view: dict) -> str:
         f"{s['good']:,} of {s['completed']:,} good ({s['slo_attainment']:.1%}), goodput "
         f"{s['request_goodput']:.2f} req/s",
     ]
+    if view.get("commands"):  # the settings on a real server
+        cmd = view["commands"]
+        lines += [f"  as vLLM {cmd['vllm_version']} commands:", f"    {cmd['serve']}"]
+        lines += [f"    {cmd['prepare']}"] if cmd["prepare"] else []
+        lines += [f"    ({cmd['prepare_note']})"] if cmd["prepare_note"] else []
+        lines += [f"    {cmd['bench']}"] + [f"    (cannot: {x})" for x in cmd["cannot"]]
     if view.get("bench_summary"):
         lines.append(view["bench_summary"]["text"])
     cal = view.get("calibration")
@@ -795,6 +945,7 @@ def figures() -> dict:
         # The same traffic on the synchronous Scheduler (--no-async-scheduling), and both
         # at four times the rate, where the queue is long and preemptions happen.
         **async_against_sync(base, view),
+        "max_prompts": fit.MAX_PROMPTS,
         "sweep_rates": len(SWEEP_RATES),
         "sweep_lo": SWEEP_RATES[0], "sweep_hi": SWEEP_RATES[-1],
     }

@@ -55,9 +55,13 @@
       ],
       hooks: { draw: [(u) => marker(u, { y: target * 100, color: pal.bad, text: `${target * 100}% target` })] },
     };
-    const data = [gpus, points.map((p) => p.colocated.slo_attainment * 100), points.map((p) => p.disaggregated.slo_attainment * 100)];
-    const words = points.map((p) => `${p.gpus} GPUs: colocated ${pctOf(p.colocated.slo_attainment * 100)}, ` +
-      `disaggregated ${pctOf(p.disaggregated.slo_attainment * 100)}`).join("; ");
+    // A layout not run at a count (it met the target at fewer GPUs), or a run stopped once
+    // it was sure to miss, has no measured attainment: a gap in its line, its bound in words.
+    const value = (q) => (q && q.slo_attainment != null ? q.slo_attainment * 100 : null);
+    const said = (q) => (!q ? "not run" : q.slo_attainment != null ? pctOf(q.slo_attainment * 100)
+      : `below the target (at most ${(Math.floor(q.attainment_at_most * 1000 + 1e-9) / 10).toFixed(1)}%)`);
+    const data = [gpus, points.map((p) => value(p.colocated)), points.map((p) => value(p.disaggregated))];
+    const words = points.map((p) => `${p.gpus} GPUs: colocated ${said(p.colocated)}, disaggregated ${said(p.disaggregated)}`).join("; ");
     return make(host, opts, data, `SLO attainment against the number of GPUs. ${words}.`);
   }
 

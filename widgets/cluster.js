@@ -6,16 +6,17 @@
 // and router use), draws the view model (widgets/cluster.charts.js holds the charts),
 // and runs what a reader does beyond changing a setting:
 // - the GPU sweep: one "cluster_sweep" call per GPU count (w.call with that simulation's
-//   name: it has no widget of its own, and the calls carry this widget's data files), so the page can say how far
-//   it got, stop between two calls (Cancel) and stop early once both layouts meet the
-//   target; which count is the fewest that meets it is read off pysim's `meets`;
+//   name: it has no widget of its own, and the calls carry this widget's data files), so the
+//   page can say how far it got and stop between two calls (Cancel). Each call sends the
+//   points so far and gets back pysim's answer so far: its sentence, and which count and
+//   layouts to run next (none once both layouts meet the target or the counts run out);
 // - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one.
 (function () {
   "use strict";
   const { h, fmt, tableBox, groupsOf, signatureExcept } = window.PySim;
   const NAME = "cluster";
   const SWEEP = "cluster_sweep";
-  const OWN = ["gpus"]; // set by the widget on its sweep calls, never by a control
+  const OWN = ["gpus"]; // a link from before the sweep moved to cluster_sweep may hold it: ignored
   const THRESHOLDS_GROUP = "Router thresholds (cache aware)"; // shown for that router only
   // Only these fields show for each choice; the rest of the config always does.
   const ONLY = {
@@ -206,25 +207,25 @@
         progress.textContent = "The settings changed since the last sweep: run it again for these.";
       }
       if (!sweep) { answerText.textContent = ""; sweepTable.replaceChildren(); return; }
-      const points = sweep.points;
-      const colo = points.find((p) => p.colocated.meets);
-      const dis = points.find((p) => p.disaggregated.meets);
-      const last = points.length ? points[points.length - 1].gpus : null;
-      const none = (layout) => (sweep.complete ? `more than ${last} ${layout}` : `${layout}: not within the ${points.length ? "counts swept (up to " + last + ")" : "counts swept"}`);
-      if (!points.length) answerText.textContent = "";
-      else answerText.textContent = `The fewest GPUs that meet the SLO at this rate${sweep.complete ? "" : " (so far)"}: ` +
-        `${colo ? colo.gpus + " colocated" : none("colocated")}, ` +
-        `${dis ? `${dis.gpus} disaggregated (${dis.disaggregated.prefill_replicas} prefill + ${dis.disaggregated.decode_replicas} decode)` : none("disaggregated")}.` +
-        (points[0].ceiling_sentence ? " " + points[0].ceiling_sentence : "");
-      const cell = (x, meets) => h("td", {}, pct(x) + (meets ? " (meets)" : ""));
+      answerText.textContent = sweep.answer ? sweep.answer.sentence + (sweep.points[0].ceiling_sentence ? " " + sweep.points[0].ceiling_sentence : "") : "";
+      // One cell per layout and count: what pysim measured, or why it did not run to the end.
+      const below = (x) => (Math.floor(x * 1000 + 1e-9) / 10).toFixed(1) + "%";
+      const cell = (q, split) => {
+        if (!q) return h("td", {}, "not run: met at fewer GPUs");
+        const head = split ? `${split}: ` : "";
+        if (q.stopped) {
+          const s = q.stopped;
+          return h("td", { class: "cluster-stopped" }, `${head}misses: at most ${below(q.attainment_at_most)} ` +
+            (s.replayed ? `(${fmt(s.missed)} surely late ${fmt(Math.round(s.at_s))} s into the ${fmt(Math.round(s.window_s))} s window; stopped there)`
+              : `(${fmt(s.missed)} requests too long for any GPU count; not replayed)`));
+        }
+        return h("td", {}, `${head}${pct(q.slo_attainment)}${q.meets ? " (meets)" : ""}, ` +
+          `${q.goodput_per_gpu.toFixed(3)} good req/s per GPU, TTFT p90 ${ms(q.ttft_p90_ms)}`);
+      };
       sweepTable.replaceChildren(h("caption", {}, w.view.sweep_caption),
-        h("thead", {}, h("tr", {}, ...["GPUs", "Colocated attainment", "Colocated goodput/GPU", "Colocated TTFT p90",
-          "Split", "Disaggregated attainment", "Disaggregated goodput/GPU", "Disaggregated TTFT p90"].map((x) => h("th", { scope: "col" }, x)))),
-        h("tbody", {}, ...points.map((p) => h("tr", {}, h("th", { scope: "row" }, fmt(p.gpus)),
-          cell(p.colocated.slo_attainment, p.colocated.meets), h("td", {}, p.colocated.goodput_per_gpu.toFixed(3)), h("td", {}, ms(p.colocated.ttft_p90_ms)),
-          h("td", {}, `${p.disaggregated.prefill_replicas}P + ${p.disaggregated.decode_replicas}D`),
-          cell(p.disaggregated.slo_attainment, p.disaggregated.meets), h("td", {}, p.disaggregated.goodput_per_gpu.toFixed(3)),
-          h("td", {}, ms(p.disaggregated.ttft_p90_ms))))));
+        h("thead", {}, h("tr", {}, ...["GPUs", "Colocated", "Disaggregated"].map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...sweep.points.map((p) => h("tr", {}, h("th", { scope: "row" }, fmt(p.gpus)),
+          cell(p.colocated), cell(p.disaggregated, p.disaggregated ? `${p.disaggregated.prefill_replicas}P + ${p.disaggregated.decode_replicas}D` : "")))));
     }
 
     function draw() {
@@ -253,38 +254,44 @@
     }
     async function runSweep() {
       const config = { ...w.state.config };
+      delete config.gpus;
       const token = {};
       running = token;
-      sweep = { config, signature: signature(config), points: [], complete: false };
+      sweep = { config, signature: signature(config), points: [], answer: null, complete: false };
       setSweeping(true);
       answerText.textContent = "";
       const started = performance.now();
-      const n = w.view.sweep_gpus.length;
-      for (let i = 0; i < n; i++) {
-        progress.textContent = `${i} of ${n} counts done; simulating ${w.view.sweep_gpus[i]} GPUs, both layouts…`;
+      const counts = w.view.sweep_gpus;
+      const n = counts.length;
+      let next = { gpus: counts[0], sweep_layouts: "both", sweep_exact: n === 1, index: 0 };
+      while (next) {
+        const which = next.sweep_layouts === "both" ? "both layouts" : `${next.sweep_layouts} only`;
+        progress.textContent = `Count ${next.index + 1} of ${n}: simulating ${next.gpus} GPUs, ${which}…`;
         let answer;
         try {
-          answer = await w.call({ config: { ...config, gpus: w.view.sweep_gpus[i] } }, { simulation: SWEEP, timeoutMs: 120000 });
+          answer = await w.call({ config: { ...config, gpus: next.gpus, sweep_layouts: next.sweep_layouts,
+            sweep_exact: next.sweep_exact, swept: sweep.points } }, { simulation: SWEEP, timeoutMs: 120000 });
         } catch (err) {
           if (running === token) stopSweep("Python stopped answering; the sweep stopped");
           return;
         }
         if (running !== token) return; // cancelled, or a newer sweep started
         if (!answer.ok) { stopSweep(`pysim refused: ${answer.error.message}; the sweep stopped`); return; }
-        const p = answer.result;
-        sweep.points.push(p);
-        const both = sweep.points.some((q) => q.colocated.meets) && sweep.points.some((q) => q.disaggregated.meets);
+        const { answer: said, ...point } = answer.result;
+        sweep.points.push(point);
+        sweep.answer = said;
+        next = said.next;
         const secs = ((performance.now() - started) / 1000).toFixed(1);
-        if (both || i === n - 1) {
+        if (!next) {
           sweep.complete = true;
-          progress.textContent = both && i < n - 1
-            ? `Stopped at ${p.gpus} GPUs, ${i + 1} of ${n} counts: both layouts meet the target (${secs} s).`
+          progress.textContent = sweep.points.length < n
+            ? `Stopped at ${point.gpus} GPUs, count ${sweep.points.length} of ${n}: both layouts meet the target (${secs} s).`
             : `Swept ${n} of ${n} counts in ${secs} s.`;
           setSweeping(false);
           draw();
           return;
         }
-        progress.textContent = `${i + 1} of ${n} counts done…`;
+        progress.textContent = `Count ${sweep.points.length} of ${n} done (${secs} s)…`;
         drawSweep();
         drawCharts();
       }

@@ -11,7 +11,11 @@
 // - calibration: the pasted `vllm bench serve` text is the config field `bench_text`,
 //   so pysim judges it like any setting, and its message appears under the text box;
 //   pysim replays each pasted run, fits the step-time coefficients, and the table shows
-//   measured and replayed figures side by side.
+//   measured and replayed figures side by side. A real run fills the box from a button
+//   (pysim's `sample_bench`, a published summary); a --save-detailed JSON is replayed
+//   request by request, and its TTFT and TPOT are drawn measured against replayed;
+// - the commands: the settings as `vllm serve` and `vllm bench serve` (pysim's `commands`),
+//   each with a copy button.
 (function () {
   "use strict";
   const { h, fmt, groupsOf, signatureExcept } = window.PySim;
@@ -100,8 +104,29 @@
     w.errorSlot("bench_text", benchError);
     const fitBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: () => w.set({ bench_text: bench.value }), "data-needs-python": true }, "Fit to these runs");
     const unfitBtn = h("button", { type: "button", class: "md-button", onclick: () => { bench.value = ""; w.set({ bench_text: "" }); }, "data-needs-python": true }, "Clear the paste");
+    const sampleBtn = h("button", { type: "button", class: "md-button", "data-needs-python": true,
+      onclick: () => { bench.value = w.view.sample_bench.text; w.set({ bench_text: bench.value }); } }, "Paste a published run");
+    const sampleNote = h("p", { class: "lab-sample-note" });
     const fitText = h("p", { class: "lab-fit", "aria-live": "polite" });
     const fitTables = h("div", { class: "lab-fit-tables" }); // one small table per pasted run
+
+    // ---------------------------------------------------------------- the commands
+    const copied = h("p", { class: "lab-copied", "aria-live": "polite" });
+    const commandBlock = (label) => {
+      const pre = h("pre", { class: "lab-command", tabindex: "0", role: "region", "aria-label": label });
+      const btn = h("button", { type: "button", class: "md-button lab-copy", onclick: () => copy(pre.textContent, label) }, `Copy ${label}`);
+      return { pre, btn, root: h("div", { class: "lab-command-box" }, h("div", { class: "lab-command-head" }, h("span", {}, label), btn), pre) };
+    };
+    const serveCmd = commandBlock("vllm serve");
+    const benchCmd = commandBlock("vllm bench serve");
+    const prepareCmd = commandBlock("window.jsonl");
+    const commandsIntro = h("p", { class: "lab-commands-intro" });
+    const cannotList = h("ul", { class: "lab-cannot" });
+    const prepareNote = h("p", { class: "lab-commands-intro" });
+    async function copy(text, label) {
+      try { await navigator.clipboard.writeText(text); copied.textContent = `Copied the ${label} command.`; }
+      catch (err) { copied.textContent = `The browser refused the clipboard: select the ${label} command and copy it.`; }
+    }
 
     const section = (title, ...kids) => h("section", { class: "lab-section" }, h("h3", { class: "lab-title" }, title), ...kids);
     const scroll = (table) => h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": "table, scrolls sideways" }, table);
@@ -114,9 +139,11 @@
         h("details", { class: "lab-details" }, h("summary", {}, "The gauges as a table"), scroll(gauges))),
       section("Capacity: how much traffic one replica takes",
         h("div", { class: "lab-buttons" }, sweepBtn, cancelBtn), progress, capacityText, sweepChart, scroll(sweepTable)),
+      section("Run it on a real server", commandsIntro, serveCmd.root, prepareCmd.root, prepareNote, benchCmd.root, copied,
+        h("p", { class: "lab-commands-intro" }, "What the command cannot express:"), cannotList),
       section("Calibrate to your server",
-        h("label", { for: benchId, class: "lab-bench-label" }, "vllm bench serve output (the printed summary, or --save-result JSON; up to 4 runs)"),
-        bench, benchError, h("div", { class: "lab-buttons" }, fitBtn, unfitBtn), fitText, fitTables),
+        h("label", { for: benchId, class: "lab-bench-label" }, "vllm bench serve output (the printed summary, or --save-result JSON, with --save-detailed for a replay request by request; up to 4 runs)"),
+        bench, benchError, h("div", { class: "lab-buttons" }, fitBtn, unfitBtn, sampleBtn), sampleNote, fitText, fitTables),
     );
 
     // ---------------------------------------------------------------- drawing
@@ -137,6 +164,10 @@
         bars: { label: "Preemptions", values: s.num_preemptions, color: "bad" }, y2Label: "preemptions" }));
       drawn.push(charts.timeline(gTokens, { title: "Output tokens per second", t: s.t_s, yLabel: "tokens/s",
         lines: [{ label: "output tokens/s", values: s.output_tokens_per_s, color: "now" }] }));
+      for (const { host, key, title, target, data } of perRequest) {
+        drawn.push(charts.cdf(host, { title, target, series: [{ label: "measured", cdf: data.measured.cdf },
+          { label: "replayed", cdf: data.replayed.cdf, pinned: true }] }));
+      }
       if (sweep) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: w.view.attainment_target, capacity: sweep.capacity,
         pinned: pin.pinned && pin.pinned.sweep ? pin.pinned.sweep.points : null }));
       else sweepChart.replaceChildren();
@@ -200,7 +231,46 @@
     const FIT_FIGURES = [["mean_ttft_ms", "Mean TTFT"], ["median_ttft_ms", "Median TTFT"], ["p99_ttft_ms", "P99 TTFT"],
       ["mean_tpot_ms", "Mean TPOT"], ["median_tpot_ms", "Median TPOT"], ["p99_tpot_ms", "P99 TPOT"],
       ["mean_itl_ms", "Mean ITL"], ["output_throughput", "Output tok/s"]];
+    function drawCommands() {
+      const c = w.view.commands;
+      commandsIntro.textContent = `The lab's settings as vLLM ${c.vllm_version}'s commands: start the server, then send it the traffic.`;
+      serveCmd.pre.textContent = c.serve;
+      benchCmd.pre.textContent = c.bench;
+      prepareCmd.root.hidden = !c.prepare;
+      prepareCmd.pre.textContent = c.prepare || "";
+      prepareNote.hidden = !c.prepare_note;
+      prepareNote.textContent = c.prepare_note || "";
+      cannotList.replaceChildren(...c.cannot.map((x) => h("li", {}, x)));
+      const sb = w.view.sample_bench;
+      sampleNote.replaceChildren(`${sb.credit} `, h("a", { href: sb.url }, "The issue"), ".");
+    }
+
+    // A detailed paste: measured against replayed, request by request (charts drawn in drawCharts).
+    let perRequest = [];
+    const QUANTS = [["mean", "Mean"], ["p50", "Median"], ["p90", "P90"], ["p99", "P99"]];
+    function drawPerRequest(r, i) {
+      const pr = r.per_request;
+      const hostT = h("div", { class: "lab-chart" });
+      const hostP = h("div", { class: "lab-chart" });
+      perRequest.push({ host: hostT, title: `Run ${i + 1}: TTFT per request`, target: w.view.slo.ttft_ms, data: pr.ttft_ms },
+        ...(pr.tpot_ms.count ? [{ host: hostP, title: `Run ${i + 1}: TPOT per request`, target: w.view.slo.tpot_ms, data: pr.tpot_ms }] : []));
+      const dist = h("table", { class: "lab-per-request-dist" }, h("caption", {}, "The two distributions as a table"),
+        h("thead", {}, h("tr", {}, ...["", "TTFT measured", "TTFT replayed", "TPOT measured", "TPOT replayed"].map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...QUANTS.map(([q, label]) => h("tr", {}, h("th", { scope: "row" }, label),
+          ...["ttft_ms", "tpot_ms"].flatMap((k) => [h("td", {}, pr[k].count ? ms(pr[k].measured[q]) : "–"), h("td", {}, pr[k].count ? ms(pr[k].replayed[q]) : "–")])))));
+      const misses = (rows, key, caption) => h("table", { class: "lab-misses" }, h("caption", {}, caption),
+        h("thead", {}, h("tr", {}, ...["Request", "Prompt tokens", "Answer tokens", "Sent at", `${key} measured`, `${key} replayed`].map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, ...rows.map((m) => h("tr", {}, h("th", { scope: "row" }, "#" + fmt(m.index)), h("td", {}, fmt(m.num_prompt_tokens)),
+          h("td", {}, fmt(m.max_tokens)), h("td", {}, m.sent_s.toFixed(2) + " s"),
+          h("td", {}, ms(key === "TTFT" ? m.ttft_ms : m.tpot_ms)), h("td", {}, ms(key === "TTFT" ? m.replayed_ttft_ms : m.replayed_tpot_ms))))));
+      return h("div", { class: "lab-per-request" }, h("p", {}, pr.sentence), h("div", { class: "lab-pair" }, hostT, hostP), scroll(dist),
+        scroll(misses(pr.largest_ttft_misses, "TTFT", "The requests whose TTFT the replay misses most")),
+        pr.largest_tpot_misses.length ? scroll(misses(pr.largest_tpot_misses, "TPOT", "The requests whose TPOT the replay misses most")) : "");
+    }
+
     function drawFit() {
+      drawCommands();
+      perRequest = [];
       const cal = w.view.calibration;
       if (!cal) {
         fitText.textContent = w.view.config.bench_text ? "" : "Nothing pasted: the lab runs with the GPU's default coefficients, fitted to published runs (see \"How far to trust the lab\" below).";
@@ -212,13 +282,15 @@
       const show = (k, x) => (k === "output_throughput" ? fmt(Math.round(x)) : ms(x));
       // A run: what was sent (the command, and what had to be assumed), then each figure
       // the paste holds, measured against replayed with the fitted coefficients.
-      fitTables.replaceChildren(...cal.runs.map((r, i) => scroll(h("table", { class: "lab-fit-table" },
+      fitTables.replaceChildren(...cal.runs.map((r, i) => h("div", { class: "lab-fit-run" }, scroll(h("table", { class: "lab-fit-table" },
         h("caption", {}, `Run ${i + 1} (${r.source}), replayed as it was sent: `, h("code", {}, r.benchmark.command),
           r.notes.length ? h("span", { class: "lab-fit-notes" }, ` Assumed: ${r.notes.join("; ")}.`) : ""),
         h("thead", {}, h("tr", {}, ...["Figure", "Measured", "Replayed", "Error"].map((x) => h("th", { scope: "col" }, x)))),
         h("tbody", {}, ...FIT_FIGURES.filter(([k]) => k in r.measured).map(([k, label]) => h("tr", {},
           h("th", { scope: "row" }, label), h("td", {}, show(k, r.measured[k])), h("td", {}, show(k, r.replayed[k])),
-          h("td", {}, err(r.error[k])))))))));
+          h("td", {}, err(r.error[k]))))))),
+        ...r.server_notes.map((x) => h("p", { class: "lab-fit-notes" }, x)),
+        r.per_request ? drawPerRequest(r, i) : "")));
     }
 
     function drawSweep() {

@@ -270,3 +270,64 @@ def test_control_groups_hold_no_empty_boxes(live_page):
         assert group.bounding_box()["y"] + group.bounding_box()["height"] - inner < 30, group.locator("legend").inner_text()
     values = page.locator(f"{WIDGET} .u-legend .u-value").all_inner_texts()
     assert values and not [v for v in values if v.strip() in ("–", "-", "")], values
+
+
+def test_the_settings_as_commands_shown_and_copyable(live_page):
+    page = live_page(PAGE)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    root = page.locator(WIDGET)
+    want = computed()["commands"]
+    shown = root.locator("pre.lab-command").all_text_contents()
+    assert want["serve"] in shown and want["bench"] in shown
+    assert want["serve"].startswith("vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 1024")
+    root.get_by_role("button", name="Copy vllm serve").click()
+    until(page, f"document.querySelector('{WIDGET} .lab-copied').textContent !== ''")
+    said = root.locator(".lab-copied").inner_text()
+    assert said in ("Copied the vllm serve command.",
+                    "The browser refused the clipboard: select the vllm serve command and copy it."), said
+    if said.startswith("Copied"):
+        assert page.evaluate("navigator.clipboard.readText()") == want["serve"]
+    # What the command cannot say about a trace window is listed under it.
+    assert root.locator(".lab-cannot li").count() == len(want["cannot"])
+
+
+def test_the_published_run_fills_the_box_and_fits(live_page):
+    page = live_page(PAGE)
+    root = page.locator(WIDGET)
+    sample = computed()["sample_bench"]
+    assert "vLLM issue" in root.locator(".lab-sample-note").inner_text() or "issue #24684" in root.locator(".lab-sample-note").inner_text()
+    root.get_by_role("button", name="Paste a published run").click()
+    assert root.get_by_label("vllm bench serve output").input_value() == sample["text"]
+    until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Fitted to your run')", timeout=60)
+    root.get_by_role("button", name="Clear the paste").click()
+    until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Nothing pasted')")
+
+
+def detailed_result() -> str:
+    """tests/unit/test_lab_commands.py's hand-made --save-detailed result."""
+    path = Path(__file__).resolve().parents[1] / "unit" / "test_lab_commands.py"
+    spec = importlib.util.spec_from_file_location("lab_commands_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return json.dumps(module.detailed())
+
+
+def test_a_detailed_paste_is_compared_request_by_request(live_page):
+    page = live_page(PAGE)
+    root = page.locator(WIDGET)
+    text = detailed_result()
+    root.get_by_label("vllm bench serve output").fill(text)
+    root.get_by_role("button", name="Fit to these runs").click()
+    until(page, f"document.querySelector('{WIDGET} .lab-per-request') !== null", timeout=60)
+    want = computed(bench_text=text)["calibration"]["runs"][0]["per_request"]
+    block = root.locator(".lab-per-request")
+    assert block.locator("p").first.inner_text() == want["sentence"]
+    # Two charts (TTFT and TPOT, measured against replayed), and their table alternative.
+    assert block.locator(".u-wrap[role=img]").count() == 2
+    dist = block.locator(".lab-per-request-dist tbody tr", has=page.locator("th", has_text="Median"))
+    assert dist.locator("td").first.inner_text() == ms_text(want["ttft_ms"]["measured"]["p50"])
+    misses = block.locator(".lab-misses").first.locator("tbody tr")
+    assert misses.count() == len(want["largest_ttft_misses"]) == 3
+    assert misses.first.locator("th").inner_text() == f"#{want['largest_ttft_misses'][0]['index']}"
+    root.get_by_role("button", name="Clear the paste").click()
+    until(page, f"document.querySelector('{WIDGET} .lab-fit').textContent.startsWith('Nothing pasted')")

@@ -9,7 +9,7 @@ import pytest
 
 from pysim import cluster, lab, traces
 from pysim.catalog import GPUS, MODELS
-from pysim.cluster import ClusterConfig, Router
+from pysim.cluster import ClusterConfig, Router, SweepConfig
 from pysim.config import ConfigError
 from pysim.engine import SchedulerConfig
 from pysim.replay import engine_config, replay
@@ -251,15 +251,93 @@ def test_config_bounds_are_named():
 
 
 def test_sweep_point_runs_both_layouts():
-    v = cluster.sweep_view(ClusterConfig(window_minutes=1, gpus=3), [])
+    v = cluster.sweep_view(SweepConfig(window_minutes=1, gpus=3, sweep_exact=True), [])
     assert v["gpus"] == 3
     d = v["disaggregated"]
     assert d["prefill_replicas"] + d["decode_replicas"] == 3 and d["prefill_replicas"] >= 1
     for k in ("colocated", "disaggregated"):
         assert v[k]["meets"] == (v[k]["slo_attainment"] >= cluster.ATTAINMENT_TARGET)
+        assert v[k]["stopped"] is None
     # The page's words for the sweep's rule carry the target, from here.
     assert "90% of requests meet both targets" in cluster.SWEEP_SENTENCE
     assert "from 2 to 16" in cluster.SWEEP_SENTENCE and "at least 90%" in cluster.SWEEP_CAPTION
+    with pytest.raises(ConfigError) as err:
+        SweepConfig(gpus=1).check()
+    assert err.value.field == "gpus"
+
+
+def full_sweep(config: ClusterConfig) -> dict:
+    """The sweep as the page ran it before: both layouts at every count in order, every
+    run to its end, until both layouts have met the target."""
+    reqs, first = cluster.window(config), {}
+    for g in cluster.SWEEP_GPUS:
+        p = cluster.sweep_point(config, reqs, g, exact=True)
+        for k in cluster.LAYOUTS:
+            assert p[k]["stopped"] is None
+            if p[k]["meets"]:
+                first.setdefault(k, g)
+        if len(first) == 2:
+            break
+    return {k: first.get(k) for k in cluster.LAYOUTS}
+
+
+# The page's defaults (no count meets the target), and traffic at a quarter of the rate with
+# a looser TTFT target (the layouts meet at different counts, one before the other).
+@pytest.mark.parametrize("settings", [{}, {"rate_scale": 0.25, "slo_ttft_ms": 4000.0}])
+def test_fast_sweep_equals_the_full_sweep(settings):
+    config = ClusterConfig(**settings)
+    fast = cluster.fewest_gpus(config)
+    answer = fast["answer"]
+    assert {k: answer[k] for k in cluster.LAYOUTS} == full_sweep(config)
+    assert answer["complete"] and answer["next"] is None
+    if not settings:
+        assert answer["colocated"] is None and answer["disaggregated"] is None
+        last = fast["points"][-1]
+        assert last["gpus"] == cluster.SWEEP_GPUS[-1]
+        for k in cluster.LAYOUTS:  # the largest count ran to the end: what would pass there
+            assert last[k]["stopped"] is None and last[k]["pass_ttft_ms"] > config.slo_ttft_ms
+            assert f"a TTFT target of {last[k]['pass_ttft_ms']:,.0f} ms" in answer["sentence"]
+    else:
+        assert answer["colocated"] is not None and answer["disaggregated"] is not None
+
+
+def test_a_stopped_run_was_surely_short_and_a_run_let_through_is_unchanged():
+    config = ClusterConfig(window_minutes=1)
+    reqs = cluster.window(config)
+    late = cluster.surely_late(config, reqs)
+    c = replace(config, replicas=4)
+    full = cluster.metrics(c, cluster.simulate(c, reqs))
+    assert full["slo_attainment"] < cluster.ATTAINMENT_TARGET
+    with pytest.raises(cluster.Doomed) as stop:
+        cluster.simulate(c, reqs, watch=cluster.Watch(reqs, c.slo_ttft_ms, c.slo_tpot_ms, 0.9, late))
+    assert full["completed"] - full["good"] >= stop.value.missed  # it counted only real misses
+    # Every request surely late misses in the full run too.
+    ttfts = [f - s for f, s in zip(*(lambda r: (r.first_token, r.sent))(cluster.simulate(replace(config, replicas=16), reqs)))]
+    assert all(ttfts[i] > config.slo_ttft_ms / 1000 for i in late)
+    # A watch with a target of 0 never stops: the run is the same as without it.
+    r = cluster.simulate(c, reqs, watch=cluster.Watch(reqs, c.slo_ttft_ms, c.slo_tpot_ms, 0.0, late))
+    assert cluster.metrics(c, r)["ttft_ms"] == full["ttft_ms"]
+
+
+def test_pass_ttft_is_the_lowest_target_that_meets():
+    config = ClusterConfig(window_minutes=1, replicas=16)
+    r = cluster.simulate(config, cluster.window(config))
+    t = cluster.pass_ttft_ms(config, r)
+    at = lambda ms: cluster.metrics(replace(config, slo_ttft_ms=ms), r)["slo_attainment"]  # noqa: E731
+    assert at(t) >= cluster.ATTAINMENT_TARGET > at(t - 1)
+
+
+def test_the_page_sweep_one_call_per_count_gives_the_whole_sweep():
+    config = {"window_minutes": 1, "rate_scale": 0.25, "slo_ttft_ms": 4000.0}
+    whole = cluster.sweep_view(SweepConfig(**config), [])
+    points, nxt = [], {"gpus": 2, "sweep_layouts": "both", "sweep_exact": False}
+    while nxt:
+        v = cluster.sweep_view(SweepConfig(**config, gpus=nxt["gpus"], sweep_layouts=nxt["sweep_layouts"],
+                                           sweep_exact=nxt["sweep_exact"], swept=points), [])
+        answer = v.pop("answer")
+        points.append(v)
+        nxt = answer["next"]
+    assert answer == whole["answer"] and points == whole["points"]
 
 
 def test_first_token_floor_is_a_lone_replay():
@@ -284,3 +362,28 @@ def test_the_lab_replays_mooncake_with_prefix_caching():
     assert "Prefix caching on" in on["hardware"]["sentence"]
     off = lab.run(lab.LabConfig(trace="conv", window_minutes=1), [])
     assert off["prefix_cache"] is None and "Prefix caching off" in off["hardware"]["sentence"]
+
+
+def test_cli_cluster_sweep_whole_and_one_count(capsys):
+    from pysim.__main__ import main
+
+    assert main(["cluster-sweep", "--set", "window_minutes=1"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("2 GPUs: ") and out[-1].startswith("The fewest GPUs that meet the target: ")
+    assert out[-2].startswith("16 GPUs: colocated ")  # nothing meets on this window: every count swept
+    assert main(["cluster-sweep", "--set", "window_minutes=1", "--set", "gpus=3", "--json"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert view["gpus"] == 3 and "points" not in view and set(cluster.LAYOUTS) <= set(view)
+
+
+def test_a_count_ruled_out_by_the_bound_alone_replays_nothing():
+    # The last window of the trace holds so many prompts no GPU prefills in time that
+    # they alone keep every count under 90%: each point says so without a replay.
+    config = ClusterConfig(window_minutes=1, window_start_min=55)
+    late = cluster.surely_late(config, cluster.window(config))
+    p = cluster.sweep_point(config, cluster.window(config), 4)
+    for k in cluster.LAYOUTS:
+        assert p[k]["stopped"]["replayed"] is False and p[k]["stopped"]["missed"] <= len(late)
+        assert p[k]["attainment_at_most"] < cluster.ATTAINMENT_TARGET
+    whole = cluster.sweep_view(SweepConfig(window_minutes=1, window_start_min=55), [])
+    assert whole["answer"]["complete"] and whole["answer"]["colocated"] is None
