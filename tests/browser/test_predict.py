@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OFFLINE_SITE, SITE, page_url, until, widget_pages
+from conftest import OFFLINE_SITE, SITE, page_url, settle, until, widget_pages
 from pysim.figures import figure
 
 SCALE_PAGE = "batch-size"            # docs/predict.toml: batch_size_coding
@@ -143,8 +143,12 @@ def test_show_me_sets_the_widget_to_that_state(make_page, site_url):
     page.goto(page_url(site_url, SCALE_PAGE))
     cp = mounted(page, SCALE_KEY)
     cp.get_by_role("button", name="Skip: show the answer").click()
-    cp.get_by_role("link", name="Show me in the widget").click()
-    page.wait_for_url("**#batch_size.context_tokens=32768")
+    link = cp.get_by_role("link", name="Show me in the widget")
+    link.wait_for(state="visible")
+    settle(page)  # the reveal has been drawn and its transition is over: the link stays put
+    link.click()
+    # The address holds the widget's state (on a busy machine the page can take a while).
+    until(page, "location.hash === '#batch_size.context_tokens=32768'", timeout=60)
     widget = ".pysim-widget[data-widget='batch_size']"
     until(page, f"document.querySelector(\"{widget}\").dataset.live === 'ready'", timeout=90)
     until(page, f"document.querySelector(\"{widget} .bs-figure[data-key='max_batch_memory'] .bs-value\")"
