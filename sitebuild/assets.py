@@ -53,6 +53,9 @@ VENDOR = {
 # every page that loads uPlot for a widget gets it too, after the shared scripts.
 UPLOT = "uplot/dist/uPlot.iife.min.js"
 CHARTS = "charts.js"
+# The code editor (widgets/editor.js: a text area, then Ace from VENDOR_LATER): every page
+# holding a widget that edits the reader's code gets it, after the shared scripts.
+EDITOR = "editor.js"
 # Libraries a widget can draw its picture without: the widget loads them itself later
 # (PySim.loadLater(NAME), in this order) so they do not compete with Python's start.
 VENDOR_LATER = {
@@ -162,7 +165,7 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets), *extra_styles]
-    kit = [CHARTS] if UPLOT in vendor else []
+    kit = [*([CHARTS] if UPLOT in vendor else []), *([EDITOR] if any(n in VENDOR_LATER for n in names) else [])]
     scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS, *kit,
                *(f for n in names for f in widget_scripts(n, assets)), *extra_scripts]
     settings = {

@@ -7,15 +7,14 @@
 // then terminates the worker and starts a fresh Python (runtime.js, Runtime.crashed),
 // so an endless loop costs the reader a few seconds, not the page.
 //
-// The editor is Ace (npm ace-builds, shipped with the site), loaded after the page's
-// start (sitebuild/assets.py, VENDOR_LATER); until then, or without it, a plain text area.
+// The editor is widgets/editor.js's: Ace (npm ace-builds, shipped with the site), loaded
+// after the page's start; until then, or without it, a plain text area.
 // The lifecycle is live.js's; the reader's code never goes into the page's link.
 (function () {
   "use strict";
-  const { h, tableBox, fmt, dark } = window.PySim;
+  const { h, tableBox, fmt } = window.PySim;
   const NAME = "exercises";
   const STORE = "pysim.exercises.code"; // the reader's code survives a reload
-  const THEMES = { light: "ace/theme/chrome", dark: "ace/theme/tomorrow_night" };
   const LABELS = {
     finished: "finished", iterations: "iterations", tokens: "tokens computed",
     tokens_per_iteration: "tokens / iteration", mean_batch: "mean batch",
@@ -31,104 +30,6 @@
   }
   function forget() {
     try { window.localStorage.removeItem(STORE); } catch (err) { /* fine */ }
-  }
-
-  // The editor. The code first sits in a plain text area, so the page and Python start
-  // without Ace's half a megabyte of script; Ace takes its place once Python is up, or
-  // the moment the reader touches the text area, keeping the text, the caret and the
-  // focus. If Ace cannot load, the text area stays: it edits as well, without colours.
-  function makeEditor(w, code, onChange) {
-    const root = w.root;
-    const area = h("textarea", { class: "exercise-fallback", spellcheck: "false", rows: 32,
-      "aria-label": "Python code of your toy scheduler" });
-    area.value = code;
-    area.addEventListener("input", () => onChange(area.value));
-    // The text area cannot mark a line: it selects it, which shows once it has focus.
-    const selectLine = (line) => {
-      const lines = area.value.split("\n");
-      const start = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
-      area.setSelectionRange(start, start + (lines[line - 1] || "").length);
-    };
-    let current = { kind: "textarea", get: () => area.value, set: (text) => { area.value = text; },
-      mark: selectLine, unmark() {}, destroy() {} };
-    let upgrading = null;
-
-    function withAce() {
-      if (!(window.ace && typeof window.ace.edit === "function") || !area.isConnected) return;
-      const focused = document.activeElement === area;
-      const caret = area.selectionStart;
-      const host = h("div", { class: "exercise-editor", id: w.id("exercise-editor") });
-      area.replaceWith(host);
-      const editor = window.ace.edit(host, {
-        mode: "ace/mode/python",
-        theme: dark() ? THEMES.dark : THEMES.light,
-        value: area.value,
-        useWorker: false,
-        tabSize: 4,
-        useSoftTabs: true,
-        showPrintMargin: false,
-        minLines: 18,
-        maxLines: 32,
-        fontSize: "13px",
-        // Long lines wrap at the editor's edge (indented like their start) instead of
-        // running out of sight past it.
-        wrap: true,
-        indentedSoftWrap: true,
-        // Keyboard users: Tab reaches the editor, Enter starts editing, Escape leaves it.
-        enableKeyboardAccessibility: true,
-        textInputAriaLabel: "Python code of your toy scheduler",
-      });
-      editor.session.setUndoManager(new window.ace.UndoManager());
-      editor.clearSelection();
-      if (focused) {
-        editor.focus();
-        editor.moveCursorToPosition(editor.session.doc.indexToPosition(caret, 0));
-      }
-      editor.session.on("change", () => { unmark(); onChange(editor.getValue()); });
-      // The line pysim says an error points at: a gutter mark, the line tinted, the
-      // cursor on it (scrolled into view); gone at the next edit or run.
-      let marker = null;
-      function mark(line, text) {
-        unmark();
-        const row = line - 1;
-        editor.session.setAnnotations([{ row, column: 0, text, type: "error" }]);
-        marker = editor.session.addMarker(new (window.ace.require("ace/range").Range)(row, 0, row, 1), "exercise-error-line", "fullLine");
-        editor.gotoLine(line, 0, false);
-        editor.clearSelection();
-      }
-      function unmark() {
-        editor.session.clearAnnotations();
-        if (marker !== null) editor.session.removeMarker(marker);
-        marker = null;
-      }
-      w.onScheme(() => editor.setTheme(dark() ? THEMES.dark : THEMES.light));
-      current = {
-        kind: "ace",
-        get: () => editor.getValue(),
-        set: (text) => { editor.setValue(text, -1); editor.clearSelection(); },
-        mark, unmark,
-        destroy: () => editor.destroy(),
-      };
-      root.dataset.editor = "ace";
-    }
-
-    function upgrade() {
-      if (!upgrading) upgrading = window.PySim.loadLater(NAME).then(withAce, () => {});
-      return upgrading;
-    }
-    area.addEventListener("focus", upgrade, { once: true });
-    area.addEventListener("pointerdown", upgrade, { once: true });
-    root.dataset.editor = "textarea";
-    return {
-      element: area,
-      upgrade,
-      get kind() { return current.kind; },
-      get: () => current.get(),
-      set: (text) => current.set(text),
-      mark: (line, text) => current.mark(line, text),
-      unmark: () => current.unmark(),
-      destroy: () => current.destroy(),
-    };
   }
 
   function mount(w) {
@@ -152,9 +53,14 @@
     const verdict = h("p", { class: "exercise-verdict", role: "status", "aria-live": "polite" });
     const details = h("div", { class: "exercise-details" });
 
-    const editor = makeEditor(w, loadSaved() || starter, (code) => {
-      clearTimeout(saveTimer);
-      saveTimer = w.timeout(() => (code === starter ? forget() : save(code)), 400);
+    const editor = window.PySim.codeEditor(w, {
+      code: loadSaved() || starter,
+      onChange: (code) => {
+        clearTimeout(saveTimer);
+        saveTimer = w.timeout(() => (code === starter ? forget() : save(code)), 400);
+      },
+      label: "Python code of your toy scheduler", prefix: "exercise", later: NAME,
+      rows: 32, minLines: 18, maxLines: 32,
     });
     root.pysimEditor = editor; // for the browser tests (and the curious)
     w.body.append(

@@ -7,7 +7,7 @@
 // view model (a table per tenant and tier; the tiers' waits over time, charted in
 // widgets/policies.charts.js and written out as tables), and runs what a reader does
 // beyond changing a setting:
-// - Run: the reader's policy from the editor (widgets/policies.editor.js) on the same
+// - Run: the reader's policy from the editor (widgets/editor.js) on the same
 //   traffic, sent as `policy_code` in a call of the widget's own; its result joins the
 //   built-ins' in the table and the charts. pysim runs it under a budget (10 s, a line
 //   count: pysim/reader_policy.py) and names the line of an error; the call waits
@@ -104,10 +104,14 @@
     // ---------------------------------------------------------------- the editor
     const editorId = w.id("pol-code");
     const saved = stored(CODE_KEY);
-    const editor = window.PySim.policyEditor(w, saved || w.view.starter_code, (code) => {
-      clearTimeout(saveTimer);
-      saveTimer = w.timeout(() => store(CODE_KEY, code), 400);
-    }, "Python code of your scheduling policy");
+    const editor = window.PySim.codeEditor(w, {
+      code: saved || w.view.starter_code,
+      onChange: (code) => {
+        clearTimeout(saveTimer);
+        saveTimer = w.timeout(() => store(CODE_KEY, code), 400);
+      },
+      label: "Python code of your scheduling policy", prefix: "pol", later: "policies",
+    });
     editor.element.id = editorId;
     w.root.pysimEditor = editor; // for the browser tests (and the curious)
     const runBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: runMine, "data-needs-python": true }, "Run my policy");

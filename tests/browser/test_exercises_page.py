@@ -145,27 +145,38 @@ def ace(page, expression):
 
 
 def click_line(page, text):
-    """Click, as a reader would, the middle of the editor's line that reads `text`.
+    """Click, as a reader would, the middle of the editor's line that reads `text`, until
+    the cursor is on that line.
 
-    Ace draws on animation frames and may still be scrolling the line into view, so this
-    waits until the line sits still for a frame. (A forced Playwright click skips that
-    wait: CI once clicked where the line had been and typed on another row.) The click goes
-    to the point, not the element: Ace's text layer takes no pointer events."""
-    x, y = page.evaluate("""async ([root, text]) => {
-      const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
-      let last = "";
-      for (let i = 0; i < 120; i += 1) {
-        await frame();
-        const line = [...document.querySelectorAll(`${root} .ace_line`)].find((l) => l.textContent === text);
-        if (!line) continue;
-        const r = line.getBoundingClientRect();
-        const here = `${r.x},${r.y}`;
-        if (here === last) return [r.x + Math.min(r.width, 40) / 2, r.y + r.height / 2];
-        last = here;
-      }
-      throw new Error(`no still line reads ${text}`);
-    }""", [ROOT, text])
-    page.mouse.click(x, y)
+    Ace draws on animation frames and may still be scrolling the line into view, and the
+    page itself may still be scrolling to the message: so this waits until the line sits
+    still for three frames inside the window (scrolling it in, as a reader would, when the
+    page has scrolled it out: a click below the window lands on no line), clicks that
+    point, and, if the page moved under the pointer anyway, clicks again. (CI once typed
+    on the row above the line.) The click goes to the point, not the element: Ace's
+    text layer takes no pointer events."""
+    for _ in range(5):
+        x, y = page.evaluate("""async ([root, text]) => {
+          const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+          let last = "", still = 0;
+          for (let i = 0; i < 240; i += 1) {
+            await frame();
+            const line = [...document.querySelectorAll(`${root} .ace_line`)].find((l) => l.textContent === text);
+            if (!line) continue;
+            const r = line.getBoundingClientRect();
+            // Below or above the window (the page scrolled to the message): bring it in.
+            if (r.top < 0 || r.bottom > innerHeight) { line.scrollIntoView({ block: "center" }); still = 0; continue; }
+            const here = `${r.x},${r.y},${scrollY}`;
+            still = here === last ? still + 1 : 0;
+            if (still === 3) return [r.x + Math.min(r.width, 40) / 2, r.y + r.height / 2];
+            last = here;
+          }
+          throw new Error(`no still line reads ${text}`);
+        }""", [ROOT, text])
+        page.mouse.click(x, y)
+        if ace(page, "e.session.getLine(e.getCursorPosition().row)") == text:
+            return
+    raise AssertionError(f"five clicks on the line {text!r} did not put the cursor on it")
 
 
 def test_a_syntax_error_is_marked_on_its_line_and_long_lines_wrap(live_page):

@@ -38,12 +38,12 @@ def test_collect_hashes_widgets_and_vendored_files(tmp_path):
     assert assets.files(found)[f"assets/widgets/runtime.{ABC}.js"] == b"abc"
 
 
-EDITOR = next(iter(assets.VENDOR_LATER))  # the widget whose code editor loads later
+CODE_WIDGET = next(iter(assets.VENDOR_LATER))  # a widget whose code editor loads Ace later
 
 
 def fake_assets():
-    names = [*assets.SHARED_SCRIPTS, assets.CHARTS, "worker.js", "race.part.js", "widgets.css", "race.js", "batch_size.js", "batch_size.css",
-             f"{EDITOR}.js", *assets.VENDOR["batch_size"], *assets.VENDOR_LATER[EDITOR]]
+    names = [*assets.SHARED_SCRIPTS, assets.CHARTS, assets.EDITOR, "worker.js", "race.part.js", "widgets.css", "race.js", "batch_size.js", "batch_size.css",
+             f"{CODE_WIDGET}.js", *assets.VENDOR["batch_size"], *assets.VENDOR_LATER[CODE_WIDGET]]
     return {n: Asset(f"assets/x/{n.rsplit('/', 1)[-1]}", b"") for n in names}
 
 
@@ -71,6 +71,18 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
                         "widget_pages": []}
 
 
+def test_a_page_with_a_code_editor_loads_the_editor_before_its_widget_and_ace_later():
+    page = assets.page_assets([CODE_WIDGET, "race"], fake_assets(), RUNTIME)
+    shared = [f"assets/x/{n}" for n in assets.SHARED_SCRIPTS]
+    vendor = [f"assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR.get(CODE_WIDGET, ()) if n.endswith(".js")]
+    kit = ["assets/x/charts.js"] if assets.UPLOT in assets.VENDOR.get(CODE_WIDGET, ()) else []
+    assert page.scripts == [*vendor, *shared, *kit, "assets/x/editor.js", f"assets/x/{CODE_WIDGET}.js",
+                            "assets/x/race.part.js", "assets/x/race.js"]
+    # Ace itself is not on the page: the editor asks for it (PySim.loadLater).
+    assert not any(s.rsplit("/", 1)[-1].startswith(("ace.", "mode-", "theme-")) for s in page.scripts)
+    assert "assets/x/editor.js" not in assets.page_assets(["race"], fake_assets(), RUNTIME).scripts
+
+
 def test_every_page_lists_the_widget_pages_from_where_it_is():
     page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "widget_pages": ["a.html", "b/index.html"]}, "../")
     assert json.loads(page.runtime)["widget_pages"] == ["../a.html", "../b/index.html"]
@@ -82,15 +94,15 @@ def test_the_hosted_build_names_its_snapshot_from_the_page():
 
 
 def test_libraries_for_later_are_listed_not_linked():
-    page = assets.page_assets([EDITOR], fake_assets(), RUNTIME)
-    assert page.scripts == [*(f"assets/x/{n}" for n in assets.SHARED_SCRIPTS), f"assets/x/{EDITOR}.js"]
-    assert json.loads(page.runtime)["later"][EDITOR] == [
+    page = assets.page_assets([CODE_WIDGET], fake_assets(), RUNTIME)
+    assert page.scripts == [*(f"assets/x/{n}" for n in assets.SHARED_SCRIPTS), "assets/x/editor.js", f"assets/x/{CODE_WIDGET}.js"]
+    assert json.loads(page.runtime)["later"][CODE_WIDGET] == [
         "assets/x/ace.js", "assets/x/mode-python.js", "assets/x/theme-chrome.js", "assets/x/theme-tomorrow_night.js"]
 
 
 def test_every_widget_page_carries_the_same_settings():
     """runtime.js reads them once per visit, and instant navigation makes a visit span pages."""
-    pages = [assets.page_assets(names, fake_assets(), RUNTIME) for names in (["race"], [EDITOR], ["batch_size", "race"])]
+    pages = [assets.page_assets(names, fake_assets(), RUNTIME) for names in (["race"], [CODE_WIDGET], ["batch_size", "race"])]
     assert len({page.runtime for page in pages}) == 1
 
 
