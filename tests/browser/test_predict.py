@@ -147,8 +147,12 @@ def test_show_me_sets_the_widget_to_that_state(make_page, site_url):
     link.wait_for(state="visible")
     settle(page)  # the reveal has been drawn and its transition is over: the link stays put
     link.click()
-    # The address holds the widget's state (on a busy machine the page can take a while).
-    until(page, "location.hash === '#batch_size.context_tokens=32768'", timeout=60)
+    # The address holds the widget's state: first the link's one setting; once pysim has
+    # computed it, the widget writes back its whole state (live.js, saveLink), which a
+    # loaded machine can do before the first poll. Either way it names 32768.
+    until(page, "location.hash.startsWith('#batch_size.') && "
+                "location.hash.split('&').includes('batch_size.context_tokens=32768') || "
+                "location.hash.split('&').includes('#batch_size.context_tokens=32768')", timeout=60)
     widget = ".pysim-widget[data-widget='batch_size']"
     until(page, f"document.querySelector(\"{widget}\").dataset.live === 'ready'", timeout=90)
     until(page, f"document.querySelector(\"{widget} .bs-figure[data-key='max_batch_memory'] .bs-value\")"
