@@ -15,7 +15,7 @@ modes of pysim.fidelity:
 - calibrated: fitted on the other records of the same GPU and model, pulled towards
   the held-out defaults (a record without such peers keeps those);
 - source_out: the defaults fitted without any record of the record's publisher;
-- gpu_out: the defaults of a GPU with no runs (the pooled fit), fitted without any
+- gpu_out: the defaults of a GPU with no runs (the typical GPU), fitted without any
   record of the record's GPU.
 Then the median and the largest absolute relative error per figure and mode, the same
 for records with and without a peer of the same GPU and model, the records skipped and

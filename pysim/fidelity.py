@@ -17,8 +17,8 @@ benchmark measures. For each record pysim can replay (pysim.realbench), five pre
   record's publisher (`source_of`: the id's first word, gpustack, lambda, ...), so a
   lab, a harness or a way of reporting shared by one publisher's runs cannot help;
 - `gpu_out` (leave one GPU out): the defaults a GPU with no runs of its own gets (the
-  pooled fit, pysim.steptime), fitted without any record of the record's GPU: how far
-  the lab is on a card known only from its datasheet (the H100 PCIe, L4, ...).
+  typical GPU, pysim.fit.typical_gpu), fitted without any record of the record's GPU:
+  how far the lab is on a card known only from its datasheet (the H100 PCIe, L4, ...).
 
 Every figure the record reports is compared: the means (TTFT, TPOT, output throughput)
 and the tails (median and P99 TTFT and TPOT). Fits are cached by the set of runs they
@@ -69,16 +69,21 @@ class _Fits:
                                       fit.GENERIC_WEIGHT, label)
         return self.cache[ids]
 
+    def _own(self, gpu: str, kept: list[str]) -> Coefficients | None:
+        mine = tuple(i for i in kept if self.runs[i].server.gpu == gpu)
+        return self._fit(mine, f"fitted: {len(mine)} runs on {gpu}") if mine else None
+
     def defaults(self, gpu: str, without: set[str]) -> Coefficients:
         """The GPU's defaults fitted without the runs `without`: on its own runs left,
-        else (no run of it left) the pooled fit of every run left."""
+        else (no run of it left) the typical GPU of the runs left (fit.typical_gpu)."""
         kept = sorted(i for i in self.runs if i not in without)
-        mine = tuple(i for i in kept if self.runs[i].server.gpu == gpu)
-        if mine:
-            return self._fit(mine, f"fitted: {len(mine)} runs on {gpu}")
+        own = self._own(gpu, kept)
+        if own is not None:
+            return own
         if not kept:  # nothing left to fit: pysim.fit's generic starting point
             return fit.GENERIC
-        return self._fit(tuple(kept), f"pooled: {len(kept)} runs of every GPU")
+        others = sorted({self.runs[i].server.gpu for i in kept})
+        return fit.typical_gpu({g: self._own(g, kept) for g in others})
 
 
 def evaluate(records: list[realbench.Record]) -> list[dict]:

@@ -29,6 +29,7 @@ the schedule is the same for any coefficients, and one replay serves the whole f
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 
 from . import bench_serve, vllm_defaults
@@ -374,20 +375,43 @@ def errors(run: Run, predicted: dict) -> dict:
 
 
 # --- the defaults per GPU ---------------------------------------------------------------
-def fit_defaults(runs: list[Run]) -> dict[str, Coefficients]:
-    """One set of coefficients per GPU of the catalog: fitted on that GPU's runs (every
-    model), pulled weakly towards GENERIC; a GPU without runs gets the fit of all runs."""
+COEFFICIENTS = ("step_overhead_ms", "request_overhead_us", "memory_efficiency", "compute_efficiency")
+
+
+def typical_gpu(per_gpu: dict[str, Coefficients]) -> Coefficients:
+    """The defaults of a GPU with no runs: each coefficient's median over the GPUs that
+    have runs, each GPU counted once.
+
+    A GPU's coefficients are what its kernels reach of its datasheet, and that share is a
+    property of the card (A100's fitted compute efficiency is nearly twice H100's). A fit
+    of all runs together would be the card most runs were made on (H100 and A100 hold
+    36 of 41); the median is the typical card, and one GPU with odd runs moves it little.
+    `pysim.fidelity` measures the rule by holding each GPU's runs out in turn.
+    """
+    assert per_gpu
+    gpus = sorted(per_gpu)
+    return Coefficients(*(statistics.median(getattr(per_gpu[g], name) for g in gpus)
+                          for name in COEFFICIENTS),
+                        f"median of {len(gpus)} GPUs' fits ({', '.join(gpus)})")
+
+
+def fit_by_gpu(runs: list[Run]) -> dict[str, Coefficients]:
+    """Each GPU that has runs: its coefficients fitted on them (every model), pulled
+    weakly towards GENERIC."""
     by_gpu: dict[str, list[Run]] = {}
     for r in runs:
         by_gpu.setdefault(r.server.gpu, []).append(r)
-    pooled = fit(runs, GENERIC, GENERIC_WEIGHT, f"pooled: {len(runs)} runs of every GPU")
-    out = {}
-    for gpu in GPUS:
-        mine = by_gpu.get(gpu)
-        out[gpu] = (fit(mine, GENERIC, GENERIC_WEIGHT,
-                        f"fitted: {len(mine)} run{'s' * (len(mine) > 1)} on {gpu}")
-                    if mine else pooled)
-    return out
+    return {gpu: fit(mine, GENERIC, GENERIC_WEIGHT,
+                     f"fitted: {len(mine)} run{'s' * (len(mine) > 1)} on {gpu}")
+            for gpu, mine in by_gpu.items()}
+
+
+def fit_defaults(runs: list[Run]) -> dict[str, Coefficients]:
+    """One set of coefficients per GPU of the catalog: its own fit where it has runs,
+    else the typical GPU's (typical_gpu)."""
+    fitted = fit_by_gpu(runs)
+    typical = typical_gpu(fitted)
+    return {gpu: fitted.get(gpu, typical) for gpu in GPUS}
 
 
 def main() -> None:

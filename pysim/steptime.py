@@ -110,22 +110,23 @@ class Coefficients:
 # Fitted by `python -m pysim.fit` (pysim.fit.fit_defaults) on data/realbench/records.jsonl,
 # every GPU on the records of its own (all models), pulled weakly towards
 # pysim.fit.GENERIC. A GPU with no record (H200, H100 PCIe, A100 40GB, L4, A10G) takes
-# the fit of all records, every GPU's pooled: its datasheet's bandwidth and FLOP/s carry
-# what differs between cards, and `pysim.fidelity` measures what that costs by holding
-# each GPU's records out in turn (the lab's page quotes it). L40S rests on 4 runs of a
+# the typical GPU's (pysim.fit.typical_gpu: each coefficient's median over the GPUs with
+# records, each GPU once): its datasheet's bandwidth and FLOP/s carry what differs
+# between cards, and `pysim.fidelity` measures what that costs by holding each GPU's
+# records out in turn (the lab's page quotes it). L40S rests on 4 runs of a
 # small model on a shared card, MI300X on 1: treat those as rough. With few runs the
 # four coefficients trade off against each other (a higher memory efficiency against a
 # larger per-request overhead), so one of them alone is no measurement of the GPU.
 # tests/unit/test_fit.py fits them again and checks they are what is written here.
 DEFAULTS: dict[str, Coefficients] = {
     "H100": Coefficients(1.947, 7.494, 0.8151, 0.3061, "fitted: 21 runs on H100"),
-    "H200": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
+    "H200": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
     "L40S": Coefficients(1.656, 6.893, 0.9085, 0.3271, "fitted: 4 runs on L40S"),
     "A100": Coefficients(4.548, 94.39, 0.9975, 0.5706, "fitted: 15 runs on A100"),
-    "H100-PCIe": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
-    "A100-40GB": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
-    "L4": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
-    "A10G": Coefficients(2.159, 65.63, 0.8847, 0.4703, "pooled: 41 runs of every GPU"),
+    "H100-PCIe": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
+    "A100-40GB": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
+    "L4": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
+    "A10G": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
     "MI300X": Coefficients(2.232, 4.954, 0.7135, 0.2251, "fitted: 1 run on MI300X"),
 }
 assert set(DEFAULTS) == set(GPUS)

@@ -163,6 +163,26 @@ def test_the_defaults_are_the_fit_of_the_shipped_records():
             assert getattr(c, name) == pytest.approx(getattr(f, name), rel=2e-3, abs=1e-3), (gpu, name)
 
 
+def test_a_gpu_without_runs_takes_the_median_gpu_each_gpu_once():
+    """The typical GPU is each coefficient's median over the GPUs, whatever their number
+    of runs: a third GPU with a low value pulls the median down, as one GPU, not by its
+    count of runs."""
+    from pysim.steptime import Coefficients
+    a = Coefficients(1.0, 5.0, 0.9, 0.6, "fitted: 20 runs on A")
+    b = Coefficients(3.0, 50.0, 0.7, 0.3, "fitted: 1 run on B")
+    c = Coefficients(2.0, 8.0, 0.8, 0.2, "fitted: 1 run on C")
+    two = fit.typical_gpu({"A": a, "B": b})
+    assert (two.step_overhead_ms, two.memory_efficiency, two.compute_efficiency) == pytest.approx((2.0, 0.8, 0.45))
+    three = fit.typical_gpu({"C": c, "A": a, "B": b})
+    assert (three.step_overhead_ms, three.request_overhead_us, three.memory_efficiency,
+            three.compute_efficiency) == pytest.approx((2.0, 8.0, 0.8, 0.3))
+    assert three.source == "median of 3 GPUs' fits (A, B, C)"
+    # the shipped defaults: every GPU without records gets the same typical set
+    typical = {gpu for gpu, co in DEFAULTS.items() if co.source.startswith("median")}
+    assert typical >= {"H200", "H100-PCIe", "A100-40GB", "L4", "A10G"}
+    assert len({DEFAULTS[g] for g in typical}) == 1
+
+
 def test_leave_one_out_never_fits_a_record_on_itself():
     """The out-of-sample modes never see the record: made absurd (every figure x50), its
     own predictions in held_out, calibrated, source_out and gpu_out do not move."""
