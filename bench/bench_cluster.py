@@ -32,8 +32,9 @@ from common import median_seconds, run_in_pyodide, table  # noqa: F401
 
 SNIPPET = r'''
 from dataclasses import replace
-from pysim import cluster, traces
-from pysim.cluster import ClusterConfig
+from pysim.sims import cluster
+from pysim.traffic import traces
+from pysim.sims.cluster import ClusterConfig
 
 BASE = ClusterConfig()
 REQS = cluster.window(BASE)

@@ -32,10 +32,11 @@ import time
 from common import PY_TIMER, median_seconds, run_in_pyodide, table  # noqa: F401
 
 SNIPPET = r'''
-from pysim import lab, config
-from pysim.catalog import GPUS, MODELS
-from pysim.replay import replay, engine_config
-from pysim.steptime import num_gpu_blocks, step_time_model
+from pysim import config
+from pysim.sims import lab
+from pysim.timing.catalog import GPUS, MODELS
+from pysim.engine.replay import replay, engine_config
+from pysim.timing.steptime import num_gpu_blocks, step_time_model
 
 def default(**kw):
     return config.from_mapping(lab.LabConfig, kw)

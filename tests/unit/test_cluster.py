@@ -1,4 +1,4 @@
-"""Scheduling across replicas (pysim.cluster) and the Mooncake traces it replays (pysim.traces)."""
+"""Scheduling across replicas (pysim.sims.cluster) and the Mooncake traces it replays (pysim.traffic.traces)."""
 
 import json
 import math
@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pysim import cluster, lab, traces
-from pysim.catalog import GPUS, MODELS
-from pysim.cluster import ClusterConfig, Router, SweepConfig
+from pysim.sims import cluster, lab
+from pysim.traffic import traces
+from pysim.timing.catalog import GPUS, MODELS
+from pysim.sims.cluster import ClusterConfig, Router, SweepConfig
 from pysim.config import ConfigError
-from pysim.engine import SchedulerConfig
-from pysim.replay import engine_config, replay
-from pysim.steptime import DEFAULTS, num_gpu_blocks, step_time_model
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.engine.replay import engine_config, replay
+from pysim.timing.steptime import DEFAULTS, num_gpu_blocks, step_time_model
 
 H100, LLAMA = GPUS["H100"], MODELS["llama-3.1-8b"]
 

@@ -1,6 +1,6 @@
 """One home for vLLM's scheduler knobs: each reaches every caller that stands for vLLM.
 
-pysim.engine.SchedulerConfig holds the knobs (vLLM: `SchedulerConfig`). The lab and the
+pysim.engine.scheduler.SchedulerConfig holds the knobs (vLLM: `SchedulerConfig`). The lab and the
 cluster inherit them as settings, the benchmark records carry them in their server,
 and calibration replays a pasted run with the lab's. Nothing names a knob on its way to
 the engine, so these tests walk every field of SchedulerConfig, set each to a value
@@ -16,10 +16,13 @@ from dataclasses import fields
 
 import pytest
 
-from pysim import bench_serve, cluster, fit, lab, realbench, replay
+from pysim.engine import replay
+from pysim.sims import cluster, lab
+from pysim.timing import fit, realbench
+from pysim.traffic import bench_serve
 from pysim.config import from_mapping
-from pysim.engine import EngineConfig, SchedulerConfig
-from pysim.steptime import DEFAULTS
+from pysim.engine.scheduler import EngineConfig, SchedulerConfig
+from pysim.timing.steptime import DEFAULTS
 
 KNOBS = [f.name for f in fields(SchedulerConfig)]
 

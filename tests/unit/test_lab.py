@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from pysim import bridge, lab, slo, traces
+from pysim import bridge
+from pysim.sims import lab
+from pysim.traffic import slo, traces
 from pysim.__main__ import main
-from pysim.catalog import GPUS, MODELS
+from pysim.timing.catalog import GPUS, MODELS
 from pysim.config import ConfigError, from_mapping
-from pysim.engine import SchedulerConfig
-from pysim.replay import engine_config, replay
-from pysim.steptime import DEFAULTS, Coefficients, StepTimeModel, num_gpu_blocks, step_time_model
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.engine.replay import engine_config, replay
+from pysim.timing.steptime import DEFAULTS, Coefficients, StepTimeModel, num_gpu_blocks, step_time_model
 
 
 def cfg(cls=lab.LabConfig, **kw) -> lab.LabConfig:
@@ -146,7 +148,7 @@ def test_a_chunk_counts_its_attention_pairs():
     # A request of 10 prompt tokens in chunks of 4, 4 and 2 (budget 4): the chunks end at
     # contexts 4, 8, 10 and compute 4 x 4 - 6 = 10, 4 x 8 - 6 = 26 and 2 x 10 - 1 = 19
     # pairs (1 + 2 + ... + 10 = 55 in all); its first decode then meets 11 keys.
-    from pysim.engine import Engine, EngineConfig
+    from pysim.engine.scheduler import Engine, EngineConfig
     e = Engine(EngineConfig(max_num_batched_tokens=4, max_num_seqs=4, num_gpu_blocks=64))
     e.add_request("a", 10, 3)
     assert [e.step().attention_pairs for _ in range(4)] == [10, 26, 19, 11]
@@ -310,7 +312,7 @@ def test_the_shortcuts_change_nothing_even_with_preemptions(policy):
     # A small pool (Qwen3 8B's larger KV in an L40S's 48 GB) at 8x with an 8192-token
     # budget: the engine preempts (13 times). Stepping one by one with vLLM's linked-list pool and with
     # both shortcuts must agree on every step count, preemption and time. Under either
-    # waiting queue (pysim/request_queue.py): the fast path peeks at the head through it;
+    # waiting queue (pysim/engine/request_queue.py): the fast path peeks at the head through it;
     # with equal priorities the priority queue sorts by arrival.
     c = cfg(gpu="L40S", model="qwen3-8b", window_minutes=1, window_start_min=30,
             rate_scale=8, max_num_seqs=512, max_num_batched_tokens=8192)
@@ -465,9 +467,9 @@ def test_cli_bad_setting_exits_2_naming_the_field(capsys):
 
 def test_block_counts_agree_with_vllms_block_pool_and_kv_manager():
     # Random allocations, growth and frees on both: every answer and count is the same.
-    from pysim.blockpool import BlockPool, KVCacheManager
+    from pysim.engine.blockpool import BlockPool, KVCacheManager
     from pysim.prng import SplitMix64
-    from pysim.replay import BlockCounts
+    from pysim.engine.replay import BlockCounts
     kv = KVCacheManager(BlockPool(60, 16, enable_prefix_caching=False))
     counts = BlockCounts(60, 16)
     rng, held = SplitMix64(7), {}

@@ -14,10 +14,12 @@ import math
 
 import pytest
 
-from pysim import bench_serve, benchsummary, fit, lab
+from pysim.sims import lab
+from pysim.timing import fit
+from pysim.traffic import bench_serve, benchsummary
 from pysim.config import ConfigError, from_mapping
-from pysim.engine import SchedulerConfig
-from pysim.steptime import DEFAULTS, Coefficients
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.timing.steptime import DEFAULTS, Coefficients
 
 
 def line(label, value, fmt=""):

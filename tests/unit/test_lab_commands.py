@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pysim import bench_serve, benchsample, benchsummary, fit, lab
+from pysim.sims import lab
+from pysim.timing import fit
+from pysim.traffic import bench_serve, benchsample, benchsummary
 from pysim.config import ConfigError, from_mapping
 
 RECORDS = Path(__file__).resolve().parents[2] / "data" / "realbench" / "records.jsonl"
