@@ -30,14 +30,14 @@ MODULES = {
     # pysim/toy/scheduler.py is the teaching code the page prints; its widget's view is here:
     "toy_scheduler": "toy.view",
     "exercises": "sims.exercises",
-    "lab": "sims.lab",
+    "lab": "sims.lab.simulations",
     # The lab's sweep, whole (the CLI), a rate at a time and its conclusion (the page's calls):
-    "lab_sweep": "sims.lab",
-    "lab_sweep_point": "sims.lab",
-    "lab_capacity": "sims.lab",
-    "lab_band": "sims.lab",  # the lab's percentiles at both ends of the error band (pysim.timing.errorband)
-    "cluster": "sims.cluster",
-    "cluster_sweep": "sims.cluster",  # one GPU count of the cluster page's sweep (no widget of its own)
+    "lab_sweep": "sims.lab.simulations",
+    "lab_sweep_point": "sims.lab.simulations",
+    "lab_capacity": "sims.lab.simulations",
+    "lab_band": "sims.lab.simulations",  # the lab's percentiles at both ends of the error band (pysim.timing.errorband)
+    "cluster": "sims.cluster.simulations",
+    "cluster_sweep": "sims.cluster.simulations",  # one GPU count of the cluster page's sweep (no widget of its own)
     "policies": "sims.policies",  # the scheduling-policy lab (page 9)
     "puzzle": "sims.puzzles",  # its graded puzzles (the page's calls; no widget of its own)
 }

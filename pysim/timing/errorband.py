@@ -10,7 +10,7 @@ schedule as the model receiving them at rate R x s, in a clock s times slower: e
 request's TTFT and TPOT are s times the model's at R x s. So:
 
 - a percentile at the lab's rate R: s x the model's percentile at R x s (two more
-  replays, `lab.replay_view`'s `band`);
+  replays, `pysim.sims.lab.band`);
 - the capacity sweep needs no replay more: the model's point at rate R_k, its times
   multiplied by s, is the real server's at R_k / s, so the attainment at the targets
   divided by s (`attainment`) gives the curve the capacity is read from (`crossing`);

@@ -246,7 +246,7 @@ def test_flops_count_the_lm_head_once_a_request_and_no_embedding():
 def test_the_error_band_contains_the_answer_and_widens_with_the_error():
     """A capacity's band brackets it, and a GPU with larger held-out errors (one with no
     runs) gets a wider band than the L40S, whose four runs are replayed closely."""
-    from pysim.sims import lab
+    from pysim.sims.lab import config as lab_config, sweep as lab_sweep
     from pysim.timing import errorband
 
     for gpu in errorband.FACTORS:
@@ -259,7 +259,7 @@ def test_the_error_band_contains_the_answer_and_widens_with_the_error():
               for r, a, af, asl in ((0.25, 1.0, 1.0, 1.0), (0.5, 1.0, 1.0, 0.95),
                                     (1.0, 0.95, 1.0, 0.6), (2.0, 0.5, 0.8, 0.1))]
     for gpu in ("L40S", "L4"):
-        cap = lab.capacity(lab.LabConfig(gpu=gpu, model="qwen2.5-3b"), points)
+        cap = lab_sweep.capacity(lab_config.LabConfig(gpu=gpu, model="qwen2.5-3b"), points)
         band = cap["band"]
         assert band["slow"]["rate_scale"] <= cap["rate_scale"] <= band["fast"]["rate_scale"]
         assert "never checked" in cap["sentence"]
