@@ -13,7 +13,7 @@ The budget this must meet: the slowest allowed input of every simulation answers
 under 1 s in CPython and under 2.5 s in Pyodide, in the page's worker (the page never
 freezes: it keeps drawing while the worker computes; runtime.call gives up after 20 s).
 The exercise's reader code is not bounded here: it is the reader's own program, stopped
-by the page's time limit (pysim.exercises.TIME_LIMIT_S).
+by the page's time limit (pysim.sims.exercises.TIME_LIMIT_S).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def race_candidates():
 
 
 def kvcache_candidates():
-    from pysim import paged_kv_cache
+    from pysim.sims import paged_kv_cache
 
     n, words, answer = paged_kv_cache.MAX_REQUESTS, paged_kv_cache.MAX_PROMPT_WORDS, paged_kv_cache.MAX_ANSWER_TOKENS
 
@@ -144,7 +144,7 @@ def budget_candidates():
 
 
 def batch_size_candidates():
-    from pysim.catalog import MODELS
+    from pysim.timing.catalog import MODELS
 
     fields = {f["name"]: f for f in describe(SIMS["batch_size"].config_cls)}
     for gpu in fields["gpu"]["options"]:
@@ -168,7 +168,7 @@ def toy_candidates():
 
 
 def exercise_candidates():
-    from pysim import exercises
+    from pysim.sims import exercises
 
     yield {"config": {}, "_label": "the starter code"}
     yield {"config": {}, "actions": ["run"], "_label": "run, the starter code"}

@@ -8,7 +8,7 @@ worker puts them). Medians of several runs, and the p95 the targets are set on:
   conversation trace from minute 10: about 1,000 requests of 12,500 prompt tokens on
   average, H100 + Llama 3.1 8B, vLLM's H100 defaults): target p95 <= 1 s in Pyodide;
 - 8 replicas, and 2 prefill + 2 decode replicas;
-- the GPU sweep as the page runs it (`cluster.fewest_gpus`: runs stop once surely short,
+- the GPU sweep as the page runs it (`pysim.sims.cluster.sweep.fewest_gpus`: runs stop once surely short,
   a layout drops out once it meets) against the baseline in the same run, the walk the
   page did before (`full_walk`: both layouts at every count, every run to its end, until
   both meet), on the page's defaults (no count meets) and on a setting whose answer is a
@@ -32,35 +32,37 @@ from common import median_seconds, run_in_pyodide, table  # noqa: F401
 
 SNIPPET = r'''
 from dataclasses import replace
-from pysim import cluster, traces
-from pysim.cluster import ClusterConfig
+from pysim.sims.cluster import (config as cluster_config, simulate as cluster_simulate,
+                                sweep as cluster_sweep, view as cluster_view)
+from pysim.traffic import traces
+from pysim.sims.cluster.config import ClusterConfig
 
 BASE = ClusterConfig()
-REQS = cluster.window(BASE)
+REQS = cluster_config.window(BASE)
 EIGHT = replace(BASE, replicas=8)
 COUNT = replace(BASE, rate_scale=0.25, slo_ttft_ms=4000.0)  # the answer is a count (5 and 6)
 HEAVY = replace(BASE, window_minutes=10, rate_scale=4.0, slo_ttft_ms=60000.0, slo_tpot_ms=5000.0)
 
 def eight():
-    cluster.cluster_view(EIGHT, [])
+    cluster_view.cluster_view(EIGHT, [])
 
 def default_view():
-    cluster.cluster_view(BASE, [])
+    cluster_view.cluster_view(BASE, [])
 
 def disaggregated():
-    cluster.cluster_view(replace(BASE, layout="disaggregated"), [])
+    cluster_view.cluster_view(replace(BASE, layout="disaggregated"), [])
 
 def full_walk(config):
     # The page's sweep before: both layouts at every count, every run to its end.
-    reqs, met = cluster.window(config), set()
-    for g in cluster.SWEEP_GPUS:
-        p = cluster.sweep_point(config, reqs, g, exact=True)
-        met |= {k for k in cluster.LAYOUTS if p[k]["meets"]}
+    reqs, met = cluster_config.window(config), set()
+    for g in cluster_sweep.SWEEP_GPUS:
+        p = cluster_sweep.sweep_point(config, reqs, g, exact=True)
+        met |= {k for k in cluster_sweep.LAYOUTS if p[k]["meets"]}
         if len(met) == 2:
             break
 
 def baseline():
-    cluster.simulate(EIGHT, REQS, fast=False)
+    cluster_simulate.simulate(EIGHT, REQS, fast=False)
 
 def spelled():
     # Token lists instead of named blocks: every full block hashed with sha256.
@@ -68,7 +70,7 @@ def spelled():
     orig = traces.PromptTokens.block_hashes
     traces.PromptTokens.block_hashes = lambda self, bs: []
     try:
-        cluster.simulate(EIGHT, reqs)
+        cluster_simulate.simulate(EIGHT, reqs)
     finally:
         traces.PromptTokens.block_hashes = orig
 
@@ -96,11 +98,11 @@ out = {
     "default_p95": p95(default_view, 20),
     "eight": median_seconds(eight, repeats=REPEATS),
     "disaggregated": median_seconds(disaggregated, repeats=REPEATS),
-    "sweep_default": median_seconds(lambda: cluster.fewest_gpus(BASE), repeats=3),
+    "sweep_default": median_seconds(lambda: cluster_sweep.fewest_gpus(BASE), repeats=3),
     "walk_default": once(lambda: full_walk(BASE)),
-    "sweep_count": median_seconds(lambda: cluster.fewest_gpus(COUNT), repeats=3),
+    "sweep_count": median_seconds(lambda: cluster_sweep.fewest_gpus(COUNT), repeats=3),
     "walk_count": once(lambda: full_walk(COUNT)),
-    "sweep_heavy": once(lambda: cluster.fewest_gpus(HEAVY)),
+    "sweep_heavy": once(lambda: cluster_sweep.fewest_gpus(HEAVY)),
     "baseline": median_seconds(baseline, repeats=3),
     "spelled": median_seconds(spelled, repeats=3) if SPELLED else None,
 }

@@ -32,7 +32,7 @@ import time
 if "__file__" in globals():  # run from a checkout: import pysim from beside bench/
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from pysim.engine import Engine, EngineConfig, run_timed  # noqa: E402
+from pysim.engine.scheduler import Engine, EngineConfig, run_timed  # noqa: E402
 from pysim.prng import SplitMix64  # noqa: E402
 
 CONFIG = EngineConfig(max_num_batched_tokens=8192, max_num_seqs=256, num_gpu_blocks=4096,

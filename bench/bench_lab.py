@@ -32,35 +32,37 @@ import time
 from common import PY_TIMER, median_seconds, run_in_pyodide, table  # noqa: F401
 
 SNIPPET = r'''
-from pysim import lab, config
-from pysim.catalog import GPUS, MODELS
-from pysim.replay import replay, engine_config
-from pysim.steptime import num_gpu_blocks, step_time_model
+from pysim import config
+from pysim.sims.lab import (config as lab_config, sweep as lab_sweep, view as lab_view,
+                            workload as lab_workload)
+from pysim.timing.catalog import GPUS, MODELS
+from pysim.engine.replay import replay, engine_config
+from pysim.timing.steptime import num_gpu_blocks, step_time_model
 
 def default(**kw):
-    return config.from_mapping(lab.LabConfig, kw)
+    return config.from_mapping(lab_config.LabConfig, kw)
 
 def replay_x1():
-    lab.run(default(), [])
+    lab_view.run(default(), [])
 
 def sweep():
-    for i in range(len(lab.SWEEP_RATES)):
-        lab.sweep_point_view(config.from_mapping(lab.SweepPointConfig, {"sweep_index": i}), [])
+    for i in range(len(lab_sweep.SWEEP_RATES)):
+        lab_sweep.sweep_point_view(config.from_mapping(lab_sweep.SweepPointConfig, {"sweep_index": i}), [])
 
 def benchmark_1000():
     # `vllm bench serve`'s defaults: 1,000 prompts of 1,024 + 128 tokens, all sent at once.
-    lab.run(default(traffic="benchmark"), [])
+    lab_view.run(default(traffic="benchmark"), [])
 
 def calibrate():
     # One published run pasted (vLLM issue #24684: 640 requests at concurrency 64), fitted.
-    lab.run(default(bench_text=PASTE, window_minutes=1), [])
+    lab_view.run(default(bench_text=PASTE, window_minutes=1), [])
 
 def baseline_parts():
     c = default()
     stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
-    bs = lab.defaults(c).block_size
+    bs = lab_config.defaults(c).block_size
     blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], bs)
-    t = lab.workload(c, 1.0)
+    t = lab_workload.workload(c, 1.0)
     cfg = engine_config(blocks, bs, c)
     return (t.arrivals, t.prompt_tokens, t.output_tokens, cfg, stm, blocks)
 

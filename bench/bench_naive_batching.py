@@ -11,7 +11,7 @@ from common import median_seconds, run_in_pyodide, table
 
 from pysim import bridge
 from pysim.config import describe
-from pysim.naive_batching import NaiveBatchingConfig
+from pysim.sims.naive_batching import NaiveBatchingConfig
 
 DEFAULT = json.dumps({"config": {}})
 LARGEST = json.dumps({"config": {f["name"]: f["hi"] for f in describe(NaiveBatchingConfig)

@@ -26,8 +26,8 @@ from common import run_in_pyodide, table  # noqa: E402
 # Runs in CPython (exec) and in Pyodide (run_in_pyodide); prints one JSON line last.
 SNIPPET = r'''
 import gc, json, statistics, time
-from pysim import policies, puzzles
-from pysim.builtin_policies import BUILTINS, NAMES, source
+from pysim.sims import policies, puzzles
+from pysim.policy.builtin import BUILTINS, NAMES, source
 
 def samples(fn, n):
     fn()  # warm: the first call compiles and loads the traces

@@ -6,11 +6,11 @@ Default: the shared records (../shared/realbench/records.jsonl), or the project'
 file in that format can be measured without a change.
 
 For every record pysim can replay (a GPU and model of its catalog, one GPU, known
-lengths; each on its own vLLM release's defaults, pysim.vllm_defaults, or v0.11.0's when
+lengths; each on its own vLLM release's defaults, pysim.engine.vllm_defaults, or v0.11.0's when
 it names none), it prints measured against predicted mean TTFT, mean TPOT and output
 throughput, and the median and P99 TTFT and TPOT where the record reports them, in the
-modes of pysim.fidelity:
-- uncalibrated: the shipped defaults (pysim.steptime.DEFAULTS), in sample;
+modes of pysim.timing.fidelity:
+- uncalibrated: the shipped defaults (pysim.timing.steptime.DEFAULTS), in sample;
 - held_out: the defaults fitted again without the record (leave one out);
 - calibrated: fitted on the other records of the same GPU and model, pulled towards
   the held-out defaults (a record without such peers keeps those);
@@ -19,7 +19,7 @@ modes of pysim.fidelity:
   record of the record's GPU.
 Then the median and the largest absolute relative error per figure and mode, the same
 for records with and without a peer of the same GPU and model, the records skipped and
-why, the error band's factors (pysim.errorband), and last one JSON line:
+why, the error band's factors (pysim.timing.errorband), and last one JSON line:
 {"records": N, "uncalibrated": {"mean_ttft": E, ...}, "calibrated": {...}, "held_out":
 {...}, "source_out": {...}, "gpu_out": {...}, "with_peers": {MODE: {...}}, "no_peer":
 {MODE: {...}}, "sources": S, "band": {GPU: [fast, slow]}}, with E the median absolute
@@ -35,8 +35,8 @@ import time
 
 from common import table
 
-from pysim import fidelity, realbench
-from pysim.steptime import DEFAULTS
+from pysim.timing import fidelity, realbench
+from pysim.timing.steptime import DEFAULTS
 
 FIGURES = (("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"),
            ("output_throughput", "out tok/s"))
@@ -93,7 +93,7 @@ def main() -> None:
     if skipped:
         print("\nSkipped")
         print(table(["record", "line", "why"], [[r.id[:44], r.line, r.skipped] for r in skipped]))
-    print("\nDefault coefficients (pysim.steptime.DEFAULTS)")
+    print("\nDefault coefficients (pysim.timing.steptime.DEFAULTS)")
     print(table(["GPU", "step overhead ms", "request overhead us", "memory eff.", "compute eff.",
                  "fitted on"],
                 [[g, f"{c.step_overhead_ms:.3g}", f"{c.request_overhead_us:.3g}",
@@ -101,7 +101,7 @@ def main() -> None:
                  for g, c in DEFAULTS.items()]))
     band = fidelity.band_factors(rows)
     out["band"] = {g: [f["fast"], f["slow"]] for g, f in band.items()}
-    print("\nError band: every step time x fast to x slow (pysim.errorband)")
+    print("\nError band: every step time x fast to x slow (pysim.timing.errorband)")
     print(table(["GPU", "fast", "slow", "errors", "from"],
                 [[g, f["fast"], f["slow"], f["errors"], f["basis"]] for g, f in band.items()]))
     print(f"\n({time.perf_counter() - started:.1f} s)")

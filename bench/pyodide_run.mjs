@@ -13,7 +13,7 @@ const pyodide = await loadPyodide({ indexURL: join(root, "node_modules", "pyodid
 const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
 pyodide.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: sitePackages });
 pyodide.runPython("import importlib; importlib.invalidate_caches()");
-// The serving lab's traces, where the page's worker puts them (pysim/traces.py).
+// The serving lab's traces, where the page's worker puts them (pysim/traffic/traces.py).
 pyodide.FS.mkdirTree("/pysim-data/traces");
 const traces = join(root, "data", "traces");
 for (const name of readdirSync(traces).filter((f) => f.endsWith(".txt.gz"))) {

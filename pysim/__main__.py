@@ -18,8 +18,8 @@ import dataclasses
 import json
 import sys
 
-from .bridge import run, simulations
-from .config import ConfigError
+from pysim.bridge import run, simulations
+from pysim.config import ConfigError
 
 MAX_FILE_BYTES = 1_000_000  # a policy file larger than this is refused before reading it
 

@@ -17,8 +17,8 @@ import gc
 import json
 from typing import Any
 
-from .config import ConfigError, check_json_depth, describe, from_mapping
-from .registry import simulation, simulations
+from pysim.config import ConfigError, check_json_depth, describe, from_mapping
+from pysim.registry import simulation, simulations
 
 # A payload larger than this is refused before parsing: no allowed input needs it.
 # (Nesting is limited too: pysim.config.MAX_JSON_DEPTH.)

@@ -11,8 +11,8 @@ for one name, or one label for two names.
 
 from __future__ import annotations
 
-from .catalog import GPUS, MODELS
-from .config import bounded, choice, flag
+from pysim.timing.catalog import GPUS, MODELS
+from pysim.config import bounded, choice, flag
 
 # ----------------------------------------------------------------- vLLM's engine arguments
 
@@ -56,7 +56,7 @@ def enable_chunked_prefill(default: bool):
 
 POLICY_LABELS = {"fcfs": "First come, first served", "priority": "Priority",
                  "shortest": "Shortest prompt first",
-                 # the scheduling-policy lab's (pysim.builtin_policies says whose each is)
+                 # the scheduling-policy lab's (pysim.policy.builtin says whose each is)
                  "lpm": "Longest prefix match", "sjf": "Shortest prefill first",
                  "aging": "Highest response ratio (aging)", "vtc": "Virtual token counter"}
 
@@ -128,8 +128,8 @@ def slo_tpot_ms(default: float, lo: float, hi: float):
 
 
 def policy_code(check):
-    """A scheduling policy the reader wrote (pysim.reader_policy); `check` bounds its size."""
-    from .config import data
+    """A scheduling policy the reader wrote (pysim.policy.reader); `check` bounds its size."""
+    from pysim.config import data
 
     return data(str, "your policy as Python code, defining order(request, engine) and optionally "
                      "victim(running, engine); empty: the built-in policy", check,

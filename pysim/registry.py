@@ -18,28 +18,28 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .config import ConfigError
+from pysim.config import ConfigError
 
 # Simulation name -> the pysim module that defines its SIMULATION. The name is also the
 # widget's file (widgets/NAME.js), its bridge name and, with hyphens, its CLI name and page.
 MODULES = {
-    "naive_batching": "naive_batching",
-    "paged_kv_cache": "paged_kv_cache",
-    "chunked_prefill": "chunked_prefill",
-    "batch_size": "batch_size",
-    # pysim/toy_scheduler.py is the teaching code the page prints; its widget's view is here:
-    "toy_scheduler": "toy_scheduler_view",
-    "exercises": "exercises",
-    "lab": "lab",
+    "naive_batching": "sims.naive_batching",
+    "paged_kv_cache": "sims.paged_kv_cache",
+    "chunked_prefill": "sims.chunked_prefill",
+    "batch_size": "sims.batch_size",
+    # pysim/toy/scheduler.py is the teaching code the page prints; its widget's view is here:
+    "toy_scheduler": "toy.view",
+    "exercises": "sims.exercises",
+    "lab": "sims.lab.simulations",
     # The lab's sweep, whole (the CLI), a rate at a time and its conclusion (the page's calls):
-    "lab_sweep": "lab",
-    "lab_sweep_point": "lab",
-    "lab_capacity": "lab",
-    "lab_band": "lab",  # the lab's percentiles at both ends of the error band (pysim.errorband)
-    "cluster": "cluster",
-    "cluster_sweep": "cluster",  # one GPU count of the cluster page's sweep (no widget of its own)
-    "policies": "policies",  # the scheduling-policy lab (page 9)
-    "puzzle": "puzzles",  # its graded puzzles (the page's calls; no widget of its own)
+    "lab_sweep": "sims.lab.simulations",
+    "lab_sweep_point": "sims.lab.simulations",
+    "lab_capacity": "sims.lab.simulations",
+    "lab_band": "sims.lab.simulations",  # the lab's percentiles at both ends of the error band (pysim.timing.errorband)
+    "cluster": "sims.cluster.simulations",
+    "cluster_sweep": "sims.cluster.simulations",  # one GPU count of the cluster page's sweep (no widget of its own)
+    "policies": "sims.policies",  # the scheduling-policy lab (page 9)
+    "puzzle": "sims.puzzles",  # its graded puzzles (the page's calls; no widget of its own)
 }
 
 

@@ -151,7 +151,7 @@ def as_async(case: dict) -> dict:
     return dict(case, config=dict(case["config"], async_scheduling=True))
 
 
-# The KV-cache widget (docs' walk-through and pysim.paged_kv_cache's defaults).
+# The KV-cache widget (docs' walk-through and pysim.sims.paged_kv_cache's defaults).
 SYSTEM = "you are a helpful assistant . be brief".split()
 PIRATE = "you are a pirate . speak like one".split()
 DEFAULT_CHATS = [("A", SYSTEM + "explain kv caching".split(), 8),

@@ -1,4 +1,4 @@
-// Widget for simulation 4, choosing the batch size (pysim/batch_size.py, bridge name
+// Widget for simulation 4, choosing the batch size (pysim/sims/batch_size.py, bridge name
 // "batch_size").
 //
 // pysim computes every number: the KV pool, the two limits, the recommended

@@ -1,4 +1,4 @@
-// Widget for simulation 3, the token budget and chunked prefill (pysim/chunked_prefill.py,
+// Widget for simulation 3, the token budget and chunked prefill (pysim/sims/chunked_prefill.py,
 // bridge name "chunked_prefill").
 //
 // pysim runs the whole scenario at once and returns every step (its start, its duration

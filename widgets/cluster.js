@@ -1,4 +1,4 @@
-// Widget for page 8, scheduling across replicas (pysim/cluster.py, bridge name "cluster").
+// Widget for page 8, scheduling across replicas (pysim/sims/cluster/, bridge name "cluster").
 //
 // pysim replays a window of the Mooncake trace through a router and several replicas of
 // the lab's engine, colocated or split into prefill and decode; this file lays out its

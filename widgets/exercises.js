@@ -1,4 +1,4 @@
-// Widget for exercise 5 (pysim/exercises.py, bridge name "exercises"): an editor holding
+// Widget for exercise 5 (pysim/sims/exercises.py, bridge name "exercises"): an editor holding
 // the toy scheduler's code, a Run button and a Check button.
 //
 // The reader's code never runs on this page's thread: it travels as text to the page's

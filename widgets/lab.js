@@ -1,4 +1,4 @@
-// Widget for page 7, the serving lab (pysim/lab.py, bridge name "lab").
+// Widget for page 7, the serving lab (pysim/sims/lab/, bridge name "lab").
 //
 // pysim replays a window of a production trace (Azure or Mooncake), or a benchmark as `vllm bench serve` sends
 // it, through the V1 engine and scores it as `vllm bench serve` would; this file lays out its controls (from pysim's description,

@@ -1,4 +1,4 @@
-// Widget for simulation 1, the scheduler race (pysim/naive_batching.py, bridge name
+// Widget for simulation 1, the scheduler race (pysim/sims/naive_batching.py, bridge name
 // "naive_batching").
 //
 // pysim computes every frame of all three schedulers at once, on the same requests;

@@ -1,5 +1,5 @@
 // Widget for simulation 2, the KV-cache block manager with prefix caching
-// (pysim/paged_kv_cache.py, bridge name "paged_kv_cache").
+// (pysim/sims/paged_kv_cache.py, bridge name "paged_kv_cache").
 //
 // The state is (config, actions). Every button appends an action and asks pysim to
 // replay the whole list from scratch (a few dozen small actions, quick to replay), so

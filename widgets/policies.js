@@ -1,5 +1,5 @@
-// Widget for page 9, the scheduling-policy lab (pysim/policies.py, bridge name
-// "policies"), with its graded puzzles (pysim/puzzles.py, the companion "puzzle").
+// Widget for page 9, the scheduling-policy lab (pysim/sims/policies.py, bridge name
+// "policies"), with its graded puzzles (pysim/sims/puzzles.py, the companion "puzzle").
 //
 // pysim replays two tenants' traffic (Azure's conversation and coding services, or
 // Mooncake's Kimi trace) through vLLM's V1 engine with the waiting queue ordered by a
@@ -10,7 +10,7 @@
 // - Run: the reader's policy from the editor (widgets/editor.js) on the same
 //   traffic, sent as `policy_code` in a call of the widget's own; its result joins the
 //   built-ins' in the table and the charts. pysim runs it under a budget (10 s, a line
-//   count: pysim/reader_policy.py) and names the line of an error; the call waits
+//   count: pysim/policy/reader.py) and names the line of an error; the call waits
 //   longer than that budget before the runtime would think Python stuck.
 // - Grade: the same code graded on a puzzle's held-out windows (the "puzzle"
 //   simulation); a pass is remembered in this browser only (localStorage).

@@ -1,4 +1,4 @@
-// Widget for the toy scheduler (pysim/toy_scheduler.py, bridge name "toy_scheduler"), on page 4.
+// Widget for the toy scheduler (pysim/toy/scheduler.py, bridge name "toy_scheduler"), on page 4.
 //
 // pysim runs the toy's driver (about 200 bursty requests) under the chosen policy and
 // constants and returns the summary, the same summary for all three policies, and a

@@ -223,7 +223,7 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib
 }
 
 // Data files a call reads (the serving lab's traces): each is downloaded once into
-// Pyodide's file system, where pysim looks for it (pysim/traces.py). A failed download
+// Pyodide's file system, where pysim looks for it (pysim/traffic/traces.py). A failed download
 // is answered like any other error, naming the file.
 async function fetchFiles(files) {
   for (const [path, url] of files || []) {

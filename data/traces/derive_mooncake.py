@@ -15,7 +15,7 @@ asserts both before writing):
     they come after the shared ones.
 So each request becomes one line `offset_ms input_length output_length parent new`:
 `parent` is its last block id already seen (-1 if none), `new` how many fresh ids follow.
-pysim.traces rebuilds every request's `hash_ids` from that. gzip with mtime 0, so a rerun
+pysim.traffic.traces rebuilds every request's `hash_ids` from that. gzip with mtime 0, so a rerun
 reproduces the files byte for byte.
 """
 

@@ -6,7 +6,7 @@ An unknown name stops the build. tests/unit/test_figures.py checks every figure 
 a hand computation.
 
 A simulation's own numbers live with it: `{{ naive_batching.static_steps }}` is
-`pysim.naive_batching.figures()["static_steps"]`, found through the registry (a
+`pysim.sims.naive_batching.figures()["static_steps"]`, found through the registry (a
 Simulation's `figures`). This package holds the rest, the chapter's simple formula
 models, a module per page or model (throughput.py, waste.py, multiplier.py, exercises.py,
 paged.py, priority.py, real_systems.py):
@@ -19,17 +19,18 @@ page 8's pool sizes).
 
 from __future__ import annotations
 
-from .. import registry
-from ..toy_scheduler import OUTPUTS as OUTPUT_MIX
-from ..toy_scheduler import PROMPTS as PROMPT_MIX
-from .exercises import exercise2, exercise3, exercise4
-from .multiplier import continuous_trace, output_lengths, static_batches, static_trace, static_vs_continuous
-from .paged import admission_run, hit_cap, paged_vs_contiguous, prefix_sharing, thrashing
-from .priority import priority_examples
-from .real_systems import cpu_overlap, llamacpp_slots, load_test, vllm_pool
-from .throughput import (batch_for_fraction, littles_law,
-                         roofline_tok_s, step_ms, throughput_tok_s)
-from .waste import context_for_beta, decode_step, head_of_line, padding
+from pysim import registry
+from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX
+from pysim.toy.scheduler import PROMPTS as PROMPT_MIX
+from pysim.figures.exercises import exercise2, exercise3, exercise4
+from pysim.figures.multiplier import (continuous_trace, output_lengths, static_batches, static_trace,
+                                      static_vs_continuous)
+from pysim.figures.paged import admission_run, hit_cap, paged_vs_contiguous, prefix_sharing, thrashing
+from pysim.figures.priority import priority_examples
+from pysim.figures.real_systems import cpu_overlap, llamacpp_slots, load_test, vllm_pool
+from pysim.figures.throughput import (batch_for_fraction, littles_law, roofline_tok_s, step_ms,
+                                      throughput_tok_s)
+from pysim.figures.waste import context_for_beta, decode_step, head_of_line, padding
 
 __all__ = [
     "OUTPUT_MIX", "PROMPT_MIX",

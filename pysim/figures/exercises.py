@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..utils import cdiv
-from .throughput import batch_for_fraction, roofline_tok_s, step_ms, throughput_tok_s
+from pysim.utils import cdiv
+from pysim.figures.throughput import batch_for_fraction, roofline_tok_s, step_ms, throughput_tok_s
 
 
 def exercise2(t0_ms=20.0, beta_ms=0.2) -> dict:
@@ -62,7 +62,7 @@ def exercise3(block_size=16, num_gpu_blocks=400, max_num_seqs=64) -> dict:
 
 
 def exercise4() -> dict:
-    """Exercise 4, traced on the page-4 toy itself (pysim/toy_self_victim.py)."""
-    from ..toy_self_victim import figures
+    """Exercise 4, traced on the page-4 toy itself (pysim/toy/self_victim.py)."""
+    from pysim.toy.self_victim import figures
 
     return figures()

@@ -4,11 +4,11 @@ of the chapter's engine that show thrashing. Requests come from the toy driver's
 
 from __future__ import annotations
 
-from ..chunked_prefill import clock
-from ..steptime import microseconds
-from ..toy_scheduler import OUTPUTS as OUTPUT_MIX
-from ..toy_scheduler import PROMPTS as PROMPT_MIX
-from ..utils import cdiv
+from pysim.sims.chunked_prefill import clock
+from pysim.timing.steptime import microseconds
+from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX
+from pysim.toy.scheduler import PROMPTS as PROMPT_MIX
+from pysim.utils import cdiv
 
 
 def paged_vs_contiguous(block_size=16, pool_tokens=65_536) -> dict:
@@ -44,7 +44,7 @@ def prefix_sharing(system_tokens=1000, block_size=16, chats=50, model="llama-3.1
     shared part is the system prompt's whole blocks; the block holding its last few
     tokens also holds each user's own words and is never shared.
     """
-    from ..catalog import MODELS
+    from pysim.timing.catalog import MODELS
 
     shared_blocks = system_tokens // block_size
     block_bytes = block_size * MODELS[model].kv_bytes_per_token(kv_fp8=False)
@@ -76,9 +76,9 @@ def admission_run(requests: int, prompt: int, answer: int, num_gpu_blocks: int,
                   max_num_seqs: int, block_size=16, budget=2048) -> dict:
     """One run of the chapter's engine (vLLM V1 rules, FCFS, recompute preemption):
     `requests` identical requests all waiting at time 0. Times use the chapter's clock
-    (pysim.steptime: Llama 3.1 8B on one H100, as on page 5); KV usage is vLLM's gauge (1 - free / usable blocks, the null block left out,
+    (pysim.timing.steptime: Llama 3.1 8B on one H100, as on page 5); KV usage is vLLM's gauge (1 - free / usable blocks, the null block left out,
     as vLLM 0.33's `BlockPool.get_usage` does), averaged over time."""
-    from ..engine import Engine, EngineConfig, run_timed
+    from pysim.engine.scheduler import Engine, EngineConfig, run_timed
 
     engine = Engine(EngineConfig(max_num_batched_tokens=budget, max_num_seqs=max_num_seqs,
                                  num_gpu_blocks=num_gpu_blocks, block_size=block_size))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .throughput import littles_law
+from pysim.figures.throughput import littles_law
 
 
 def priority_examples(batch_priority=10, aging_every_s=5, weights=(3, 1), budget=2048,

@@ -1,6 +1,6 @@
 """Page 2's model of a decode step: what one forward pass over B requests costs.
 
-t(B) = t0 + beta * B, the chapter's step-time model (pysim.steptime) with its roofline
+t(B) = t0 + beta * B, the chapter's step-time model (pysim.timing.steptime) with its roofline
 set aside: a fixed cost a step and a cost a request. Throughput B / t(B) approaches
 1 / beta; Little's law L = lambda * W turns it into the stability check of page 2.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..steptime import overheads_only
+from pysim.timing.steptime import overheads_only
 
 
 def step_ms(t0_ms: float, beta_ms: float, batch: int) -> float:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..toy_scheduler import OUTPUTS as OUTPUT_MIX
-from .throughput import littles_law, step_ms
+from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX
+from pysim.figures.throughput import littles_law, step_ms
 
 
 def context_for_beta(beta_ms: float, gpu="H100", model="llama-3.1-8b") -> float:
@@ -12,7 +12,7 @@ def context_for_beta(beta_ms: float, gpu="H100", model="llama-3.1-8b") -> float:
     beta is the per-request term of t(B) = t0 + beta B, one request's KV cache read per
     step, so a page that uses another beta is speaking of another context length.
     """
-    from ..catalog import GPUS, MODELS
+    from pysim.timing.catalog import GPUS, MODELS
 
     per_token_s = MODELS[model].kv_bytes_per_token(kv_fp8=False) / GPUS[gpu].bandwidth_bytes_per_s
     return beta_ms / 1000 / per_token_s
@@ -21,16 +21,16 @@ def context_for_beta(beta_ms: float, gpu="H100", model="llama-3.1-8b") -> float:
 def decode_step(gpu="H100", model="llama-3.1-8b", context_tokens=2_048, wide=32,
                 short_context=128) -> dict:
     """Why a decode step is nearly free to widen, from the batch-size page's ceilings
-    (the chapter's step-time model with no overheads, pysim.batch_size).
+    (the chapter's step-time model with no overheads, pysim.sims.batch_size).
 
     One step over B requests reads the weights once plus each request's KV cache, and does
     2 FLOPs per parameter per request plus attention's. Arithmetic intensity = FLOPs /
     bytes read; the GPU stays memory-bound until it reaches peak_flops / bandwidth (the
     ridge point).
     """
-    from ..batch_size import crossover, decode_work, step_seconds
-    from ..catalog import GB, GPUS, MODELS
-    from ..steptime import IDEAL, step_time_model
+    from pysim.sims.batch_size import crossover, decode_work, step_seconds
+    from pysim.timing.catalog import GB, GPUS, MODELS
+    from pysim.timing.steptime import IDEAL, step_time_model
 
     g, m = GPUS[gpu], MODELS[model]
     stm = step_time_model(g, m, IDEAL)

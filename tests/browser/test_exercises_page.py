@@ -8,7 +8,7 @@ import time
 
 from conftest import page_url, until
 
-from pysim import exercises
+from pysim.sims import exercises
 
 PAGE = "exercises"
 ROOT = ".pysim-widget[data-widget='exercises']"

@@ -11,7 +11,8 @@ import json
 
 from conftest import pysim_view, until
 
-from pysim import bridge, builtin_policies
+from pysim import bridge
+from pysim.policy import builtin as builtin_policies
 
 PAGE = "priority-and-preemption"
 ROOT = ".pysim-widget[data-widget='policies']"
@@ -161,7 +162,7 @@ def test_grading_a_puzzle_pass_and_fail(live_page):
         assert windows.nth(i).get_attribute("data-passed") == str(w["passed"]).lower()
         assert f"Minutes {w['window_start_min']} " in windows.nth(i).inner_text()
     assert "Not yet" in page.locator(f"{ROOT} .pol-grade-verdict").inner_text()
-    # aging passes this puzzle (pysim/puzzles.py, good_policy): a pass, remembered here only.
+    # aging passes this puzzle (pysim/sims/puzzles.py, good_policy): a pass, remembered here only.
     assert grade(page, "tiers", builtin_policies.source("aging")) == "pass"
     assert "Passed" in page.locator(f"{ROOT} .pol-grade-verdict").inner_text()
     stored = page.evaluate("JSON.parse(localStorage.getItem('pysim.policies.passed'))")

@@ -24,7 +24,8 @@ import random
 import pytest
 from conftest import page_url, pysim_view, wait_for_python, until, prerendered, widget_pages
 
-from pysim import bridge, exercises
+from pysim import bridge
+from pysim.sims import exercises
 
 ACTIONS = 250  # random actions per widget page
 # How long one action waits for its element to be actionable (a box to fill, a list to

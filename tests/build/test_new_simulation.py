@@ -39,8 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import bounded, to_mapping
-from .registry import Simulation
+from pysim.config import bounded, to_mapping
+from pysim.registry import Simulation
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def test_the_page_opens(make_page, site_url):
 
 # The new simulation's files, in CONTRIBUTING's words (NAME, NAME-with-hyphens).
 TOUCHED = {
-    f"pysim/{NAME}.py": MODULE,
+    f"pysim/sims/{NAME}.py": MODULE,
     "pysim/registry.py": None,          # one line in MODULES
     f"widgets/{NAME}.js": SCRIPT,
     f"widgets/{NAME}.css": STYLES,
@@ -124,7 +124,7 @@ def add_simulation(repo: Path) -> None:
     registry = repo / "pysim" / "registry.py"
     source = registry.read_text(encoding="utf-8")
     assert "MODULES = {\n" in source
-    registry.write_text(source.replace("MODULES = {\n", f'MODULES = {{\n    "{NAME}": "{NAME}",\n', 1), encoding="utf-8")
+    registry.write_text(source.replace("MODULES = {\n", f'MODULES = {{\n    "{NAME}": "sims.{NAME}",\n', 1), encoding="utf-8")
     mkdocs = repo / "mkdocs.yml"
     source = mkdocs.read_text(encoding="utf-8")
     line = re.search(r"^( +)- [^\n]*: exercises\.md\n", source, re.M)

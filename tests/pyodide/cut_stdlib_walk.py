@@ -24,7 +24,7 @@ attempt("describe", lambda: answer("describe", {}))
 for name in bridge.simulations():
     attempt(f"{name} default", lambda n=name: answer(n, {"config": {}}))
 
-from pysim import exercises
+from pysim.sims import exercises
 def exercise(action, code, check):
     view = answer("exercises", {"config": {"code": code}, "actions": [action]})
     assert check(view), json.dumps(view)[:300]

@@ -25,7 +25,7 @@ for (const wheel of [...wheels, pysimWheel]) {
 // The tests are read from the work tree; pysim itself comes from the wheel.
 pyodide.FS.mkdirTree("/work");
 pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: join(root, "tests") }, "/work");
-// The serving lab's traces, where the page's worker puts them (pysim/traces.py).
+// The serving lab's traces, where the page's worker puts them (pysim/traffic/traces.py).
 copyTraces(pyodide, join(root, "data", "traces"));
 // The published benchmark records the step-time model is fitted to (tests/unit/test_fit.py).
 pyodide.FS.mkdirTree("/pysim-data/realbench");

@@ -1,4 +1,4 @@
-"""Tests for pysim.batch_size and pysim.catalog (issue 5)."""
+"""Tests for pysim.sims.batch_size and pysim.timing.catalog (issue 5)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pysim import batch_size
+from pysim.sims import batch_size
 from pysim.__main__ import main
-from pysim.batch_size import (PRESETS, BatchSizeConfig, ceilings, compute_bound, per_user_tok_s,
-                               run, step_seconds, text, total_tok_s)
+from pysim.sims.batch_size import (PRESETS, BatchSizeConfig, ceilings, compute_bound, per_user_tok_s, run,
+                                   step_seconds, text, total_tok_s)
 from pysim.bridge import call
-from pysim.catalog import GPUS, MODELS
+from pysim.timing.catalog import GPUS, MODELS
 from pysim.config import ConfigError, from_mapping
 
 
@@ -359,7 +359,7 @@ def test_numpy_evaluation_agrees_over_a_grid():
     kv_per_token = 2 * shape * kv_elem
     weights = params * w_elem
     pool = mem * 1.0 - weights - 2e9  # vLLM 0.34.0: every catalog GPU at utilization 1.0
-    # a decode: the matmuls without the embedding, and the LM head once (pysim.steptime)
+    # a decode: the matmuls without the embedding, and the LM head once (pysim.timing.steptime)
     vh = column(lambda g, m, *_: MODELS[m].vocab_size * MODELS[m].hidden_size)
     tied = column(lambda g, m, *_: 1 if MODELS[m].tie_word_embeddings else 0)
     per_request_flops = 2 * (params - vh * (2 - tied) + vh) + attn * ctx

@@ -7,8 +7,8 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import pysim.blockpool as bp
-from pysim.blockpool import ROOT_HASH, BlockPool, KVCacheManager, hash_block, hash_full_blocks
+import pysim.engine.blockpool as bp
+from pysim.engine.blockpool import ROOT_HASH, BlockPool, KVCacheManager, hash_block, hash_full_blocks
 
 
 def test_hash_chain_depends_on_parent_and_is_plain_sha256():

@@ -16,7 +16,7 @@ import pytest
 
 from pysim import bridge, registry
 from pysim.__main__ import main
-from pysim.naive_batching import SCHEDULERS, NaiveBatchingConfig, run, trace_digest
+from pysim.sims.naive_batching import SCHEDULERS, NaiveBatchingConfig, run, trace_digest
 
 
 def call(payload) -> dict:
@@ -191,16 +191,16 @@ def test_cli_refuses_actions(capsys):
 def test_simulations_run_without_the_cycle_collector_and_restore_it(monkeypatch):
     """The bridge pauses gc around a simulation (its p95 in Pyodide) and always puts it
     back, also when the run fails; the exercise, which runs a reader's code, keeps it on."""
-    import pysim.naive_batching
+    import pysim.sims.naive_batching
 
     seen = {}
-    real_run = pysim.naive_batching.SIMULATION.run
+    real_run = pysim.sims.naive_batching.SIMULATION.run
     def spy(config, actions):
         seen["naive_batching"] = gc.isenabled()
         if config.seed == 13:
             raise RuntimeError("a bug in the middle of a run")
         return real_run(config, actions)
-    monkeypatch.setattr(pysim.naive_batching, "SIMULATION", dataclasses.replace(pysim.naive_batching.SIMULATION, run=spy))
+    monkeypatch.setattr(pysim.sims.naive_batching, "SIMULATION", dataclasses.replace(pysim.sims.naive_batching.SIMULATION, run=spy))
     assert gc.isenabled()
     assert call({})["ok"] and seen["naive_batching"] is False
     assert gc.isenabled()
@@ -223,6 +223,6 @@ def test_a_call_imports_only_its_own_simulation():
             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pysim.'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = json.loads(out)
-    assert "pysim.toy_scheduler" in loaded
+    assert "pysim.toy.scheduler" in loaded
     others = {f"pysim.{module}" for name, module in registry.MODULES.items() if name != "toy_scheduler"}
     assert len(others) >= 8 and not (others | {"pysim.engine"}) & set(loaded), loaded

@@ -228,7 +228,7 @@ def test_each_upper_bound_alone_is_answered(name):
 
 
 def test_kvcache_list_bounds_are_refused_with_the_bound():
-    from pysim import paged_kv_cache
+    from pysim.sims import paged_kv_cache
 
     def req(i, words=3, answer=2):
         return {"name": f"r{i}", "prompt": ["w"] * words, "max_tokens": answer}
@@ -250,7 +250,7 @@ def test_kvcache_list_bounds_are_refused_with_the_bound():
 
 
 def test_exercise_code_bound_and_the_readers_exits():
-    from pysim import exercises
+    from pysim.sims import exercises
 
     limit = exercises.MAX_CODE_CHARS
     refused(ask("exercises", json.dumps({"config": {"code": "#" * (limit + 1)}, "actions": ["run"]})),

@@ -1,4 +1,4 @@
-"""Simulation 3, the token budget (pysim.chunked_prefill): step times, TTFT, the trade, the CLI.
+"""Simulation 3, the token budget (pysim.sims.chunked_prefill): step times, TTFT, the trade, the CLI.
 
 Step time with the default model: t = 5 + 0.02 x decodes + 0.035 x prompt tokens (ms).
 """
@@ -12,9 +12,9 @@ from hypothesis import given, settings, strategies as st
 
 from pysim import bridge
 from pysim.__main__ import main
-from pysim.chunked_prefill import (BUDGET_PRESETS, SCENARIOS, ChunkedPrefillConfig, Spec, clock, run,
-                                   scenario_requests, simulate)
-from pysim.steptime import Coefficients, StepTimeModel
+from pysim.sims.chunked_prefill import (BUDGET_PRESETS, SCENARIOS, ChunkedPrefillConfig, Spec, clock, run,
+                                        scenario_requests, simulate)
+from pysim.timing.steptime import Coefficients, StepTimeModel
 from pysim.config import ConfigError, from_mapping
 
 
@@ -92,7 +92,7 @@ def test_long_document_by_hand():
 
 
 def test_steps_are_timed_by_the_serving_labs_clock():
-    # The page's clock is the lab's (pysim.steptime) for the GPU and model chosen: each
+    # The page's clock is the lab's (pysim.timing.steptime) for the GPU and model chosen: each
     # step pays its overheads plus the larger of its reading and computing times.
     view = view_of()
     stm = clock("H100", "llama-3.1-8b")

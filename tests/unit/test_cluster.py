@@ -1,4 +1,4 @@
-"""Scheduling across replicas (pysim.cluster) and the Mooncake traces it replays (pysim.traces)."""
+"""Scheduling across replicas (pysim.sims.cluster) and the Mooncake traces it replays (pysim.traffic.traces)."""
 
 import json
 import math
@@ -7,13 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from pysim import cluster, lab, traces
-from pysim.catalog import GPUS, MODELS
-from pysim.cluster import ClusterConfig, Router, SweepConfig
+from pysim.sims.cluster import (config as cluster_config, figures as cluster_figures,
+                                simulate as cluster_simulate, sweep as cluster_sweep, view as cluster_view,
+                                watch as cluster_watch)
+
+from pysim.sims.lab import config as lab_config, view as lab_view, workload as lab_workload
+from pysim.traffic import traces
+from pysim.timing.catalog import GPUS, MODELS
+from pysim.sims.cluster.config import ClusterConfig
+from pysim.sims.cluster.router import Router
+from pysim.sims.cluster.sweep import SweepConfig
 from pysim.config import ConfigError
-from pysim.engine import SchedulerConfig
-from pysim.replay import engine_config, replay
-from pysim.steptime import DEFAULTS, num_gpu_blocks, step_time_model
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.engine.replay import engine_config, replay
+from pysim.timing.steptime import DEFAULTS, num_gpu_blocks, step_time_model
 
 H100, LLAMA = GPUS["H100"], MODELS["llama-3.1-8b"]
 
@@ -28,7 +35,7 @@ def test_mooncake_traces_match_their_readme():
         t = traces.load(name)
         s = traces.stats(t)
         assert (len(t), s["num_prompt_tokens_median"], s["max_tokens_median"]) == (n, prompt, output)
-        assert round(cluster.trace_sharing(name)["blocks_seen_before_pct"], 1) == seen
+        assert round(cluster_figures.trace_sharing(name)["blocks_seen_before_pct"], 1) == seen
         # One id per started 512-token block, and ids name a prefix: an id always
         # follows the same id.
         parent = {}
@@ -139,12 +146,12 @@ def test_prefix_hits_equal_a_count_by_hand():
         seen.update(r.hash_ids)
     assert expected > 0
     c = ClusterConfig(replicas=1, router="round_robin")
-    assert cluster.block_size(c) == 64
-    result = cluster.simulate(c, reqs)
+    assert cluster_config.block_size(c) == 64
+    result = cluster_simulate.simulate(c, reqs)
     engine = result.servers[0].engine
     assert engine.prefix_cache_hits == expected
     assert engine.prefix_cache_queries == sum(r.num_prompt_tokens for r in reqs)
-    assert cluster.bound_hit_rate(reqs, 64) == expected / engine.prefix_cache_queries
+    assert cluster_figures.bound_hit_rate(reqs, 64) == expected / engine.prefix_cache_queries
 
 
 # ------------------------------------------------------------------ routers, by hand
@@ -194,13 +201,13 @@ def test_cache_aware_follows_sglang_rules():
 def test_one_replica_round_robin_equals_the_lab():
     base = dict(window_start_min=20, window_minutes=1, max_num_batched_tokens=2048, max_num_seqs=256)
     c = ClusterConfig(replicas=1, router="round_robin", **base)
-    got = cluster.simulate(c)
-    cfg = lab.LabConfig(trace="mooncake_conv", **base)
-    _t, want, m, _stm, _blocks = lab.run_once(cfg, 1.0, DEFAULTS["H100"])
+    got = cluster_simulate.simulate(c)
+    cfg = lab_config.LabConfig(trace="mooncake_conv", **base)
+    _t, want, m, _stm, _blocks = lab_workload.run_once(cfg, 1.0, DEFAULTS["H100"])
     assert got.first_token == want.first_token and got.finished == want.finished
     assert got.servers[0].engine.num_steps == want.num_steps
     assert got.servers[0].engine.prefix_cache_hits == want.prefix_cache_hits > 0
-    assert cluster.metrics(c, got)["slo_attainment"] == m["slo_attainment"]
+    assert cluster_simulate.metrics(c, got)["slo_attainment"] == m["slo_attainment"]
 
 
 def test_disaggregated_ttft_is_prefill_alone_with_an_infinite_link_and_room():
@@ -215,7 +222,7 @@ def test_disaggregated_ttft_is_prefill_alone_with_an_infinite_link_and_room():
         seen.update(r.hash_ids)
     reqs = [replace(r, arrival_s=300.0 * i) for i, r in enumerate(fresh)]
     c = ClusterConfig(layout="disaggregated", prefill_replicas=2, decode_replicas=2, router="round_robin")
-    got = cluster.simulate(c, reqs, link_bytes_per_s=math.inf)
+    got = cluster_simulate.simulate(c, reqs, link_bytes_per_s=math.inf)
     cfg, stm, blocks = _setup()
     for i, r in enumerate(reqs):
         alone = replay([0.0], [r.num_prompt_tokens], [1], cfg, stm, blocks)
@@ -223,7 +230,7 @@ def test_disaggregated_ttft_is_prefill_alone_with_an_infinite_link_and_room():
         assert got.transfer_s[i] == 0.0
         assert got.decode_of[i] >= 0
     # And with a real link the first token is the same; only the rest moves later.
-    slow = cluster.simulate(replace(c, kv_link="pcie"), reqs)
+    slow = cluster_simulate.simulate(replace(c, kv_link="pcie"), reqs)
     assert slow.first_token == got.first_token
     assert all(s >= g for s, g in zip(slow.finished, got.finished))
     assert all(t > 0 for t in slow.transfer_s)
@@ -231,14 +238,14 @@ def test_disaggregated_ttft_is_prefill_alone_with_an_infinite_link_and_room():
 
 def test_more_replicas_spread_the_load_and_cache_aware_reuses_more():
     c = ClusterConfig(window_start_min=12, window_minutes=2)
-    views = {r: cluster.cluster_view(replace(c, router=r), []) for r in cluster.ROUTERS}
+    views = {r: cluster_view.cluster_view(replace(c, router=r), []) for r in cluster_config.ROUTERS}
     rr = views["round_robin"]
     n = rr["summary"]["completed"]
     assert [x["requests"] for x in rr["replicas"]] == [-(-(n - i) // 4) for i in range(4)]  # in turn
     assert views["cache_aware"]["prefix_cache"]["hit_rate"] > rr["prefix_cache"]["hit_rate"]
     for v in views.values():
         assert v["summary"]["goodput_per_gpu"] == pytest.approx(v["summary"]["request_goodput"] / 4)
-        assert len(v["series"]["replicas"]) == 4 and len(v["series"]["t_s"]) == cluster.NUM_BINS
+        assert len(v["series"]["replicas"]) == 4 and len(v["series"]["t_s"]) == cluster_view.NUM_BINS
 
 
 def test_config_bounds_are_named():
@@ -251,16 +258,16 @@ def test_config_bounds_are_named():
 
 
 def test_sweep_point_runs_both_layouts():
-    v = cluster.sweep_view(SweepConfig(window_minutes=1, gpus=3, sweep_exact=True), [])
+    v = cluster_sweep.sweep_view(SweepConfig(window_minutes=1, gpus=3, sweep_exact=True), [])
     assert v["gpus"] == 3
     d = v["disaggregated"]
     assert d["prefill_replicas"] + d["decode_replicas"] == 3 and d["prefill_replicas"] >= 1
     for k in ("colocated", "disaggregated"):
-        assert v[k]["meets"] == (v[k]["slo_attainment"] >= cluster.ATTAINMENT_TARGET)
+        assert v[k]["meets"] == (v[k]["slo_attainment"] >= cluster_sweep.ATTAINMENT_TARGET)
         assert v[k]["stopped"] is None
     # The page's words for the sweep's rule carry the target, from here.
-    assert "90% of requests meet both targets" in cluster.SWEEP_SENTENCE
-    assert "from 2 to 16" in cluster.SWEEP_SENTENCE and "at least 90%" in cluster.SWEEP_CAPTION
+    assert "90% of requests meet both targets" in cluster_sweep.SWEEP_SENTENCE
+    assert "from 2 to 16" in cluster_sweep.SWEEP_SENTENCE and "at least 90%" in cluster_sweep.SWEEP_CAPTION
     with pytest.raises(ConfigError) as err:
         SweepConfig(gpus=1).check()
     assert err.value.field == "gpus"
@@ -269,16 +276,16 @@ def test_sweep_point_runs_both_layouts():
 def full_sweep(config: ClusterConfig) -> dict:
     """The sweep as the page ran it before: both layouts at every count in order, every
     run to its end, until both layouts have met the target."""
-    reqs, first = cluster.window(config), {}
-    for g in cluster.SWEEP_GPUS:
-        p = cluster.sweep_point(config, reqs, g, exact=True)
-        for k in cluster.LAYOUTS:
+    reqs, first = cluster_config.window(config), {}
+    for g in cluster_sweep.SWEEP_GPUS:
+        p = cluster_sweep.sweep_point(config, reqs, g, exact=True)
+        for k in cluster_sweep.LAYOUTS:
             assert p[k]["stopped"] is None
             if p[k]["meets"]:
                 first.setdefault(k, g)
         if len(first) == 2:
             break
-    return {k: first.get(k) for k in cluster.LAYOUTS}
+    return {k: first.get(k) for k in cluster_sweep.LAYOUTS}
 
 
 # The page's defaults (no count meets the target), and traffic at a quarter of the rate with
@@ -286,15 +293,15 @@ def full_sweep(config: ClusterConfig) -> dict:
 @pytest.mark.parametrize("settings", [{}, {"rate_scale": 0.25, "slo_ttft_ms": 4000.0}])
 def test_fast_sweep_equals_the_full_sweep(settings):
     config = ClusterConfig(**settings)
-    fast = cluster.fewest_gpus(config)
+    fast = cluster_sweep.fewest_gpus(config)
     answer = fast["answer"]
-    assert {k: answer[k] for k in cluster.LAYOUTS} == full_sweep(config)
+    assert {k: answer[k] for k in cluster_sweep.LAYOUTS} == full_sweep(config)
     assert answer["complete"] and answer["next"] is None
     if not settings:
         assert answer["colocated"] is None and answer["disaggregated"] is None
         last = fast["points"][-1]
-        assert last["gpus"] == cluster.SWEEP_GPUS[-1]
-        for k in cluster.LAYOUTS:  # the largest count ran to the end: what would pass there
+        assert last["gpus"] == cluster_sweep.SWEEP_GPUS[-1]
+        for k in cluster_sweep.LAYOUTS:  # the largest count ran to the end: what would pass there
             assert last[k]["stopped"] is None and last[k]["pass_ttft_ms"] > config.slo_ttft_ms
             assert f"a TTFT target of {last[k]['pass_ttft_ms']:,.0f} ms" in answer["sentence"]
     else:
@@ -303,36 +310,36 @@ def test_fast_sweep_equals_the_full_sweep(settings):
 
 def test_a_stopped_run_was_surely_short_and_a_run_let_through_is_unchanged():
     config = ClusterConfig(window_minutes=1)
-    reqs = cluster.window(config)
-    late = cluster.surely_late(config, reqs)
+    reqs = cluster_config.window(config)
+    late = cluster_sweep.surely_late(config, reqs)
     c = replace(config, replicas=4)
-    full = cluster.metrics(c, cluster.simulate(c, reqs))
-    assert full["slo_attainment"] < cluster.ATTAINMENT_TARGET
-    with pytest.raises(cluster.Doomed) as stop:
-        cluster.simulate(c, reqs, watch=cluster.Watch(reqs, c.slo_ttft_ms, c.slo_tpot_ms, 0.9, late))
+    full = cluster_simulate.metrics(c, cluster_simulate.simulate(c, reqs))
+    assert full["slo_attainment"] < cluster_sweep.ATTAINMENT_TARGET
+    with pytest.raises(cluster_watch.Doomed) as stop:
+        cluster_simulate.simulate(c, reqs, watch=cluster_watch.Watch(reqs, c.slo_ttft_ms, c.slo_tpot_ms, 0.9, late))
     assert full["completed"] - full["good"] >= stop.value.missed  # it counted only real misses
     # Every request surely late misses in the full run too.
-    ttfts = [f - s for f, s in zip(*(lambda r: (r.first_token, r.sent))(cluster.simulate(replace(config, replicas=16), reqs)))]
+    ttfts = [f - s for f, s in zip(*(lambda r: (r.first_token, r.sent))(cluster_simulate.simulate(replace(config, replicas=16), reqs)))]
     assert all(ttfts[i] > config.slo_ttft_ms / 1000 for i in late)
     # A watch with a target of 0 never stops: the run is the same as without it.
-    r = cluster.simulate(c, reqs, watch=cluster.Watch(reqs, c.slo_ttft_ms, c.slo_tpot_ms, 0.0, late))
-    assert cluster.metrics(c, r)["ttft_ms"] == full["ttft_ms"]
+    r = cluster_simulate.simulate(c, reqs, watch=cluster_watch.Watch(reqs, c.slo_ttft_ms, c.slo_tpot_ms, 0.0, late))
+    assert cluster_simulate.metrics(c, r)["ttft_ms"] == full["ttft_ms"]
 
 
 def test_pass_ttft_is_the_lowest_target_that_meets():
     config = ClusterConfig(window_minutes=1, replicas=16)
-    r = cluster.simulate(config, cluster.window(config))
-    t = cluster.pass_ttft_ms(config, r)
-    at = lambda ms: cluster.metrics(replace(config, slo_ttft_ms=ms), r)["slo_attainment"]  # noqa: E731
-    assert at(t) >= cluster.ATTAINMENT_TARGET > at(t - 1)
+    r = cluster_simulate.simulate(config, cluster_config.window(config))
+    t = cluster_sweep.pass_ttft_ms(config, r)
+    at = lambda ms: cluster_simulate.metrics(replace(config, slo_ttft_ms=ms), r)["slo_attainment"]  # noqa: E731
+    assert at(t) >= cluster_sweep.ATTAINMENT_TARGET > at(t - 1)
 
 
 def test_the_page_sweep_one_call_per_count_gives_the_whole_sweep():
     config = {"window_minutes": 1, "rate_scale": 0.25, "slo_ttft_ms": 4000.0}
-    whole = cluster.sweep_view(SweepConfig(**config), [])
+    whole = cluster_sweep.sweep_view(SweepConfig(**config), [])
     points, nxt = [], {"gpus": 2, "sweep_layouts": "both", "sweep_exact": False}
     while nxt:
-        v = cluster.sweep_view(SweepConfig(**config, gpus=nxt["gpus"], sweep_layouts=nxt["sweep_layouts"],
+        v = cluster_sweep.sweep_view(SweepConfig(**config, gpus=nxt["gpus"], sweep_layouts=nxt["sweep_layouts"],
                                            sweep_exact=nxt["sweep_exact"], swept=points), [])
         answer = v.pop("answer")
         points.append(v)
@@ -347,20 +354,20 @@ def test_first_token_floor_is_a_lone_replay():
     reqs = traces.requests(traces.load("mooncake_conv"), 0, 1, 1.0)[:1]
     cfg, stm, blocks = _setup(budget=2048, seqs=256)
     alone = replay([0.0], [reqs[0].num_prompt_tokens], [2], cfg, stm, blocks)
-    assert cluster.first_token_floors(c, reqs) == [pytest.approx(alone.first_token[0], rel=1e-12)]
+    assert cluster_sweep.first_token_floors(c, reqs) == [pytest.approx(alone.first_token[0], rel=1e-12)]
     # A looser target can only let more requests through.
-    many = cluster.window(ClusterConfig(window_minutes=1))
-    tight, loose = (cluster.ttft_ceiling(ClusterConfig(slo_ttft_ms=t), many) for t in (500.0, 5000.0))
+    many = cluster_config.window(ClusterConfig(window_minutes=1))
+    tight, loose = (cluster_sweep.ttft_ceiling(ClusterConfig(slo_ttft_ms=t), many) for t in (500.0, 5000.0))
     assert 0 < tight < loose <= 1
 
 
 def test_the_lab_replays_mooncake_with_prefix_caching():
-    on = lab.run(lab.LabConfig(trace="mooncake_conv", window_minutes=1, window_start_min=30), [])
+    on = lab_view.run(lab_config.LabConfig(trace="mooncake_conv", window_minutes=1, window_start_min=30), [])
     pc = on["prefix_cache"]
     assert pc["metric_names"] == {"queries": "vllm:prefix_cache_queries", "hits": "vllm:prefix_cache_hits"}
     assert 0 < pc["hits"] < pc["queries"] and pc["hit_rate"] == pc["hits"] / pc["queries"]
     assert "Prefix caching on" in on["hardware"]["sentence"]
-    off = lab.run(lab.LabConfig(trace="conv", window_minutes=1), [])
+    off = lab_view.run(lab_config.LabConfig(trace="conv", window_minutes=1), [])
     assert off["prefix_cache"] is None and "Prefix caching off" in off["hardware"]["sentence"]
 
 
@@ -373,17 +380,17 @@ def test_cli_cluster_sweep_whole_and_one_count(capsys):
     assert out[-2].startswith("16 GPUs: colocated ")  # nothing meets on this window: every count swept
     assert main(["cluster-sweep", "--set", "window_minutes=1", "--set", "gpus=3", "--json"]) == 0
     view = json.loads(capsys.readouterr().out)
-    assert view["gpus"] == 3 and "points" not in view and set(cluster.LAYOUTS) <= set(view)
+    assert view["gpus"] == 3 and "points" not in view and set(cluster_sweep.LAYOUTS) <= set(view)
 
 
 def test_a_count_ruled_out_by_the_bound_alone_replays_nothing():
     # The last window of the trace holds so many prompts no GPU prefills in time that
     # they alone keep every count under 90%: each point says so without a replay.
     config = ClusterConfig(window_minutes=1, window_start_min=55)
-    late = cluster.surely_late(config, cluster.window(config))
-    p = cluster.sweep_point(config, cluster.window(config), 4)
-    for k in cluster.LAYOUTS:
+    late = cluster_sweep.surely_late(config, cluster_config.window(config))
+    p = cluster_sweep.sweep_point(config, cluster_config.window(config), 4)
+    for k in cluster_sweep.LAYOUTS:
         assert p[k]["stopped"]["replayed"] is False and p[k]["stopped"]["missed"] <= len(late)
-        assert p[k]["attainment_at_most"] < cluster.ATTAINMENT_TARGET
-    whole = cluster.sweep_view(SweepConfig(window_minutes=1, window_start_min=55), [])
+        assert p[k]["attainment_at_most"] < cluster_sweep.ATTAINMENT_TARGET
+    whole = cluster_sweep.sweep_view(SweepConfig(window_minutes=1, window_start_min=55), [])
     assert whole["answer"]["complete"] and whole["answer"]["colocated"] is None

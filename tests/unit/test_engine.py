@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pysim.engine import DECODE, PREFILL, Engine, EngineConfig, run_timed
+from pysim.engine.scheduler import DECODE, PREFILL, Engine, EngineConfig, run_timed
 
 
 def parts_of(engine: Engine, now=0):

@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from pysim.engine import DECODE, PREFILL, Engine, EngineConfig, run_timed
+from pysim.engine.scheduler import DECODE, PREFILL, Engine, EngineConfig, run_timed
 
 
 def config(**kw) -> EngineConfig:
@@ -159,22 +159,22 @@ def test_async_is_refused_unless_a_bool():
 
 @pytest.mark.parametrize("policy", ["fcfs", "priority"])
 def test_the_replays_shortcuts_change_nothing_with_async_scheduling(policy):
-    # The lab's replay (pysim.replay.Server) with async scheduling, stepped one batch at a
+    # The lab's replay (pysim.engine.replay.Server) with async scheduling, stepped one batch at a
     # time with vLLM's block pool, and with both shortcuts (counted blocks; settling the
     # pipeline, then runs of plain decodes): the same steps, preemptions and times. And
     # `run_timed`, the engine's own async loop, agrees with the stepped replay.
     from dataclasses import replace
 
-    from pysim import lab
-    from pysim.catalog import GPUS, MODELS
-    from pysim.replay import engine_config, replay
-    from pysim.steptime import num_gpu_blocks, step_time_model
+    from pysim.sims.lab import config as lab_config, workload as lab_workload
+    from pysim.timing.catalog import GPUS, MODELS
+    from pysim.engine.replay import engine_config, replay
+    from pysim.timing.steptime import num_gpu_blocks, step_time_model
 
-    c = lab.LabConfig(gpu="L40S", model="qwen3-8b", window_minutes=1, window_start_min=30,
+    c = lab_config.LabConfig(gpu="L40S", model="qwen3-8b", window_minutes=1, window_start_min=30,
                       rate_scale=8, max_num_seqs=512, max_num_batched_tokens=8192)
     stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
     blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], 16)
-    t = lab.workload(c, c.rate_scale)
+    t = lab_workload.workload(c, c.rate_scale)
     ec = engine_config(blocks, 16, replace(c, async_scheduling=True), policy=policy)
     args = (t.arrivals, t.prompt_tokens, t.output_tokens, ec, stm, blocks)
     slow = replay(*args, fast=False, count_blocks=False)
@@ -204,17 +204,17 @@ def test_the_shortcut_through_finishes_is_exact_when_nobody_waits(window_start_m
     # At the lab's default load the queue is mostly empty, and the decode runs go through
     # the steps that finish requests (`Server._finishes_unseen`). Stepped one batch at a
     # time, the async loop must give the same times.
-    from pysim import lab
-    from pysim.catalog import GPUS, MODELS
-    from pysim.replay import engine_config, replay
-    from pysim.steptime import num_gpu_blocks, step_time_model
+    from pysim.sims.lab import config as lab_config, workload as lab_workload
+    from pysim.timing.catalog import GPUS, MODELS
+    from pysim.engine.replay import engine_config, replay
+    from pysim.timing.steptime import num_gpu_blocks, step_time_model
 
-    c = lab.LabConfig(window_minutes=2, window_start_min=window_start_min, rate_scale=rate_scale)
+    c = lab_config.LabConfig(window_minutes=2, window_start_min=window_start_min, rate_scale=rate_scale)
     assert c.async_scheduling  # vLLM's default, and the lab's
     stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
-    bs = lab.defaults(c).block_size
+    bs = lab_config.defaults(c).block_size
     blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], bs)
-    t = lab.workload(c, c.rate_scale)
+    t = lab_workload.workload(c, c.rate_scale)
     args = (t.arrivals, t.prompt_tokens, t.output_tokens, engine_config(blocks, bs, c), stm, blocks)
     slow = replay(*args, fast=False, count_blocks=False)
     quick = replay(*args)

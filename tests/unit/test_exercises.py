@@ -1,5 +1,5 @@
-"""Exercise 5's runner and checker (pysim.exercises, bridge name "exercises"), and pysim's
-own chunked toy (pysim.toy_chunked) that the checker compares a reader's code with."""
+"""Exercise 5's runner and checker (pysim.sims.exercises, bridge name "exercises"), and pysim's
+own chunked toy (pysim.toy.chunked) that the checker compares a reader's code with."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import json
 
 import pytest
 
-from pysim import bridge, exercises, toy_scheduler, toy_chunked
+from pysim import bridge
+from pysim.sims import exercises
+from pysim.toy import chunked as toy_chunked, scheduler as toy_scheduler
 from pysim.__main__ import main
-from pysim.engine import Engine, EngineConfig, run_timed
-from pysim.toy_scheduler import ToyConfig
+from pysim.engine.scheduler import Engine, EngineConfig, run_timed
+from pysim.toy.scheduler import ToyConfig
 
 
 def call(config, action: str | None = None) -> dict:
@@ -199,8 +201,12 @@ def test_an_exception_names_its_line_and_the_step():
 
 ANSWER_IMPORTS = {
     # pysim's answer imported under the names Check drives ...
-    "an import": "from pysim.toy_chunked import ChunkedRequest as Request, ChunkedScheduler as ToyScheduler\n",
-    # ... or wrapped in a class of the reader's that only calls it.
+    "an import": "from pysim.toy.chunked import ChunkedRequest as Request, ChunkedScheduler as ToyScheduler\n",
+    # ... under the name the module had before issue 51 (code a reader saved may use it) ...
+    "an import by its old name": ("import pysim.toy_chunked\n"
+                                  "Request = pysim.toy_chunked.ChunkedRequest\n"
+                                  "ToyScheduler = pysim.toy_chunked.ChunkedScheduler\n"),
+    # ... or wrapped in a class of the reader's that only calls it (old name too).
     "a subclass": ("from pysim import toy_chunked\n"
                    "class ToyScheduler(toy_chunked.ChunkedScheduler):\n"
                    "    def step(self):\n        return super().step()\n"
@@ -216,7 +222,7 @@ def test_the_checker_refuses_pysims_own_answer(how):
     view = call({"code": code}, "check")
     assert view["passed"] is False and view["checks"] == []
     assert view["message"] == view["error"]
-    assert view["message"].startswith("Your ToyScheduler is pysim's own answer (pysim.toy_chunked.ChunkedScheduler)")
+    assert view["message"].startswith("Your ToyScheduler is pysim's own answer (pysim.toy.chunked.ChunkedScheduler)")
     assert "without testing your code" in view["message"]
 
 
@@ -301,3 +307,16 @@ def test_an_action_is_one_of_run_and_check():
         assert answer["ok"] is False and answer["error"]["field"] == "actions"
         assert "run, check" in answer["error"]["message"]
     assert call({})["action"] is None and call({})["starter_code"]
+
+
+def test_reader_code_may_import_the_toy_by_its_old_names():
+    # Issue 51 moved pysim/toy_scheduler.py to pysim/toy/scheduler.py: code a reader saved
+    # before still runs, and the old names leave no trace once it has.
+    import sys
+    import pysim
+    code = ("from pysim import toy_scheduler\nimport pysim.toy_self_victim\n"
+            "from pysim.toy_scheduler import BLOCK_SIZE\nprint(toy_scheduler.BLOCK_SIZE)\n")
+    view = call({"code": exercises.solution_code() + "\n" + code}, "run")
+    assert view["ok"], view["error"]
+    assert view["output"].strip().endswith("16")
+    assert "pysim.toy_scheduler" not in sys.modules and not hasattr(pysim, "toy_scheduler")

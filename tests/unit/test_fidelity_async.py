@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from pysim.engine import Engine, EngineConfig
+from pysim.engine.scheduler import Engine, EngineConfig
 
 try:  # as a test module (pytest puts tests/unit on sys.path) or run as a script
     from fidelity import disagreement as compare, CITED_VERSION, load_cases

@@ -10,7 +10,7 @@ Run this file as a script to print how many cases agree.
 
 import pytest
 
-from pysim import paged_kv_cache
+from pysim.sims import paged_kv_cache
 from pysim.config import from_mapping
 
 try:  # as a test module (pytest puts tests/unit on sys.path) or run as a script

@@ -13,7 +13,7 @@ Run this file as a script to print how many cases agree.
 
 import pytest
 
-from pysim.engine import Engine, EngineConfig
+from pysim.engine.scheduler import Engine, EngineConfig
 
 try:  # as a test module (pytest puts tests/unit on sys.path) or run as a script
     from fidelity import disagreement as compare, VERSIONS, load_cases

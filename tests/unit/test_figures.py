@@ -278,7 +278,7 @@ def test_padding_and_head_of_line_by_hand():
 
 
 def test_race_figures_are_consistent():
-    from pysim import naive_batching
+    from pysim.sims import naive_batching
 
     # num_gpu_blocks = 160 counts vLLM's null block, so 159 blocks are usable. Reserving
     # the longest possible request (6 + 24 = 30 blocks): 159 // 30 = 5 run at once, and
@@ -302,7 +302,7 @@ def test_race_figures_are_consistent():
 @pytest.mark.parametrize("pool", [160, 100])
 def test_race_ranking_does_not_depend_on_the_seed(pool):
     # The naive-batching page tells the reader the ranking survives a new seed.
-    from pysim import naive_batching
+    from pysim.sims import naive_batching
 
     for seed in range(10):
         view = naive_batching.run(naive_batching.NaiveBatchingConfig(seed=seed, num_gpu_blocks=pool), [])
@@ -359,8 +359,8 @@ def test_exercise4_is_traced_on_the_real_toy():
 
 
 def test_the_self_victim_toy_differs_from_the_toy_only_in_the_victim():
-    from pysim.toy_scheduler import ToyConfig, ToyScheduler
-    from pysim.toy_self_victim import SelfVictimScheduler, trace
+    from pysim.toy.scheduler import ToyConfig, ToyScheduler
+    from pysim.toy.self_victim import SelfVictimScheduler, trace
 
     cfg = ToyConfig(block_size=16, num_gpu_blocks=7)
     ok, _, ok_end = trace(ToyScheduler, cfg)
@@ -451,10 +451,10 @@ def test_kv_walkthrough_matches_a_hand_trace():
 
 
 def test_chunked_prefill_page_by_hand():
-    # The serving lab's clock for Llama 3.1 8B on one H100 (pysim.steptime.DEFAULTS):
+    # The serving lab's clock for Llama 3.1 8B on one H100 (pysim.timing.steptime.DEFAULTS):
     # t = overhead + requests x per request + max(memory, compute), efficiencies applied.
-    from pysim.catalog import GPUS, MODELS
-    from pysim.steptime import DEFAULTS
+    from pysim.timing.catalog import GPUS, MODELS
+    from pysim.timing.steptime import DEFAULTS
     c, g, m = DEFAULTS["H100"], GPUS["H100"], MODELS["llama-3.1-8b"]
     kvb = 2 * 32 * 8 * 128 * 2  # KV bytes a token
     # Six streams of 500 to 2,000 tokens (7,300 in all) decode one token each: they read
@@ -498,7 +498,7 @@ def test_batch_size_page_by_hand():
     assert figure("batch_size.kv_bytes_per_token") == 2 * 32 * 8 * 128 * 2
     assert figure("batch_size.kv_kib_per_token") == 128
     # Pool: 1.0 (vLLM 0.34.0's default) * 81,559 MiB - 8.03e9 * 2 bytes - 2 GB
-    # = 85.52 - 16.06 - 2 = 67.46 GB, the lab's pool (pysim.steptime.kv_pool_bytes).
+    # = 85.52 - 16.06 - 2 = 67.46 GB, the lab's pool (pysim.timing.steptime.kv_pool_bytes).
     assert figure("batch_size.reported_gb") == pytest.approx(81_559 * 2**20 / 1e9)
     assert figure("batch_size.utilization_pct") == 100
     assert figure("batch_size.usable_gb") == pytest.approx(85.520809984)

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pysim import bench_serve, fidelity, fit, realbench
-from pysim.engine import SchedulerConfig
-from pysim.replay import replay
-from pysim.slo import percentile
-from pysim.steptime import DEFAULTS
+from pysim.timing import fidelity, fit, realbench
+from pysim.traffic import bench_serve
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.engine.replay import replay
+from pysim.traffic.slo import percentile
+from pysim.timing.steptime import DEFAULTS
 from test_lab import HUGE, TOY  # a step lasts 1 s plus 1 ms per token of context read
 
 RECORDS = next(p for p in (realbench.REPO_FILE, Path("/pysim-data/realbench/records.jsonl"))
@@ -167,7 +168,7 @@ def test_a_gpu_without_runs_takes_the_median_gpu_each_gpu_once():
     """The typical GPU is each coefficient's median over the GPUs, whatever their number
     of runs: a third GPU with a low value pulls the median down, as one GPU, not by its
     count of runs."""
-    from pysim.steptime import Coefficients
+    from pysim.timing.steptime import Coefficients
     a = Coefficients(1.0, 5.0, 0.9, 0.6, "fitted: 20 runs on A")
     b = Coefficients(3.0, 50.0, 0.7, 0.3, "fitted: 1 run on B")
     c = Coefficients(2.0, 8.0, 0.8, 0.2, "fitted: 1 run on C")
@@ -236,8 +237,9 @@ def test_quantized_weights_are_skipped_with_their_reason():
 def test_a_new_gpus_pool_comes_from_what_its_driver_reports(gpu, mib, tiers):
     """The pool starts from nvidia-smi's total (x 1.0 at vLLM 0.34 - weights - 2 GB), and
     vLLM's batch tiers read that total (>= 70 GiB and not an A100: 1,024 / 8,192)."""
-    from pysim import steptime, vllm_defaults
-    from pysim.catalog import GPUS, MODELS
+    from pysim.engine import vllm_defaults
+    from pysim.timing import steptime
+    from pysim.timing.catalog import GPUS, MODELS
     g, m = GPUS[gpu], MODELS["qwen2.5-3b"]
     assert g.reported_mib == mib and g.reported_bytes == mib * 2**20
     assert steptime.kv_pool_bytes(g, m) == mib * 2**20 - m.weight_bytes(False) - steptime.RUNTIME_BYTES
@@ -250,8 +252,8 @@ def test_flops_count_the_lm_head_once_a_request_and_no_embedding():
     """Llama 3.1 8B: 2 x (8.03e9 - 2 x 128256 x 4096) FLOPs a token, plus the LM head
     (2 x 128256 x 4096) once for each request in the step: a 1,000-token prompt chunk of
     one request costs about 13% less than 2 x all parameters a token."""
-    from pysim.catalog import GPUS, MODELS
-    from pysim.steptime import IDEAL, step_time_model
+    from pysim.timing.catalog import GPUS, MODELS
+    from pysim.timing.steptime import IDEAL, step_time_model
     m = step_time_model(GPUS["H100"], MODELS["llama-3.1-8b"], IDEAL)
     vh = 128_256 * 4_096
     _, flops = m.work(1000, 0, 0, 1)
@@ -264,7 +266,8 @@ def test_flops_count_the_lm_head_once_a_request_and_no_embedding():
 def test_the_error_band_contains_the_answer_and_widens_with_the_error():
     """A capacity's band brackets it, and a GPU with larger held-out errors (one with no
     runs) gets a wider band than the L40S, whose four runs are replayed closely."""
-    from pysim import errorband, lab
+    from pysim.sims.lab import config as lab_config, sweep as lab_sweep
+    from pysim.timing import errorband
 
     for gpu in errorband.FACTORS:
         b = errorband.FACTORS[gpu]
@@ -276,7 +279,7 @@ def test_the_error_band_contains_the_answer_and_widens_with_the_error():
               for r, a, af, asl in ((0.25, 1.0, 1.0, 1.0), (0.5, 1.0, 1.0, 0.95),
                                     (1.0, 0.95, 1.0, 0.6), (2.0, 0.5, 0.8, 0.1))]
     for gpu in ("L40S", "L4"):
-        cap = lab.capacity(lab.LabConfig(gpu=gpu, model="qwen2.5-3b"), points)
+        cap = lab_sweep.capacity(lab_config.LabConfig(gpu=gpu, model="qwen2.5-3b"), points)
         band = cap["band"]
         assert band["slow"]["rate_scale"] <= cap["rate_scale"] <= band["fast"]["rate_scale"]
         assert "never checked" in cap["sentence"]

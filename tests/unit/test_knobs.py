@@ -1,6 +1,6 @@
 """One home for vLLM's scheduler knobs: each reaches every caller that stands for vLLM.
 
-pysim.engine.SchedulerConfig holds the knobs (vLLM: `SchedulerConfig`). The lab and the
+pysim.engine.scheduler.SchedulerConfig holds the knobs (vLLM: `SchedulerConfig`). The lab and the
 cluster inherit them as settings, the benchmark records carry them in their server,
 and calibration replays a pasted run with the lab's. Nothing names a knob on its way to
 the engine, so these tests walk every field of SchedulerConfig, set each to a value
@@ -16,10 +16,14 @@ from dataclasses import fields
 
 import pytest
 
-from pysim import bench_serve, cluster, fit, lab, realbench, replay
+from pysim.engine import replay
+from pysim.sims.cluster import config as cluster_config, simulate as cluster_simulate
+from pysim.sims.lab import calibrate as lab_calibrate, config as lab_config, view as lab_view
+from pysim.timing import fit, realbench
+from pysim.traffic import bench_serve
 from pysim.config import from_mapping
-from pysim.engine import EngineConfig, SchedulerConfig
-from pysim.steptime import DEFAULTS
+from pysim.engine.scheduler import EngineConfig, SchedulerConfig
+from pysim.timing.steptime import DEFAULTS
 
 KNOBS = [f.name for f in fields(SchedulerConfig)]
 
@@ -48,7 +52,7 @@ def engines(monkeypatch):
 
 
 def test_the_engine_and_the_callers_inherit_every_knob():
-    for cls in (EngineConfig, lab.LabConfig, cluster.ClusterConfig):
+    for cls in (EngineConfig, lab_config.LabConfig, cluster_config.ClusterConfig):
         assert issubclass(cls, SchedulerConfig)
         assert set(KNOBS) <= {f.name for f in fields(cls)}
     assert [f.name for f in fields(fit.ServerSetup)][2] == "scheduler"
@@ -57,14 +61,14 @@ def test_the_engine_and_the_callers_inherit_every_knob():
 @pytest.mark.parametrize("knob", KNOBS)
 def test_a_knob_reaches_the_labs_engine(knob, engines):
     value = other_value(knob)
-    lab.run(from_mapping(lab.LabConfig, {knob: value, "window_minutes": 1}), [])
+    lab_view.run(from_mapping(lab_config.LabConfig, {knob: value, "window_minutes": 1}), [])
     assert engines and all(getattr(c, knob) == value for c in engines), knob
 
 
 @pytest.mark.parametrize("knob", KNOBS)
 def test_a_knob_reaches_every_replica_of_the_cluster(knob, engines):
     value = other_value(knob)
-    cluster.simulate(from_mapping(cluster.ClusterConfig, {knob: value, "window_minutes": 1,
+    cluster_simulate.simulate(from_mapping(cluster_config.ClusterConfig, {knob: value, "window_minutes": 1,
                                                           "replicas": 2}))
     assert len(engines) == 2 and all(getattr(c, knob) == value for c in engines), knob
 
@@ -103,6 +107,6 @@ def test_a_knob_reaches_the_calibrations_replays(knob, engines):
     run = fit.Run(b, fit.ServerSetup("H100", "llama-3.1-8b", SchedulerConfig()), {})
     text = "$ " + b.command() + "\n" + bench_serve.summary_text(fit.predict(run, DEFAULTS["H100"]), b)
     engines.clear()
-    config = from_mapping(lab.LabConfig, {knob: value, "bench_text": text, "window_minutes": 1})
-    lab.calibrate(config)
+    config = from_mapping(lab_config.LabConfig, {knob: value, "bench_text": text, "window_minutes": 1})
+    lab_calibrate.calibrate(config)
     assert engines and all(getattr(c, knob) == value for c in engines), knob

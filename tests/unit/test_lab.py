@@ -13,16 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from pysim import bridge, lab, slo, traces
+from pysim import bridge
+from pysim.sims.lab import (config as lab_config, sweep as lab_sweep, view as lab_view,
+                            workload as lab_workload)
+from pysim.traffic import slo, traces
 from pysim.__main__ import main
-from pysim.catalog import GPUS, MODELS
+from pysim.timing.catalog import GPUS, MODELS
 from pysim.config import ConfigError, from_mapping
-from pysim.engine import SchedulerConfig
-from pysim.replay import engine_config, replay
-from pysim.steptime import DEFAULTS, Coefficients, StepTimeModel, num_gpu_blocks, step_time_model
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.engine.replay import engine_config, replay
+from pysim.timing.steptime import DEFAULTS, Coefficients, StepTimeModel, num_gpu_blocks, step_time_model
 
 
-def cfg(cls=lab.LabConfig, **kw) -> lab.LabConfig:
+def cfg(cls=lab_config.LabConfig, **kw) -> lab_config.LabConfig:
     return from_mapping(cls, kw)
 
 
@@ -146,7 +149,7 @@ def test_a_chunk_counts_its_attention_pairs():
     # A request of 10 prompt tokens in chunks of 4, 4 and 2 (budget 4): the chunks end at
     # contexts 4, 8, 10 and compute 4 x 4 - 6 = 10, 4 x 8 - 6 = 26 and 2 x 10 - 1 = 19
     # pairs (1 + 2 + ... + 10 = 55 in all); its first decode then meets 11 keys.
-    from pysim.engine import Engine, EngineConfig
+    from pysim.engine.scheduler import Engine, EngineConfig
     e = Engine(EngineConfig(max_num_batched_tokens=4, max_num_seqs=4, num_gpu_blocks=64))
     e.add_request("a", 10, 3)
     assert [e.step().attention_pairs for _ in range(4)] == [10, 26, 19, 11]
@@ -310,13 +313,13 @@ def test_the_shortcuts_change_nothing_even_with_preemptions(policy):
     # A small pool (Qwen3 8B's larger KV in an L40S's 48 GB) at 8x with an 8192-token
     # budget: the engine preempts (13 times). Stepping one by one with vLLM's linked-list pool and with
     # both shortcuts must agree on every step count, preemption and time. Under either
-    # waiting queue (pysim/request_queue.py): the fast path peeks at the head through it;
+    # waiting queue (pysim/engine/request_queue.py): the fast path peeks at the head through it;
     # with equal priorities the priority queue sorts by arrival.
     c = cfg(gpu="L40S", model="qwen3-8b", window_minutes=1, window_start_min=30,
             rate_scale=8, max_num_seqs=512, max_num_batched_tokens=8192)
     stm = step_time_model(GPUS[c.gpu], MODELS[c.model])
     blocks = num_gpu_blocks(GPUS[c.gpu], MODELS[c.model], 16)
-    t = lab.workload(c, c.rate_scale)
+    t = lab_workload.workload(c, c.rate_scale)
     ec = engine_config(blocks, 16, replace(c, async_scheduling=False), policy=policy)
     args = (t.arrivals, t.prompt_tokens, t.output_tokens, ec, stm, blocks)
     slow = replay(*args, fast=False, count_blocks=False)
@@ -342,7 +345,7 @@ def test_max_concurrency_sends_the_next_request_when_one_finishes():
 # ===================================================================== the lab's views
 
 def test_default_replay_view():
-    view = lab.run(cfg(window_minutes=2), [])
+    view = lab_view.run(cfg(window_minutes=2), [])
     s, tr = view["summary"], view["traffic"]
     assert s["completed"] == tr["num_requests"] > 500
     assert 0 <= s["slo_attainment"] <= 1 and s["good"] <= s["completed"]
@@ -355,7 +358,7 @@ def test_default_replay_view():
     assert view["bench_summary"] is None and view["traffic"]["sentence"].startswith(f"{s['completed']:,} requests")
     for key in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
                 "output_tokens_per_s", "num_preemptions", "t_s"):
-        assert len(view["series"][key]) == lab.NUM_BINS
+        assert len(view["series"][key]) == lab_view.NUM_BINS
     assert view["metric_names"]["kv_cache_usage_perc"] == "vllm:kv_cache_usage_perc"
     assert all(0 <= u <= 1 for u in view["series"]["kv_cache_usage_perc"])
     # Every output token is counted once over the bins: tokens/s x bin width sums to
@@ -372,20 +375,20 @@ def test_capacity_by_hand():
     pts = lambda *pairs: [{"rate_scale": s, "slo_attainment": a, "request_goodput": 0.0,
                            "request_throughput": 0.0} for s, a in pairs]
     # Crossing between x2 (95%) and x3 (80%): 2 + (0.95 - 0.9) / (0.95 - 0.8) = 2.3333
-    cap = lab.capacity(c, pts((1, 1.0), (2, 0.95), (3, 0.8), (4, 0.2)))
+    cap = lab_sweep.capacity(c, pts((1, 1.0), (2, 0.95), (3, 0.8), (4, 0.2)))
     assert cap["rate_scale"] == pytest.approx(2 + 1 / 3)
     assert cap["sustained_req_s"] == pytest.approx((2 + 1 / 3) * real)
     assert cap["replicas"] == 1
     # Crossing at 0.25 + (0.95 - 0.9) / (0.95 - 0.85) x 0.25 = 0.375: ceil(1 / 0.375) = 3
-    assert lab.capacity(c, pts((0.25, 0.95), (0.5, 0.85)))["replicas"] == 3
+    assert lab_sweep.capacity(c, pts((0.25, 0.95), (0.5, 0.85)))["replicas"] == 3
     # Missed at the lowest rate: more than floor(1 / 0.25) = 4 replicas.
-    below = lab.capacity(c, pts((0.25, 0.5), (0.5, 0.2)))
+    below = lab_sweep.capacity(c, pts((0.25, 0.5), (0.5, 0.2)))
     assert below["bound"] == "below" and below["replicas_at_least"] == 5
     # Met everywhere: at least x8, one replica.
-    top = lab.capacity(c, pts((0.25, 1.0), (8, 0.91)))
+    top = lab_sweep.capacity(c, pts((0.25, 1.0), (8, 0.91)))
     assert top["bound"] == "at_least" and top["rate_scale"] == 8 and top["replicas"] == 1
     # The sentence the page and the CLI print: pysim's words, with how much was swept.
-    three = lab.capacity(c, pts((0.25, 0.95), (0.5, 0.85)))
+    three = lab_sweep.capacity(c, pts((0.25, 0.95), (0.5, 0.85)))
     scale = three["rate_scale"]  # 0.375, give or take a rounding (printed to 2 places)
     assert three["sentence"] == (f"One replica sustains x{scale:.2f} of the real rate ({scale * real:.2f} of "
                                  f"{real:.2f} req/s) with 90% of requests meeting both targets (from the "
@@ -397,13 +400,13 @@ def test_capacity_by_hand():
 
 def test_sweep_points_one_by_one_give_the_same_capacity_as_one_sweep():
     base = dict(trace="code", window_minutes=1, window_start_min=5)
-    one = lab.sweep_view(cfg(lab.SweepConfig, **base), [])
-    points = [lab.sweep_point_view(cfg(lab.SweepPointConfig, sweep_index=i, **base), [])["point"]
-              for i in range(len(lab.SWEEP_RATES))]
+    one = lab_sweep.sweep_view(cfg(lab_sweep.SweepConfig, **base), [])
+    points = [lab_sweep.sweep_point_view(cfg(lab_sweep.SweepPointConfig, sweep_index=i, **base), [])["point"]
+              for i in range(len(lab_sweep.SWEEP_RATES))]
     assert points == one["points"]
-    cap = lab.capacity_view(cfg(lab.CapacityConfig, sweep_points=points, **base), [])["capacity"]
+    cap = lab_sweep.capacity_view(cfg(lab_sweep.CapacityConfig, sweep_points=points, **base), [])["capacity"]
     assert cap == one["capacity"]
-    assert [p["rate_scale"] for p in points] == list(lab.SWEEP_RATES)
+    assert [p["rate_scale"] for p in points] == list(lab_sweep.SWEEP_RATES)
 
 
 @pytest.mark.parametrize("config, field, words", [
@@ -426,10 +429,10 @@ def test_bad_settings_name_the_field_and_the_bound(config, field, words):
 
 def test_the_sweeps_own_settings_are_checked_by_their_simulations():
     with pytest.raises(ConfigError) as err:
-        cfg(lab.CapacityConfig, sweep_points=[{"rate_scale": 1}])
+        cfg(lab_sweep.CapacityConfig, sweep_points=[{"rate_scale": 1}])
     assert err.value.field == "sweep_points" and "slo_attainment" in err.value.message
     with pytest.raises(ConfigError) as err:
-        cfg(lab.SweepPointConfig, traffic="benchmark", request_rate=0)
+        cfg(lab_sweep.SweepPointConfig, traffic="benchmark", request_rate=0)
     assert err.value.field == "request_rate" and "0.01 to 1,000" in err.value.message
     cfg(traffic="benchmark", request_rate=0)  # one replay may send everything at once
     for name in ("lab_sweep", "lab_sweep_point", "lab_capacity"):
@@ -454,7 +457,7 @@ def test_cli_summary_json_and_sweep(capsys):
     assert view["config"]["trace"] == "code" and "ttft_ms" in view
     assert main(["lab-sweep", "--set", "trace=code", "--set", "window_minutes=1"]) == 0
     out = capsys.readouterr().out
-    assert "Capacity" in out and out.count("\n") >= len(lab.SWEEP_RATES) + 2
+    assert "Capacity" in out and out.count("\n") >= len(lab_sweep.SWEEP_RATES) + 2
 
 
 def test_cli_bad_setting_exits_2_naming_the_field(capsys):
@@ -465,9 +468,9 @@ def test_cli_bad_setting_exits_2_naming_the_field(capsys):
 
 def test_block_counts_agree_with_vllms_block_pool_and_kv_manager():
     # Random allocations, growth and frees on both: every answer and count is the same.
-    from pysim.blockpool import BlockPool, KVCacheManager
+    from pysim.engine.blockpool import BlockPool, KVCacheManager
     from pysim.prng import SplitMix64
-    from pysim.replay import BlockCounts
+    from pysim.engine.replay import BlockCounts
     kv = KVCacheManager(BlockPool(60, 16, enable_prefix_caching=False))
     counts = BlockCounts(60, 16)
     rng, held = SplitMix64(7), {}

@@ -14,10 +14,12 @@ import math
 
 import pytest
 
-from pysim import bench_serve, benchsummary, fit, lab
+from pysim.sims.lab import config as lab_config, text as lab_text, view as lab_view
+from pysim.timing import fit
+from pysim.traffic import bench_serve, benchsummary
 from pysim.config import ConfigError, from_mapping
-from pysim.engine import SchedulerConfig
-from pysim.steptime import DEFAULTS, Coefficients
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.timing.steptime import DEFAULTS, Coefficients
 
 
 def line(label, value, fmt=""):
@@ -148,13 +150,13 @@ def test_broken_text_names_the_line_and_what_was_expected(text, words):
 
 def test_broken_text_through_the_lab_changes_nothing_else():
     with pytest.raises(ConfigError) as err:
-        lab.run(from_mapping(lab.LabConfig, {"bench_text": "Mean TTFT: soon"}), [])
+        lab_view.run(from_mapping(lab_config.LabConfig, {"bench_text": "Mean TTFT: soon"}), [])
     assert err.value.field == "bench_text" and "line 1" in err.value.message
 
 
 def test_a_paste_too_large_to_replay_is_refused_naming_the_bound():
     with pytest.raises(ConfigError) as err:
-        lab.run(from_mapping(lab.LabConfig, {"bench_text": "--num-prompts 9000\n" + SAMPLE}), [])
+        lab_view.run(from_mapping(lab_config.LabConfig, {"bench_text": "--num-prompts 9000\n" + SAMPLE}), [])
     assert err.value.field == "bench_text" and "at most 5,000" in err.value.message
 
 
@@ -206,7 +208,7 @@ def test_the_fit_recovers_known_coefficients_from_runs_of_the_model():
 def test_calibration_in_the_lab_shows_each_run_and_reruns_with_the_fit():
     _server, texts = _printed_runs(BENCHES[:4])  # the page takes 4 runs at most
     text = "".join(texts)
-    view = lab.run(from_mapping(lab.LabConfig, {"bench_text": text, "window_minutes": 1}), [])
+    view = lab_view.run(from_mapping(lab_config.LabConfig, {"bench_text": text, "window_minutes": 1}), [])
     cal = view["calibration"]
     assert cal["coefficients_before"] == DEFAULTS["H100"].record()
     assert view["hardware"]["coefficients"] == cal["coefficients"]
@@ -226,7 +228,7 @@ def test_calibration_in_the_lab_shows_each_run_and_reruns_with_the_fit():
     assert cal["sentence"].startswith("Fitted to your 4 runs: step overhead ")
     assert f"memory efficiency {c['memory_efficiency']:.2f}" in cal["sentence"]
     assert f"TTFT {cal['mean_abs_error']['mean_ttft_ms']:.1%}" in cal["sentence"]
-    assert "  " + cal["sentence"] in lab.text(view)
+    assert "  " + cal["sentence"] in lab_text.text(view)
 
 
 def test_a_summary_pasted_on_one_line_and_cut_short_still_reads():

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pysim import bench_serve, benchsample, benchsummary, fit, lab
+from pysim.sims.lab import (calibrate as lab_calibrate, commands as lab_commands, config as lab_config,
+                            view as lab_view)
+from pysim.timing import fit
+from pysim.traffic import bench_serve, benchsample, benchsummary
 from pysim.config import ConfigError, from_mapping
 
 RECORDS = Path(__file__).resolve().parents[2] / "data" / "realbench" / "records.jsonl"
@@ -22,10 +25,10 @@ RECORDS = Path(__file__).resolve().parents[2] / "data" / "realbench" / "records.
      "max_num_seqs": 128, "max_num_batched_tokens": 2048, "model": "qwen3-8b", "num_prompts": 200},
 ])
 def test_the_command_lines_read_back_into_the_same_settings(settings):
-    config = lab.LabConfig(**({"traffic": "benchmark", "num_prompts": 60} | settings))
-    view = lab.run(config, [])
+    config = lab_config.LabConfig(**({"traffic": "benchmark", "num_prompts": 60} | settings))
+    view = lab_view.run(config, [])
     c = view["commands"]
-    assert c["serve"].startswith(f"vllm serve {lab.hf_name(config.model)} ")
+    assert c["serve"].startswith(f"vllm serve {lab_commands.hf_name(config.model)} ")
     assert f"--max-num-seqs {config.max_num_seqs}" in c["serve"]
     assert f"--max-num-batched-tokens {config.max_num_batched_tokens}" in c["serve"]
     assert ("--no-async-scheduling" in c["serve"]) == (not config.async_scheduling)
@@ -34,24 +37,24 @@ def test_the_command_lines_read_back_into_the_same_settings(settings):
     pasted = benchsummary.parse("\n".join((c["serve"], c["bench"], view["bench_summary"]["text"])))
     assert len(pasted) == 1
     p = pasted[0]
-    assert p.bench == lab.benchmark(config, 1.0)
+    assert p.bench == lab_config.benchmark(config, 1.0)
     assert {k: p.server[k] for k in ("max_num_seqs", "max_num_batched_tokens")} == \
         {"max_num_seqs": config.max_num_seqs, "max_num_batched_tokens": config.max_num_batched_tokens}
     assert p.server.get("async_scheduling", True) == config.async_scheduling
-    assert lab.model_from_hf(p.server["model"]) == config.model
-    assert lab.server_notes(config, p) == []  # nothing differs from the lab
+    assert lab_commands.model_from_hf(p.server["model"]) == config.model
+    assert lab_calibrate.server_notes(config, p) == []  # nothing differs from the lab
 
 
 def test_a_trace_window_gets_the_closest_benchmark_and_what_it_leaves_out():
-    config = lab.LabConfig(trace="mooncake_conv", rate_scale=2.0, window_minutes=1)
-    view = lab.run(config, [])
+    config = lab_config.LabConfig(trace="mooncake_conv", rate_scale=2.0, window_minutes=1)
+    view = lab_view.run(config, [])
     c = view["commands"]
     n = view["traffic"]["num_requests"]
     assert "--dataset-name timed_trace" in c["bench"] and f"--num-prompts {n}" in c["bench"]
     assert "--timed-trace-sec-multiplier 0.0005" in c["bench"]  # ms, played twice as fast
     assert "--timed-trace-chunk-hash-size 512" in c["bench"] and "conversation_trace.jsonl" in c["prepare"]
     assert c["cannot"]
-    azure = lab.run(lab.LabConfig(window_minutes=1, arrivals="poisson"), [])["commands"]
+    azure = lab_view.run(lab_config.LabConfig(window_minutes=1, arrivals="poisson"), [])["commands"]
     assert azure["prepare"] is None and any("Poisson" in x for x in azure["cannot"])
     # The JSON view carries both lines.
     assert json.loads(json.dumps(view))["commands"]["serve"] == c["serve"]
@@ -68,8 +71,8 @@ def test_the_published_sample_is_the_record_and_fits():
         assert s["url"] == record["source"]["url"]
     p = benchsummary.parse(s["text"])[0]
     assert p.bench.num_prompts == 640 and p.bench.max_concurrency == 64
-    assert lab.model_from_hf(p.server["model"]) == "llama-3.1-8b" == s["model"]
-    view = lab.run(lab.LabConfig(window_minutes=1, bench_text=s["text"]), [])
+    assert lab_commands.model_from_hf(p.server["model"]) == "llama-3.1-8b" == s["model"]
+    view = lab_view.run(lab_config.LabConfig(window_minutes=1, bench_text=s["text"]), [])
     assert view["sample_bench"] == s and view["calibration"]["runs"][0]["per_request"] is None
 
 
@@ -110,14 +113,14 @@ def test_a_detailed_result_replays_its_own_requests():
     assert [m[1] for m in benchsummary.parse(json.dumps(no_lat))[0].requests] == \
         pytest.approx([m[1] for m in p.requests])
     # The lab replays exactly these requests and compares them one by one.
-    view = lab.run(lab.LabConfig(window_minutes=1, bench_text=text), [])
+    view = lab_view.run(lab_config.LabConfig(window_minutes=1, bench_text=text), [])
     pr = view["calibration"]["runs"][0]["per_request"]
     assert pr["num_requests"] == 3 and pr["ttft_ms"]["count"] == 3 and pr["tpot_ms"]["count"] == 3
     assert sorted(m["ttft_ms"] for m in pr["largest_ttft_misses"]) == pytest.approx([30.0, 40.0, 50.0])
     assert {m["num_prompt_tokens"] for m in pr["largest_ttft_misses"]} == {300, 500, 1000}
     assert pr["ttft_ms"]["measured"]["p50"] == pytest.approx(40.0)
-    result, _, _ = fit.replay_run(fit.Run(p.bench, lab.server(lab.LabConfig()), p.measured),
-                                  lab.calibrate(lab.LabConfig(bench_text=text))[0])
+    result, _, _ = fit.replay_run(fit.Run(p.bench, lab_config.server(lab_config.LabConfig()), p.measured),
+                                  lab_calibrate.calibrate(lab_config.LabConfig(bench_text=text))[0])
     by_index = {m["index"]: m for m in pr["largest_ttft_misses"]}
     assert by_index[2]["replayed_ttft_ms"] == pytest.approx((result.first_token[0] - result.sent[0]) * 1000)
     assert view["calibration"]["runs"][0]["benchmark"]["recorded"] is True
@@ -135,7 +138,7 @@ def test_a_detailed_result_is_bounded_and_checked():
         benchsummary.parse(json.dumps(short))
     assert "one entry per request" in err.value.message
     with pytest.raises(ConfigError) as err:
-        from_mapping(lab.LabConfig, {"bench_text": "x" * (lab.MAX_BENCH_CHARS + 1)})
+        from_mapping(lab_config.LabConfig, {"bench_text": "x" * (lab_config.MAX_BENCH_CHARS + 1)})
     assert err.value.field == "bench_text"
-    assert lab.MAX_DETAILED_CHARS > lab.MAX_BENCH_CHARS
-    assert not math.isinf(lab.MAX_DETAILED_CHARS)
+    assert lab_config.MAX_DETAILED_CHARS > lab_config.MAX_BENCH_CHARS
+    assert not math.isinf(lab_config.MAX_DETAILED_CHARS)

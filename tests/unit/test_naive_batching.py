@@ -1,4 +1,4 @@
-"""Tests for pysim.naive_batching (simulation 1, the scheduler race; docs/naive-batching.md).
+"""Tests for pysim.sims.naive_batching (simulation 1, the scheduler race; docs/naive-batching.md).
 
 The small cases below were traced by hand, step by step, from the spec's rules;
 the traces are written out in the comments and the asserts check the results.
@@ -13,17 +13,8 @@ import pytest
 
 from pysim.config import ConfigError, from_mapping
 from pysim.prng import SplitMix64
-from pysim.naive_batching import (
-    SCHEDULERS,
-    NaiveBatchingConfig,
-    admit_limit,
-    min_pool,
-    run,
-    simulate,
-    text,
-    trace_digest,
-    workload,
-)
+from pysim.sims.naive_batching import (SCHEDULERS, NaiveBatchingConfig, admit_limit, min_pool, run, simulate,
+                                       text, trace_digest, workload)
 
 from hypothesis import given, settings
 from hypothesis import strategies as st

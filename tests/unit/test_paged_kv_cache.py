@@ -5,10 +5,11 @@ import json
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from pysim import bridge, paged_kv_cache
+from pysim import bridge
+from pysim.sims import paged_kv_cache
 from pysim.__main__ import main
 from pysim.config import ConfigError, from_mapping
-from pysim.paged_kv_cache import PagedKVCacheConfig, simulate
+from pysim.sims.paged_kv_cache import PagedKVCacheConfig, simulate
 
 ALT = ["admit", "gen"] * 5  # the walk-through: alternate admit and gen for A..E
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from pysim.builtin_policies import BUILTINS
-from pysim.engine import Engine, EngineConfig
+from pysim.policy.builtin import BUILTINS
+from pysim.engine.scheduler import Engine, EngineConfig
 
 try:  # as a test module (pytest puts tests/unit on sys.path) or run as a script
     import test_fidelity_async as recorded_async
@@ -66,9 +66,10 @@ def test_the_interface_and_the_native_queues_agree_step_for_step(case, monkeypat
 
 # ============================================================== each built-in keeps its promise
 
-from pysim import policies, puzzles, reader_policy  # noqa: E402
+from pysim.policy import reader as reader_policy
+from pysim.sims import policies, puzzles  # noqa: E402
 from pysim.__main__ import main  # noqa: E402
-from pysim.policy_api import Policy  # noqa: E402
+from pysim.policy.api import Policy  # noqa: E402
 
 
 def _engine(policy, labels=None, **config):
@@ -205,7 +206,7 @@ def test_the_view_has_both_policies_per_tenant_and_tier():
 
 
 def test_the_reader_code_of_a_builtin_gives_the_builtins_result():
-    from pysim.builtin_policies import source
+    from pysim.policy.builtin import source
     config = _config(policy="vtc")
     traffic = policies.traffic_of(config)
     mine, report = policies.run_code(traffic, source("vtc"), config)
@@ -239,7 +240,7 @@ def test_a_readers_mistake_is_named_with_its_line_and_nothing_else_changes(code,
 
 
 def test_a_victim_that_is_not_running_is_named():
-    from pysim.exercises import ReaderError
+    from pysim.sims.exercises import ReaderError
     policy = reader_policy.load("def order(r, e):\n    return 0\n\ndef victim(running, engine):\n"
                                 "    return 'c'\n")
     engine = _engine(policy, max_num_seqs=3, num_gpu_blocks=9, max_num_batched_tokens=64)
@@ -321,7 +322,7 @@ def test_cli_puzzles(tmp_path, capsys):
     fcfs.write_text("def order(request, engine):\n    return request.arrival_time\n")
     assert main(["puzzle", "flood", "--policy-file", str(fcfs)]) == 1
     assert "FAIL" in capsys.readouterr().out
-    from pysim.builtin_policies import source
+    from pysim.policy.builtin import source
     vtc = tmp_path / "vtc.py"
     vtc.write_text(source("vtc"))
     assert main(["puzzle", "flood", "--policy-file", str(vtc)]) == 0
@@ -334,7 +335,7 @@ def test_cli_puzzles(tmp_path, capsys):
 
 def test_a_window_too_heavy_for_a_page_is_refused_naming_the_window():
     from pysim.config import ConfigError, from_mapping
-    from pysim.policies import MAX_REQUESTS, PoliciesConfig, traffic_of
+    from pysim.sims.policies import MAX_REQUESTS, PoliciesConfig, traffic_of
 
     with pytest.raises(ConfigError) as err:
         from_mapping(PoliciesConfig, {"flood_tenant": "conv", "flood_factor": 4})

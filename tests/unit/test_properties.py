@@ -38,10 +38,10 @@ from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pysim import bridge  # noqa: E402
-from pysim.blockpool import BlockPool, KVCacheManager, hash_full_blocks  # noqa: E402
+from pysim.engine.blockpool import BlockPool, KVCacheManager, hash_full_blocks  # noqa: E402
 from pysim.utils import cdiv  # noqa: E402
 from pysim.config import ConfigError, describe, from_mapping  # noqa: E402
-from pysim.engine import DECODE, FINISHED, PREFILL, Engine, EngineConfig  # noqa: E402
+from pysim.engine.scheduler import DECODE, FINISHED, PREFILL, Engine, EngineConfig  # noqa: E402
 
 # One profile for the whole file: modest example counts, no per-example deadline (the
 # Pyodide run is several times slower than CPython), no example database on disk.
@@ -135,9 +135,9 @@ def test_every_simulation_answers_in_range_configs_and_is_deterministic(case):
 
 # ===================================================================== race
 
-from pysim.naive_batching import SCHEDULERS, min_pool
-from pysim.naive_batching import run as race_run
-from pysim.naive_batching import NaiveBatchingConfig
+from pysim.sims.naive_batching import SCHEDULERS, min_pool
+from pysim.sims.naive_batching import run as race_run
+from pysim.sims.naive_batching import NaiveBatchingConfig
 
 
 @st.composite
@@ -219,8 +219,8 @@ def test_race_tokens_metrics_and_selection(config):
 
 # ===================================================================== kvcache
 
-from pysim import paged_kv_cache
-from pysim.paged_kv_cache import PagedKVCacheConfig
+from pysim.sims import paged_kv_cache
+from pysim.sims.paged_kv_cache import PagedKVCacheConfig
 
 NAME_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 VOCAB = ["you", "are", "a", "helpful", "bot", ".", "x"]  # small, so prefixes are shared
@@ -356,8 +356,8 @@ def test_kvcache_view_conserves_blocks_and_tokens_and_run_finishes(case):
 
 # ===================================================================== budget
 
-from pysim.chunked_prefill import ChunkedPrefillConfig
-from pysim.chunked_prefill import run as budget_run
+from pysim.sims.chunked_prefill import ChunkedPrefillConfig
+from pysim.sims.chunked_prefill import run as budget_run
 
 
 @st.composite
@@ -595,7 +595,7 @@ def test_pool_lookup_is_pure_and_a_refused_allocation_changes_nothing(ops, cachi
 
 # ===================================================================== batch size
 
-from pysim.batch_size import CURVE_CAP
+from pysim.sims.batch_size import CURVE_CAP
 
 
 @FEW
@@ -619,7 +619,7 @@ def test_batch_size_full_ranges_answer_and_stay_small(data):
 
 # ===================================================================== toy and its chunked twin
 
-from pysim import toy_chunked, toy_scheduler, toy_scheduler_view
+from pysim.toy import chunked as toy_chunked, scheduler as toy_scheduler, view as toy_scheduler_view
 
 
 @st.composite

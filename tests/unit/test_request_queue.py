@@ -1,4 +1,4 @@
-"""The engine's waiting queue per policy (pysim.request_queue), and the registry's rules."""
+"""The engine's waiting queue per policy (pysim.engine.request_queue), and the registry's rules."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import pysim
 from pysim import registry
-from pysim.request_queue import FCFSRequestQueue, PriorityRequestQueue, create_request_queue
+from pysim.engine.request_queue import FCFSRequestQueue, PriorityRequestQueue, create_request_queue
 from pysim.utils import cdiv, percentile
 
 

@@ -1,4 +1,4 @@
-"""The toy scheduler (pysim.toy_scheduler): hand-traced iterations, its invariants, its policies,
+"""The toy scheduler (pysim.toy.scheduler): hand-traced iterations, its invariants, its policies,
 and the same decisions as the engine (pysim.engine) wherever their rules coincide.
 
 Notation: `A p20` = A is admitted with its 20-token prompt, `A d` = A decodes one token.
@@ -13,10 +13,11 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pysim import bridge, toy_scheduler, toy_scheduler_view
+from pysim import bridge
+from pysim.toy import scheduler as toy_scheduler, view as toy_scheduler_view
 from pysim.__main__ import main
-from pysim.engine import Engine, EngineConfig, run_timed
-from pysim.toy_scheduler import Request, ToyConfig, ToyScheduler
+from pysim.engine.scheduler import Engine, EngineConfig, run_timed
+from pysim.toy.scheduler import Request, ToyConfig, ToyScheduler
 
 
 def spec(rid, prompt, output, arrival=0, priority=0):

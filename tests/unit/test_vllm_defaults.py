@@ -1,12 +1,13 @@
-"""vLLM's defaults by release (pysim/vllm_defaults.py), checked against the values read in
+"""vLLM's defaults by release (pysim/engine/vllm_defaults.py), checked against the values read in
 vLLM's source (the module's docstring cites each file and line)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pysim import realbench, vllm_defaults as vd
-from pysim.catalog import GPUS
+from pysim.engine import vllm_defaults as vd
+from pysim.timing import realbench
+from pysim.timing.catalog import GPUS
 
 GIB = 2**30
 V034, V033, V021, V020, V011, V013, V014, V054 = (

@@ -95,8 +95,8 @@ def test_a_grouped_config_places_every_control_in_exactly_one_group():
 
 
 def test_a_new_scheduler_knob_lands_in_the_scheduler_group():
-    from pysim.engine import SchedulerConfig
-    from pysim.lab import LabConfig
+    from pysim.engine.scheduler import SchedulerConfig
+    from pysim.sims.lab.config import LabConfig
 
     groups = {f["name"]: f.get("group") for f in config.describe(LabConfig)}
     assert all(groups[f.name] == "Scheduler" for f in __import__("dataclasses").fields(SchedulerConfig))

@@ -1,0 +1,234 @@
+"""The scheduling-policy interface: what a policy written as Python code sees, and how the
+engine calls it.
+
+A policy is code defining
+
+    def order(request, engine):      # required: a sort key, smallest admitted first
+        return request.arrival_time
+
+    def victim(running, engine):     # optional: which running request to preempt
+        return running[-1]
+
+The engine (pysim.engine, through pysim.engine.request_queue.PolicyRequestQueue) calls `order`
+for every waiting request at each schedule that may admit someone, sorts by the keys
+(ties by add order) and admits from the head, head-of-line as vLLM does. When a running
+request needs a KV block the pool cannot give, it calls `victim` with the running
+requests in admission order; without `victim`, the last of them goes (vLLM's FCFS rule).
+
+`request` is read-only, with vLLM's names (vllm/v1/request.py, `Request`):
+`arrival_time` (s), `num_prompt_tokens`, `num_computed_tokens`, `num_output_tokens`,
+`max_tokens`, `priority`, `num_preemptions`, `num_cached_tokens` (the prefix-cache hit it
+would get now), and the lab's own `tenant`, `tier` ("interactive" or "batch"), `waited`
+(seconds since it entered the queue, or re-entered it after a preemption) and
+`arrival_index` (the order requests were added: vLLM's arrival timestamps never tie,
+pysim's may, and this breaks the tie as they would).
+
+`engine` is read-only: `now` (s), `served_tokens`, `served_input_tokens`,
+`served_output_tokens` (per tenant, mappings: tokens the engine computed for the
+tenant's prompts, prefix-cache hits excluded, and tokens it sampled for them),
+`num_requests_running`, `num_requests_waiting`, `num_free_blocks`.
+
+A key is a number or a tuple of numbers (Python compares tuples item by item).
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+
+
+class ReadOnlyError(AttributeError):
+    """A policy tried to change what it may only read."""
+
+
+class RequestView:
+    """One request as a policy sees it: read-only properties over the engine's request."""
+
+    __slots__ = ("_request", "_queue", "tenant", "tier", "_entered", "_stamp", "_cached")
+
+    def __init__(self, request, queue, tenant: str, tier: str):
+        for name, value in (("_request", request), ("_queue", queue), ("tenant", tenant),
+                            ("tier", tier), ("_entered", request.arrival), ("_stamp", -1),
+                            ("_cached", 0)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise ReadOnlyError(f"the request is read-only: a policy cannot set request.{name}")
+
+    __delattr__ = __setattr__
+
+    @property
+    def arrival_time(self):
+        return self._request.arrival
+
+    @property
+    def arrival_index(self) -> int:
+        return self._request.seq
+
+    @property
+    def num_prompt_tokens(self) -> int:
+        return self._request.num_prompt_tokens
+
+    @property
+    def num_computed_tokens(self) -> int:
+        return self._request.num_computed
+
+    @property
+    def num_output_tokens(self) -> int:
+        return self._request.num_output
+
+    @property
+    def max_tokens(self) -> int:
+        return self._request.max_tokens
+
+    @property
+    def priority(self) -> int:
+        return self._request.priority
+
+    @property
+    def num_preemptions(self) -> int:
+        return self._request.num_preemptions
+
+    @property
+    def waited(self) -> float:
+        return self._queue.now - self._entered
+
+    @property
+    def num_cached_tokens(self) -> int:
+        """Tokens of its prompt (and answer so far) the prefix cache holds now: the hit an
+        admission would get (vLLM: `KVCacheManager.get_computed_blocks`). Looked up once
+        per schedule."""
+        queue = self._queue
+        if self._stamp != queue.stamp:
+            engine = queue.view._engine
+            r = self._request
+            hit = engine.kv.lookup(r.token_ids, r.block_hashes)[1] \
+                if engine.config.enable_prefix_caching else 0
+            object.__setattr__(self, "_cached", hit)
+            object.__setattr__(self, "_stamp", queue.stamp)
+        return self._cached
+
+    def __repr__(self):
+        return (f"<request {self.arrival_index}: tenant {self.tenant!r}, tier {self.tier!r}, "
+                f"prompt {self.num_prompt_tokens}, output {self.num_output_tokens}/{self.max_tokens}>")
+
+
+class EngineView:
+    """The engine as a policy sees it: the clock and what each tenant was served."""
+
+    __slots__ = ("_engine", "_queue", "_stamp", "_in", "_out", "_credit", "_active",
+                 "_p_in", "_p_out", "_p_all")
+
+    def __init__(self, engine, queue):
+        tenants = queue._policy.tenants
+        for name, value in (("_engine", engine), ("_queue", queue), ("_stamp", -1),
+                            ("_in", dict.fromkeys(tenants, 0)), ("_out", dict.fromkeys(tenants, 0)),
+                            ("_credit", {}), ("_active", {})):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_p_in", MappingProxyType(self._in))
+        object.__setattr__(self, "_p_out", MappingProxyType(self._out))
+        object.__setattr__(self, "_p_all", None)
+
+    def __setattr__(self, name, value):
+        raise ReadOnlyError(f"the engine is read-only: a policy cannot set engine.{name}")
+
+    __delattr__ = __setattr__
+
+    @property
+    def now(self) -> float:
+        return self._queue.now
+
+    @property
+    def num_requests_running(self) -> int:
+        return len(self._engine.running)
+
+    @property
+    def num_requests_waiting(self) -> int:
+        return len(self._engine.waiting)
+
+    @property
+    def num_free_blocks(self) -> int:
+        return self._engine.pool.num_free_blocks
+
+    @property
+    def served_input_tokens(self):
+        self._update()
+        return self._p_in
+
+    @property
+    def served_output_tokens(self):
+        self._update()
+        return self._p_out
+
+    @property
+    def served_tokens(self):
+        self._update()
+        return self._p_all
+
+    def _update(self) -> None:
+        """Bring the per-tenant counts up to date, once per schedule. Only requests that
+        ran since the last update can have been served more: those running then or now.
+        A request's input tokens are those computed for it but not fed back from its
+        own samples (a recompute after a preemption counts again: it is work done)."""
+        queue = self._queue
+        if self._stamp == queue.stamp:
+            return
+        views, credit, inp, out = queue.views, self._credit, self._in, self._out
+        running = {r.seq: r for r in self._engine.running}
+        for seq, r in (*self._active.items(), *running.items()):
+            got_out = r.num_output
+            got_in = r.served_tokens - max(0, got_out - 1)
+            had_in, had_out = credit.get(seq, (0, 0))
+            if got_in != had_in or got_out != had_out:
+                tenant = views[seq].tenant
+                inp[tenant] = inp.get(tenant, 0) + got_in - had_in
+                out[tenant] = out.get(tenant, 0) + got_out - had_out
+                credit[seq] = (got_in, got_out)
+        object.__setattr__(self, "_active", running)
+        object.__setattr__(self, "_p_all", MappingProxyType({t: inp[t] + out.get(t, 0) for t in inp}))
+        object.__setattr__(self, "_stamp", queue.stamp)
+
+
+def is_key(key) -> bool:
+    """A number (not NaN) or a tuple of them: what `order` may return."""
+    kind = type(key)
+    if kind is int or kind is float:
+        return key == key
+    if kind is tuple:
+        return all((type(x) is int or type(x) is float) and x == x for x in key)
+    return isinstance(key, (int, float)) and not isinstance(key, bool) and not math.isnan(key)
+
+
+class Policy:
+    """A policy's two functions, the tenant and tier of each request, and how they are
+    called. `guard` (pysim.policy.reader) wraps the calls of a reader's code: a budget,
+    and checks of what it returns; the built-ins run unguarded."""
+
+    def __init__(self, name: str, order, victim=None, *, labels=None, guard=None):
+        self.name, self.order, self.victim, self.guard = name, order, victim, guard
+        self.labels = labels or {}  # request id -> (tenant, tier)
+        self.tenants = tuple(dict.fromkeys(t for t, _ in self.labels.values()))
+
+    def with_labels(self, labels: dict) -> "Policy":
+        """The same functions, for requests labelled `labels` (one run's)."""
+        return Policy(self.name, self.order, self.victim, labels=labels, guard=self.guard)
+
+    def view_of(self, request, queue) -> RequestView:
+        tenant, tier = self.labels.get(request.id, ("", ""))
+        return RequestView(request, queue, tenant, tier)
+
+    def sort(self, views: list, engine_view: EngineView) -> list:
+        """The waiting requests, largest (key, add order) first: the head is the last."""
+        if self.guard is not None:
+            return self.guard.sort(self.order, views, engine_view)
+        order = self.order
+        keyed = [(order(v, engine_view), v._request.seq, v) for v in views]
+        keyed.sort(reverse=True)
+        return [k[2] for k in keyed]
+
+    def pick_victim(self, running: list, engine_view: EngineView) -> RequestView:
+        if self.guard is not None:
+            return self.guard.victim(self.victim, running, engine_view)
+        chosen = self.victim(running, engine_view)
+        assert any(chosen is v for v in running), f"{self.name}: victim() returned no running request"
+        return chosen
