@@ -180,10 +180,7 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
         "worker": up + assets[WORKER].path,
         "package": "pysim",
         "sizes": runtime["sizes"],
-        # The standard library: its sources for a restored Python, bytecode for a plain start.
-        "stdlib": {kind: up + path for kind, path in runtime["stdlib"].items()},
-        # Python's memory with pysim imported (sitebuild/snapshot.py); the hosted build's only.
-        "snapshot": up + runtime["snapshot"] if runtime.get("snapshot") else None,
+        "stdlib": up + runtime["stdlib"],  # the page's cut of it, as bytecode (sitebuild/stdlib.py)
         # Every widget's, not this page's only: rpc.js reads its settings once per
         # visit, and with instant navigation that visit spans pages. (Nothing here is
         # loaded until a widget asks.) So every widget page carries the same settings.

@@ -101,7 +101,7 @@
     const retired = spec.retired || {}; // keys older links hold that pysim no longer has
     const renamed = spec.renamed || {}; // old key -> the key pysim reads now
     // spec.timeoutMs: how long a recompute may run before the worker is thought stuck
-    // (runtime.call's default, 20 s, unless the widget's simulation is known to be slow).
+    // (rpc.js's call default, unless the widget's simulation is known to be slow).
     const files = prerendered.files || null; // data files the calls read (the lab's traces)
     const slots = new Map(); // message slots the widget drew for its own editors (data fields)
     const kits = []; // the widget's playback and pin: what they keep in the link

@@ -21,62 +21,6 @@
     return new URL(url, document.baseURI).href;
   }
 
-  // Snapshot or plain start, chosen by the link. The hosted build ships a snapshot of
-  // Python's memory (sitebuild/snapshot.py): restoring it skips Python's start and the
-  // import of pysim, but it is 6.4 MB to download, where a plain start downloads the
-  // standard library compiled instead (sitebuild/stdlib.py), 1.05 MB more than its
-  // sources. bench/bench_network.py measured both ways on our 2-core machines at rest,
-  // behind a Brotli host (README "Deploying"): cold, the plain start was sooner on every
-  // link (interactive 1.86 s against 2.20 at 100 Mbit/s, 3.57 against 5.66 at 20, 29
-  // against 56 at 1.6); the snapshot saves only its CPU, about 0.25 s (1.30 s against
-  // 1.55 warm), which its extra 5.3 MB repay only above some 170 Mbit/s.
-  // So the page estimates the link from what it has just downloaded (the page itself,
-  // its scripts, stylesheets and fonts: Resource Timing, bodies that came whole over the
-  // network) and restores the snapshot only on a link at least SNAPSHOT_MIN_MBIT_S fast.
-  // The estimate is the fastest single body of at least RATE_MIN_BYTES: no body comes
-  // faster than the link allows, while a busy main thread or TCP's slow start only make
-  // one look slower, so it reads low (DevTools' throttling, a Brotli host: 9 to 77 at
-  // 100 Mbit/s, median 12; 3 to 18 at 20; 0.6 at 1.6), and a doubt goes to the smaller
-  // download. When everything came from the cache (a return visit) there is no
-  // estimate, and the page starts the way it started last time (remembered in
-  // localStorage), whose files the cache holds: a visit that started plain must not
-  // fetch the snapshot on its return. navigator.connection cannot
-  // decide it: Chromium caps its downlink at 10 Mbit/s and, before it has an estimate,
-  // says 1.3 Mbit/s on loopback.
-  const SNAPSHOT_MIN_MBIT_S = 100;
-  const LAST_START = "pysim.python-start"; // localStorage: "snapshot" or "plain"
-  const RATE_MIN_BYTES = 4000; // at 20 Mbit/s 1.6 ms: fast links read low, slow ones do not
-
-  // The link's rate in Mbit/s as the page's own downloads show it, or null.
-  function linkRate() {
-    if (!window.performance || !performance.getEntriesByType) return null;
-    let best = null;
-    for (const e of [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]) {
-      if (e.encodedBodySize < RATE_MIN_BYTES || e.transferSize < e.encodedBodySize) continue; // small or cached
-      const mbit = (e.encodedBodySize * 8) / (Math.max(1, e.responseEnd - e.responseStart) * 1000);
-      best = best === null ? mbit : Math.max(best, mbit);
-    }
-    return best;
-  }
-
-  // `?python=plain` or `?python=snapshot` in the page's address overrides the estimate
-  // (bench/bench_network.py measures each way so; a reader who knows their link may too).
-  function snapshotFor(rate) {
-    const asked = new URLSearchParams(location.search).get("python");
-    if (!settings.snapshot || asked === "plain") return false;
-    if (asked === "snapshot") return true;
-    if (rate === null) return stored(LAST_START) === "snapshot"; // all cached: as last time
-    return rate >= SNAPSHOT_MIN_MBIT_S;
-  }
-
-  // (Storage may be refused: a private window, a file:// page in some browsers.)
-  function stored(key) {
-    try { return localStorage.getItem(key); } catch (err) { return null; }
-  }
-  function store(key, value) {
-    try { localStorage.setItem(key, value); } catch (err) { /* the next visit estimates again */ }
-  }
-
   class Runtime {
     constructor() {
       this.state = "idle"; // idle | loading | ready | failed | unavailable
@@ -87,8 +31,6 @@
       this.worker = null;
       this.booting = null;
       this.bootMs = null;
-      this.restored = null;
-      this.link = null; // {mbit_s, snapshot}: the link estimate that chose how Python starts
       this.progress = null; // {loaded, total} bytes while Python downloads
       this.bootSoon = false; // Python will start right after the first paint (search.js asks)
       // The data files the page's widgets read, [path in Pyodide, URL] pairs (mount.js
@@ -151,8 +93,6 @@
           else if (msg.type === "ready") {
             clearTimeout(timer);
             this.bootMs = msg.ms;
-            this.restored = msg.restored; // from the build's snapshot, or started afresh
-            store(LAST_START, msg.restored ? "snapshot" : "plain");
             this.progress = null;
             this.setState("ready", `Python ${msg.python} ready`);
             resolve(this);
@@ -170,24 +110,13 @@
           fail(this.earlyError);
           return;
         }
-        const rate = linkRate();
-        const snapshot = snapshotFor(rate);
-        this.link = { mbit_s: rate, snapshot }; // what decided the start (bench, tests)
-        // The progress line counts what this start downloads: the snapshot and the
-        // standard library's sources, or neither and its bytecode.
-        const name = (url) => url.split("/").pop();
-        const stdlib = settings.stdlib[snapshot ? "source" : "compiled"];
-        const sizes = Object.assign({}, settings.sizes);
-        if (settings.snapshot && !snapshot) delete sizes[name(settings.snapshot)];
-        delete sizes[name(settings.stdlib[snapshot ? "compiled" : "source"])];
         worker.postMessage({
           type: "boot",
           pyodide: absolute(settings.pyodide),
           lock: absolute(settings.lock),
           package: settings.package,
-          sizes,
-          snapshot: snapshot ? absolute(settings.snapshot) : null,
-          stdlib: absolute(stdlib),
+          sizes: settings.sizes, // for the progress line: what this start downloads
+          stdlib: absolute(settings.stdlib),
           files: [...this.wantedFiles()].map(([path, url]) => [path, absolute(url)]), // download while it starts
         });
       });

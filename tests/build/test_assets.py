@@ -49,7 +49,7 @@ def fake_assets():
 
 
 RUNTIME = {"pyodide": "assets/pyodide/1.2.3/", "lock": "assets/pyodide/1.2.3/lock.json", "sizes": {"a.whl": 5},
-           "stdlib": {"source": "assets/pyodide/1.2.3/s.zip", "compiled": "assets/pyodide/1.2.3/c.zip"}}
+           "stdlib": "assets/pyodide/1.2.3/c.pyc.zip"}
 
 
 def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
@@ -64,8 +64,7 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
     settings = json.loads(page.runtime)
     assert settings == {"pyodide": "../assets/pyodide/1.2.3/", "lock": "../assets/pyodide/1.2.3/lock.json",
                         "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
-                        "stdlib": {"source": "../assets/pyodide/1.2.3/s.zip", "compiled": "../assets/pyodide/1.2.3/c.zip"},
-                        "snapshot": None,  # the download build's: Python starts the usual way
+                        "stdlib": "../assets/pyodide/1.2.3/c.pyc.zip",
                         # Every widget's, this page's or not (the exercise's and the policy lab's editors).
                         "later": {name: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in files]
                                   for name, files in assets.VENDOR_LATER.items()},
@@ -88,11 +87,6 @@ def test_a_page_with_a_code_editor_loads_the_editor_before_its_widget_and_ace_la
 def test_every_page_lists_the_widget_pages_from_where_it_is():
     page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "widget_pages": ["a.html", "b/index.html"]}, "../")
     assert json.loads(page.runtime)["widget_pages"] == ["../a.html", "../b/index.html"]
-
-
-def test_the_hosted_build_names_its_snapshot_from_the_page():
-    page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "snapshot": "assets/pyodide/1.2.3/s.snapshot.gz"}, "../")
-    assert json.loads(page.runtime)["snapshot"] == "../assets/pyodide/1.2.3/s.snapshot.gz"
 
 
 def test_libraries_for_later_are_listed_not_linked():
