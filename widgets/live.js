@@ -9,8 +9,8 @@
 //   - pysim's message shown at the control of the field it names, the last good picture
 //     kept;
 //   - the state in the URL hash ("NAME.key=value&...", link.js), read back through the
-//     bridge: a link is never judged here, so a bad one shows pysim's message and the default
-//     picture;
+//     bridge: a link is never judged here, so a bad one shows pysim's message and the
+//     default picture;
 //   - the widget goes live once Python is up: it keeps the pre-rendered picture (the
 //     build computed it with the same pysim, and the browser tests prove Pyodide agrees),
 //     and `data-live` says it now answers the reader;
@@ -67,8 +67,8 @@
 // field pysim refused), data-compute-ms.
 (function () {
   "use strict";
-  const { h, runtime, register, buildControls, labelOf, tracker, redrawOn } = window.PySim;
-  const { hashPairs, readLink, writeLink, parseValue, encodeValue, encodeActions, decodeActions, merged } = window.PySim; // link.js
+  const { h, runtime, register, buildControls, labelOf, tracker, redrawOn,
+          hashPairs, readLink, writeLink, parseValue, encodeValue, encodeActions, decodeActions, merged } = window.PySim;
   const MAX_LINK_CHARS = 1900; // a longer action history stays out of the link
   const UNAVAILABLE = "Python is not available, so the picture shows the last computed settings.";
   // What asks Python for a new picture: the described controls, and what a widget marks
