@@ -115,8 +115,8 @@ test-unit: $(VENV)/.installed
 
 # The same unit tests inside Pyodide, against the exact wheel the site ships (with
 # Pyodide's whole standard library: pytest needs it); then the page's cut standard
-# library, each zip the site ships (sources and bytecode), running pysim, the exercise
-# and the reader's modules.
+# library, the zip the site ships (bytecode), running pysim, the exercise and the
+# reader's modules.
 test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
 	node tests/pyodide/run_pytest.mjs $(WHEELS_FOR_PYODIDE) $$(ls site/assets/pyodide/*/pysim-*.whl)
 	for zip in site/assets/pyodide/*/python_stdlib.*.zip; do \

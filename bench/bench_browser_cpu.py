@@ -8,7 +8,7 @@ the Playwright driver and this one included, so run it on an otherwise idle mach
 
 - a blank page: a new context and page, closed (the renderer's start and end);
 - the home page, loaded, then one idle second (Material's scripts, the search index);
-- a widget page until every widget is live (Python started from the snapshot).
+- a widget page until every widget is live (Python started).
 
 tests/browser/conftest.py picks the headless shell for the tests because of these
 figures; the benchmarks that time pages keep the full Chromium, the reader's browser.

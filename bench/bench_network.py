@@ -8,8 +8,8 @@ a threaded HTTP/1.1 server on 127.0.0.1 that
     with Brotli where the browser offers `br` (it does), else gzip: it sends the build's
     precompressed FILE.br / FILE.gz where there is one (sitebuild/precompress.py: Brotli
     11, gzip 9), as nginx's `brotli_static` / `gzip_static` do, and compresses the rest
-    itself (Brotli 11, gzip 6); files that are compressed already (the `.gz` snapshot and
-    traces, `.zip`, `.whl`, images, woff fonts) go as they are;
+    itself (Brotli 11, gzip 6); files that are compressed already (the `.gz` traces,
+    `.zip`, `.whl`, images, woff fonts) go as they are;
   - sends the cache headers README "Deploying" recommends: `Cache-Control: public,
     max-age=31536000, immutable` for the files named by content hash or version number
     (its table), `no-cache` for everything else (pages, search/, sitemap.xml, images),
@@ -27,12 +27,7 @@ default; "loopback" is the same server with no network emulation at all. BENCH_P
 (keys, comma-separated, e.g. `loopback,100`) chooses them.
 Each load is cold (a fresh browser context, so an empty HTTP cache) or warm (a second tab
 in the same context, after the cold one: the immutable files come from the cache, the
-pages are revalidated). And each starts Python one of three ways: "auto", as a reader's
-page does (runtime.js restores the memory snapshot on a link it estimates fast enough,
-and starts Python the plain way, with the standard library as bytecode, on a slower
-one); "snapshot" and "plain", forced with `?python=snapshot` / `?python=plain` in the
-page's address, to measure both sides of that choice. Columns, seconds from navigation
-start, medians:
+pages are revalidated). Columns, seconds from navigation start, medians:
   MB over the wire   what the server sent by the time the page was interactive
   at link rate       those bytes at the profile's download rate alone: the floor a load
                      of that size cannot beat on that link
@@ -41,27 +36,25 @@ start, medians:
                      that painted (bench_page.py's mark)
   interactive        every widget on the page answers the reader (Python is up): its
                      data-live is set and no longer "pending"
-  snapshot used      loads whose worker restored Python from the snapshot
 Then, for the first widget page of the chapter, every file fetched on the fastest profile
 with its bytes over the wire, largest first: what to cut.
 
-The slow profile costs a minute or more per cold load, so by default it measures only the
-chapter's first widget page, and the forced starts are made on that page only (the
-snapshot is the same file for every page). BENCH_FULL=1 measures every page at every
-profile all three ways. BENCH_COLD (3) and BENCH_WARM (2) set the loads per cell.
+The slow profile costs half a minute or more per cold load, so by default it measures
+only the chapter's first widget page. BENCH_FULL=1 measures every page at every profile.
+BENCH_COLD (3) and BENCH_WARM (2) set the loads per cell.
 
 Before and after (issue 37's "no regression at 100 Mbit/s or over loopback beyond
 noise"): BENCH_BASELINE_SITE=/path/to/an/older/site serves that build too, from a copy,
 on a server of its own with the same rules. A build made before sitebuild/precompress.py
 has no FILE.br / FILE.gz, so that server compresses its text itself (Brotli 11, made once
 before any load and kept: the smallest an on-the-fly host could send, which favours the
-baseline). Then only "auto" is measured, on every widget page either build has (the
+baseline). Then every widget page either build has is measured (the
 slow profile: the chapter's first only, unless BENCH_FULL=1), and the profiles default
 to `loopback,100`. Each run takes every page once per build, the two builds' visits back
 to back and the one going first alternating, so both see the same minute of the machine.
 One table per profile, a row per page and cache state; each cell "before -> after":
   loads              before+after
-  MB over the wire, first paint, pre-rendered, interactive, snapshot used   as above
+  MB over the wire, first paint, pre-rendered, interactive   as above
   interactive after/before   median over runs of (the after load's interactive / the
                      before load's in the same run), and its range (lowest-highest)
   failed             loads that never went interactive, and the first one's reason
@@ -365,9 +358,7 @@ new MutationObserver(() => {
 """
 
 DONE = "() => !!(window.__net && ((window.__net.interactive && window.__net.prerendered) || window.__net.failed))"
-RESULT = ("() => Object.assign({}, window.__net, {restored: window.PySim && PySim.runtime ? PySim.runtime.restored : null,"
-          " estimate: window.PySim && PySim.runtime && PySim.runtime.link ? PySim.runtime.link.mbit_s : null,"
-          " status: (document.querySelector('.pysim-status') || {}).textContent || ''})")
+RESULT = "() => Object.assign({}, window.__net, {status: (document.querySelector('.pysim-status') || {}).textContent || ''})"
 
 
 def poll(page, expression: str, timeout_s: float) -> bool:
@@ -404,7 +395,7 @@ def load(context, host: Host, url: str, profile: Profile) -> dict:
     return {"ok": ok, "files": files, "wire": sum(f["wire"] for f in files),
             "fcp": marks.get("fcp"), "prerendered": marks.get("prerendered"),
             "interactive": marks.get("interactive") if ok else None,
-            "restored": marks.get("restored"), "live": marks.get("live"), "estimate": marks.get("estimate"),
+            "live": marks.get("live"),
             "why": None if ok else (marks.get("status") or "timed out")}
 
 
@@ -423,16 +414,9 @@ def visit(browser, host: Host, url: str, profile: Profile, warm: bool) -> list[d
 
 # ------------------------------------------------------------------ the plan and the tables
 
-MODES = ("auto", "snapshot", "plain")  # how Python starts: the page's choice, or forced
-
-
-def cells(pages: list[str]) -> list[tuple[Profile, str, str]]:
-    """(profile, page, mode) to measure: see the docstring for what is left out."""
-    out = []
-    for profile in PROFILES:
-        for i, page in enumerate(pages if profile.every_page or FULL else pages[:1]):
-            out.extend((profile, page, mode) for mode in (MODES if i == 0 or FULL else MODES[:1]))
-    return out
+def cells(pages: list[str]) -> list[tuple[Profile, str]]:
+    """(profile, page) to measure: see the docstring for what is left out."""
+    return [(profile, page) for profile in PROFILES for page in (pages if profile.every_page or FULL else pages[:1])]
 
 
 def seconds(values) -> str:
@@ -442,7 +426,7 @@ def seconds(values) -> str:
 
 def summary_rows(results: dict, profile: Profile) -> list[list]:
     rows = []
-    for (p, page, mode), loads in results.items():
+    for (p, page), loads in results.items():
         if p != profile:
             continue
         for kind, group in (("cold", [v[0] for v in loads]), ("warm", [v[1] for v in loads if len(v) > 1])):
@@ -450,10 +434,9 @@ def summary_rows(results: dict, profile: Profile) -> list[list]:
                 continue
             wire = statistics.median(g["wire"] for g in group)
             failed = [g["why"] for g in group if not g["ok"]]
-            rows.append([page, mode, kind, len(group), f"{wire / 1e6:.2f}", profile.at_rate(wire),
+            rows.append([page, kind, len(group), f"{wire / 1e6:.2f}", profile.at_rate(wire),
                          seconds(g["fcp"] for g in group), seconds(g["prerendered"] for g in group),
                          seconds(g["interactive"] for g in group),
-                         f"{sum(bool(g['restored']) for g in group)}/{len(group)}",
                          f"{len(failed)}: {failed[0][:60]}" if failed else ""])
     return rows
 
@@ -462,7 +445,7 @@ def kind_of(entry: dict) -> str:
     return {200: "", 304: " (304)", 404: " (404)"}.get(entry["status"], f" ({entry['status']})")
 
 
-def file_rows(root: Path, cold_on: dict, cold_off: dict, warm_on: dict | None) -> list[list]:
+def file_rows(root: Path, cold_load: dict, warm_load: dict | None) -> list[list]:
     """Every file of the first page's loads, by its bytes over the wire, largest first."""
     def by_path(load):
         out = {}
@@ -470,19 +453,15 @@ def file_rows(root: Path, cold_on: dict, cold_off: dict, warm_on: dict | None) -
             out.setdefault(f["path"], []).append(f)
         return out
 
-    on, off, warm = by_path(cold_on), by_path(cold_off), by_path(warm_on)
+    cold, warm = by_path(cold_load), by_path(warm_load)
     kb = lambda entries: "-" if not entries else "+".join(f"{e['wire'] / 1e3:.1f}{kind_of(e)}" for e in entries)
     size = lambda path: (root / path).stat().st_size if (root / path).is_file() else 0
-    paths = sorted(set(on) | set(off), key=lambda p: -max(sum(e["wire"] for e in on.get(p, [])),
-                                                            sum(e["wire"] for e in off.get(p, []))))
     rows = []
-    for path in paths:
-        first = (on.get(path) or off.get(path))[0]
-        rows.append([path, content_type(path).split(";")[0], first["encoding"], f"{size(path) / 1e3:.1f}",
-                     kb(on.get(path)), kb(off.get(path)), kb(warm.get(path)),
-                     "immutable" if cache_control(path) == IMMUTABLE else "no-cache"])
+    for path in sorted(cold, key=lambda p: -sum(e["wire"] for e in cold[p])):
+        rows.append([path, content_type(path).split(";")[0], cold[path][0]["encoding"], f"{size(path) / 1e3:.1f}",
+                     kb(cold[path]), kb(warm.get(path)), "immutable" if cache_control(path) == IMMUTABLE else "no-cache"])
     total = lambda load: f"{(load or {}).get('wire', 0) / 1e3:.1f}"
-    rows.append(["total", "", "", "", total(cold_on), total(cold_off), total(warm_on), ""])
+    rows.append(["total", "", "", "", total(cold_load), total(warm_load), ""])
     return rows
 
 
@@ -505,9 +484,8 @@ class Build:
             f"once ahead, {done}"))
         self.server = serve(self.host)
 
-    def url(self, page: str, mode: str = "auto") -> str:
-        query = "" if mode == "auto" else f"?python={mode}"
-        return f"http://127.0.0.1:{self.server.server_address[1]}/{page}{query}#widget-{self.pages[page][0]}"
+    def url(self, page: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{page}#widget-{self.pages[page][0]}"
 
 
 def copy_of(site: Path, into: Path) -> Path:
@@ -528,14 +506,6 @@ def print_header(began: float):
           f"download{'; ' + ', '.join(free) + ': not throttled' if free else ''}); cold: a fresh context, warm: a "
           f"second tab in it; medians of {COLD} cold and {WARM} warm loads "
           f"({os.cpu_count()} CPUs; {time.monotonic() - began:.0f} s in all)")
-
-
-def estimate_line(cells) -> str:
-    """What runtime.js read the link as, on the loads of `cells` (lists of visits) it decided
-    itself (cold: warm ones have no estimate when every file came from the cache)."""
-    seen = sorted(r["estimate"] for visits in cells for visit in visits for r in visit if r.get("estimate") is not None)
-    return (f"the page's link estimate, auto loads: {seen[0]:.1f} to {seen[-1]:.1f} Mbit/s, median "
-            f"{statistics.median(seen):.1f} ({len(seen)} loads)" if seen else "the page's link estimate: none")
 
 
 def main():
@@ -567,8 +537,7 @@ def run(build: Build, pages: list[str]):
             # Runs outermost, so each cell's loads are spread over the profile's minutes.
             for i in range(COLD):
                 for cell in [c for c in plan if c[0] == profile]:
-                    _, page, mode = cell
-                    results[cell].append(visit(browser, host, build.url(page, mode), profile, warm=i < WARM))
+                    results[cell].append(visit(browser, host, build.url(cell[1]), profile, warm=i < WARM))
             print(f"  ({profile.name}: done at {time.monotonic() - began:.0f} s)", file=sys.stderr)
         browser.close()
     build.server.shutdown()
@@ -579,23 +548,21 @@ def run(build: Build, pages: list[str]):
     for profile in PROFILES:
         print()
         print(profile.title())
-        print(table(["page", "start", "cache", "loads", "MB over the wire", "at link rate", "first paint",
-                     "pre-rendered", "interactive", "snapshot used", "failed"], summary_rows(results, profile)))
-        print(estimate_line(loads for (pr, _, mode), loads in results.items() if pr == profile and mode == "auto"))
+        print(table(["page", "cache", "loads", "MB over the wire", "at link rate", "first paint",
+                     "pre-rendered", "interactive", "failed"], summary_rows(results, profile)))
     print()
-    if not FULL:
-        print("Forced starts (snapshot, plain): the first widget page only (the snapshot is one file for every page)"
-              + (f"; {', '.join(only_first)}: the first widget page only" if only_first else ""))
+    if only_first:
+        print(f"{', '.join(only_first)}: the first widget page only")
     print("at link rate: the bytes over the wire at the profile's download rate alone (no latency, no CPU)")
 
     first = pages[0]
     fastest = PROFILES[0]
-    on, off = results[(fastest, first, "snapshot")][0], results[(fastest, first, "plain")][0]
+    loads = results[(fastest, first)][0]
     print()
     print(f"{first}: every file fetched on {fastest.name}, first run, by its bytes over the wire (KB; "
           f"headers included; a file asked for twice shows both)")
-    print(table(["file", "type", "encoding", "on disk KB", "cold, snapshot", "cold, plain",
-                 "warm, snapshot", "cache"], file_rows(host.root, on[0], off[0], on[1] if len(on) > 1 else None)))
+    print(table(["file", "type", "encoding", "on disk KB", "cold", "warm", "cache"],
+                file_rows(host.root, loads[0], loads[1] if len(loads) > 1 else None)))
 
 
 # ------------------------------------------------------------------ before and after
@@ -630,16 +597,15 @@ def compare(old: Build, new: Build, pages: list[str]):
     for profile in PROFILES:
         rows, ratios = compare_rows(results, profile, pages, old, new)
         print()
-        print(f"{profile.title()}: before -> after, Python started as a reader's page starts it")
+        print(f"{profile.title()}: before -> after")
         print(table(["page", "cache", "loads", "MB over the wire", "first paint", "pre-rendered", "interactive",
-                     "interactive after/before", "range", "snapshot used", "failed"], rows))
+                     "interactive after/before", "range", "failed"], rows))
         for kind, values in ratios.items():
             slower = [page for page, lo, ratio in values if lo > 1]
             if values:
                 print(f"{kind}: interactive after/before, median over the shared pages "
                       f"{statistics.median(r for _, _, r in values):.2f}; after slower in every pair: "
                       f"{', '.join(slower) or 'none'}")
-        print("after: " + estimate_line(results.get((profile, page, new.label), []) for page in pages))
     print()
     print("Each cell: before -> after. interactive after/before: median over runs of (the after load's interactive /"
           " the before load's of the same run); range: lowest-highest")
@@ -668,7 +634,6 @@ def compare_rows(results: dict, profile: Profile, pages: list[str], old: Build, 
                          both(lambda g: seconds(x["interactive"] for x in g)),
                          f"{statistics.median(pairs):.2f}" if pairs else "-",
                          f"{min(pairs):.2f}-{max(pairs):.2f}" if pairs else "-",
-                         both(lambda g: f"{sum(bool(x['restored']) for x in g)}/{len(g)}"),
                          f"{len(failed)}: {failed[0][:60]}" if failed else ""])
             if pairs:
                 ratios[kind].append((page, min(pairs), statistics.median(pairs)))

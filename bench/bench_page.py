@@ -236,13 +236,11 @@ def widget_pages(site: Path = SITE) -> dict[str, list[str]]:
 
 def floor_page(page_file: str) -> str:
     """A page with nothing but the worker booting Pyodide and loading pysim, sent the
-    same boot message the widget runtime sends (the snapshot too, where the build has one)."""
+    same boot message the widget runtime sends."""
     html = (SITE / page_file).read_text()
     runtime = json.loads(re.search(r'<script type="application/json" id="pysim-runtime">(.*?)</script>', html).group(1))
     absolute = lambda p: "/" + p.lstrip("./")
     boot = {"type": "boot", "package": runtime["package"], "sizes": runtime.get("sizes", {})}
-    # The hosted build restores Python from its snapshot; the floor boots the same way.
-    snapshot = f"location.origin + {json.dumps(absolute(runtime['snapshot']))}" if runtime.get("snapshot") else "null"
     return f"""<!doctype html><meta charset="utf-8"><title>floor</title><p>Booting Pyodide.</p>
 <script type="module">
 window.__marks = {{}};
@@ -251,8 +249,8 @@ worker.onmessage = (e) => {{ if (e.data.type === "ready") window.__marks.ready =
 window.__marks.python = performance.now();
 worker.postMessage(Object.assign({json.dumps(boot)}, {{
   pyodide: location.origin + {json.dumps(absolute(runtime['pyodide']))},
-  lock: location.origin + {json.dumps(absolute(runtime['lock']))}, snapshot: {snapshot},
-  stdlib: location.origin + {json.dumps(absolute(runtime['stdlib']['source' if runtime.get('snapshot') else 'compiled']))}}}));
+  lock: location.origin + {json.dumps(absolute(runtime['lock']))},
+  stdlib: location.origin + {json.dumps(absolute(runtime['stdlib']))}}}));
 </script>"""
 
 

@@ -4,8 +4,6 @@ One module per job:
 
     wheel.py            the pysim wheel, named by its content, and the pyodide-lock.json naming it
     pyodide_runtime.py  the pinned Pyodide runtime files from node_modules
-    snapshot.py         Pyodide's memory with pysim imported, made in Node, so the browser
-                        restores Python instead of starting it (the hosted build)
     assets.py           our widget scripts and styles (and vendored libraries) under
                         content-hashed names, and the tags one page needs to load them;
                         the site's own stylesheet (widgets/theme.css), linked by every page

@@ -1,6 +1,6 @@
 """Our front-end files under content-hashed names, and what one page links of them.
 
-A file's name changes whenever its bytes do (`runtime.<hash>.js`), so a host can cache
+A file's name changes whenever its bytes do (`rpc.<hash>.js`), so a host can cache
 every file under assets/widgets/ and assets/vendor/ for a year and a reader never runs
 stale code (README, "Deploying"). Only pages that hold a widget link any of them: a page
 without one loads none of our scripts.
@@ -19,11 +19,15 @@ from pathlib import Path
 from . import NODE_MODULES, ROOT, Files
 
 WIDGETS_DIR = ROOT / "widgets"
-# Every widget page runs these, in this order, before the widgets' own scripts: DOM
-# helpers, the worker's client, search's wait for Python, the describe-driven controls,
-# the playback of a run's steps, pin and compare, the widget lifecycle.
-SHARED_SCRIPTS = ("dom.js", "runtime.js", "search.js", "controls.js", "playback.js", "pin.js", "live.js")
-WORKER = "worker.js"              # started by runtime.js, never linked from a page
+# Every widget page runs these, in this order, before the widgets' own scripts; each one
+# needs only those before it (widgets/README.md says what each does): DOM helpers; the
+# worker's client, the status line, when Python starts, mounting (which registers the
+# widgets and arms the start); search's wait for Python; the describe-driven controls,
+# the playback of a run's steps, pin and compare, the link codec, what unmount releases,
+# redraw on a new width or scheme; a widget's life while mounted.
+SHARED_SCRIPTS = ("dom.js", "rpc.js", "status.js", "boot.js", "mount.js", "search.js", "controls.js",
+                  "playback.js", "pin.js", "link.js", "track.js", "redraw.js", "live.js")
+WORKER = "worker.js"              # started by rpc.js, never linked from a page
 SHARED_STYLES = ("widgets.css",)
 # The site's own stylesheet, linked by every page, widget or not (mkdocs.yml's extra_css,
 # set by sitebuild/hooks.py): Material's colours brought up to WCAG 2.1 AA and the prose's
@@ -53,8 +57,10 @@ VENDOR = {
 # every page that loads uPlot for a widget gets it too, after the shared scripts.
 UPLOT = "uplot/dist/uPlot.iife.min.js"
 CHARTS = "charts.js"
-# The code editor (widgets/editor.js: a text area, then Ace from VENDOR_LATER): every page
-# holding a widget that edits the reader's code gets it, after the shared scripts.
+# The code editor (widgets/editor.js: a text area, then Ace from VENDOR_LATER, which
+# widgets/later.js loads when asked): every page holding a widget that edits the reader's
+# code gets both, after the shared scripts.
+LATER = "later.js"
 EDITOR = "editor.js"
 # Libraries a widget can draw its picture without: the widget loads them itself later
 # (PySim.loadLater(NAME), in this order) so they do not compete with Python's start.
@@ -76,12 +82,12 @@ VENDOR_LATER = {
 
 @dataclass(frozen=True)
 class Asset:
-    path: str    # in the site, e.g. assets/widgets/runtime.caecde224a.js
+    path: str    # in the site, e.g. assets/widgets/rpc.caecde224a.js
     data: bytes
 
 
 def hashed_name(filename: str, data: bytes) -> str:
-    """`runtime.js` -> `runtime.<first 10 hex digits of its sha256>.js`."""
+    """`rpc.js` -> `rpc.<first 10 hex digits of its sha256>.js`."""
     stem, _, ext = filename.rpartition(".")
     return f"{stem}.{hashlib.sha256(data).hexdigest()[:10]}.{ext}"
 
@@ -138,7 +144,7 @@ def data_files(data: dict[str, dict[str, Asset]]) -> Files:
 class PageAssets:
     """What overrides/main.html writes into a widget page (URLs relative to the page)."""
     styles: list[str]     # stylesheets, in <head>
-    runtime: str          # the JSON settings of runtime.js, in a data block in <head> ("": none)
+    runtime: str          # the JSON settings of rpc.js, in a data block in <head> ("": none)
     scripts: list[str]    # preloaded in <head>, run in order at the end of <body>
 
 
@@ -165,7 +171,7 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets), *extra_styles]
-    kit = [*([CHARTS] if UPLOT in vendor else []), *([EDITOR] if any(n in VENDOR_LATER for n in names) else [])]
+    kit = [*([CHARTS] if UPLOT in vendor else []), *([LATER, EDITOR] if any(n in VENDOR_LATER for n in names) else [])]
     scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS, *kit,
                *(f for n in names for f in widget_scripts(n, assets)), *extra_scripts]
     settings = {
@@ -174,11 +180,8 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
         "worker": up + assets[WORKER].path,
         "package": "pysim",
         "sizes": runtime["sizes"],
-        # The standard library: its sources for a restored Python, bytecode for a plain start.
-        "stdlib": {kind: up + path for kind, path in runtime["stdlib"].items()},
-        # Python's memory with pysim imported (sitebuild/snapshot.py); the hosted build's only.
-        "snapshot": up + runtime["snapshot"] if runtime.get("snapshot") else None,
-        # Every widget's, not this page's only: runtime.js reads its settings once per
+        "stdlib": up + runtime["stdlib"],  # the page's cut of it, as bytecode (sitebuild/stdlib.py)
+        # Every widget's, not this page's only: rpc.js reads its settings once per
         # visit, and with instant navigation that visit spans pages. (Nothing here is
         # loaded until a widget asks.) So every widget page carries the same settings.
         "later": {n: [up + assets[rel].path for rel in files] for n, files in VENDOR_LATER.items()},

@@ -7,7 +7,7 @@ Nothing here computes or edits anything itself. At each build (and each rebuild 
                        assets: the site's stylesheet (widgets/theme.css) in `extra_css`,
                        and, with instant navigation, widgets/navigation.js in
                        `extra_javascript`
-    on_pre_build       wheel, snapshot, assets, facts: the wheel, its lock file's name,
+    on_pre_build       wheel, assets, facts: the wheel, its lock file's name,
                        Python's memory with pysim imported (hosted build), the hashed
                        assets (the lab's traces too, fetched by the worker on first use),
                        the facts table docs/facts.toml
@@ -54,7 +54,7 @@ for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebu
     del sys.modules[_name]
 
 from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
-                       katex, narrow, offline_zip, precompress, predict, prerender, pyodide_runtime, snapshot,
+                       katex, narrow, offline_zip, precompress, predict, prerender, pyodide_runtime,
                        stdlib, tables, wheel, write_files)
 import sitebuild.plots  # noqa: E402
 
@@ -77,8 +77,7 @@ class Build:
     theme: assets.Asset | None = None          # widgets/theme.css, linked by every page
     navigation: assets.Asset | None = None     # widgets/navigation.js, on every hosted page
     wheel: Path | None = None
-    snapshot: Path | None = None   # Python with pysim imported (the hosted build only)
-    stdlib_compiled: bytes | None = None  # the page's standard library as bytecode (plain start)
+    stdlib_compiled: bytes | None = None  # the page's standard library, as bytecode
     runtime: dict = field(default_factory=dict)  # the worker's settings, paths in the site
 
 
@@ -144,16 +143,10 @@ def on_pre_build(config, **kwargs):
     pyodide_dir = pyodide_runtime.site_dir()
     build.stdlib_compiled = stdlib.compiled(pyodide_runtime.page_stdlib(), pyodide_runtime.NPM_DIR)
     build.runtime = {"pyodide": pyodide_dir, "lock": pyodide_dir + wheel.lock_name(build.wheel),
-                     "stdlib": {"source": pyodide_dir + stdlib.site_name(pyodide_runtime.page_stdlib(), compiled=False),
-                                "compiled": pyodide_dir + stdlib.site_name(build.stdlib_compiled, compiled=True)},
+                     "stdlib": pyodide_dir + stdlib.site_name(build.stdlib_compiled),
                      "sizes": {**pyodide_runtime.download_sizes(compiled=build.stdlib_compiled),
                                build.wheel.name: build.wheel.stat().st_size}}
     log.info("pysim wheel %s", build.wheel.name)
-    build.snapshot = None if build.offline else snapshot.make(build.wheel, stdlib=pyodide_runtime.page_stdlib())
-    if build.snapshot:
-        build.runtime["snapshot"] = pyodide_dir + build.snapshot.name
-        build.runtime["sizes"][build.snapshot.name] = build.snapshot.stat().st_size
-        log.info("python snapshot %s (%.1f MB)", build.snapshot.name, build.snapshot.stat().st_size / 1e6)
 
 
 @reported
@@ -239,7 +232,6 @@ def on_post_build(config, **kwargs):
         **({build.shim.path: build.shim.data} if build.shim else {}),
         build.theme.path: build.theme.data,
         pyodide_dir + build.wheel.name: build.wheel,
-        **({build.runtime["snapshot"]: build.snapshot} if build.snapshot else {}),
         build.runtime["lock"]: lock.encode("utf-8"),
         **({build.navigation.path: build.navigation.data} if build.navigation else {}),
     })

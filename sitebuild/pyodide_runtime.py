@@ -4,8 +4,7 @@ The worker loads Pyodide from `assets/pyodide/<version>/` with `indexURL` and
 `packageBaseUrl` pointing there (widgets/worker.js), so it never falls back to a CDN.
 The folder is named by the version (package.json pins it exactly), so a host may cache
 it for a year. Its standard library is not Pyodide's whole `python_stdlib.zip` but the
-cut the page uses (sitebuild/stdlib.py): its sources, 1.15 MB instead of 2.5, for a
-Python restored from the snapshot, and the same compiled, for one started the plain way.
+cut the page uses (sitebuild/stdlib.py), compiled to bytecode.
 """
 
 from __future__ import annotations
@@ -35,14 +34,11 @@ def site_dir(npm_dir: Path = NPM_DIR) -> str:
     return f"assets/pyodide/{version(npm_dir)}/"
 
 
-def runtime_files(npm_dir: Path = NPM_DIR, compiled: bytes | None = None) -> Files:
-    """The runtime's files, by their path in the site: Pyodide's own, but the standard
-    library cut to what the page uses, and (given) that cut compiled to bytecode."""
+def runtime_files(compiled: bytes, npm_dir: Path = NPM_DIR) -> Files:
+    """The runtime's files, by their path in the site: Pyodide's own, but for its standard
+    library the cut the page uses (page_stdlib), `compiled` to bytecode (stdlib.compiled)."""
     files: Files = {site_dir(npm_dir) + name: npm_dir / name for name in FILES if name != stdlib.NAME}
-    source = page_stdlib(npm_dir)
-    files[site_dir(npm_dir) + stdlib.site_name(source, compiled=False)] = source
-    if compiled is not None:
-        files[site_dir(npm_dir) + stdlib.site_name(compiled, compiled=True)] = compiled
+    files[site_dir(npm_dir) + stdlib.site_name(compiled)] = compiled
     return files
 
 
@@ -58,8 +54,7 @@ def _cut(full: Path, mtime_ns: int, size: int) -> bytes:  # once per file (`mkdo
     return stdlib.cut(full.read_bytes())
 
 
-def download_sizes(npm_dir: Path = NPM_DIR, compiled: bytes | None = None) -> dict[str, int]:
-    """Bytes of each file the worker may download, for its progress line ("3.1 of 5.4 MB";
-    the page leaves out the standard library it does not use)."""
+def download_sizes(compiled: bytes, npm_dir: Path = NPM_DIR) -> dict[str, int]:
+    """Bytes of each file the worker downloads, for its progress line ("3.1 of 5.4 MB")."""
     return {path.rsplit("/", 1)[1]: len(content) if isinstance(content, bytes) else content.stat().st_size
-            for path, content in runtime_files(npm_dir, compiled).items()}
+            for path, content in runtime_files(compiled, npm_dir).items()}

@@ -1,8 +1,8 @@
 """Python's standard library for the page, cut to what the page's Python uses.
 
-Pyodide's `python_stdlib.zip` holds the whole standard library, 2.5 MB of deflated
-source that every reader downloads before Python can start, although the chapter's code
-imports a small part of it. The site ships a copy that keeps:
+Pyodide's `python_stdlib.zip` holds the whole standard library, which every reader
+would download before Python can start, although the chapter's code imports a small
+part of it. The site ships a copy that keeps:
 
   - what Pyodide needs to start, what pysim imports, and what the widgets and the
     exercise run (recorded by tests/pyodide/cut_stdlib.mjs with `--list`, in Pyodide
@@ -17,16 +17,14 @@ appends a finder to `sys.meta_path`: an import of a left-out module then fails w
 message saying so, not with a bare "No module named". It sits last, so a module a reader
 writes under a left-out name is still found first.
 
-The cut ships twice, each named by its content hash. `python_stdlib.<hash>.zip` holds the sources: the Python restored from the
-snapshot reads its later imports from it (the snapshot is made with that very zip).
-`python_stdlib.<hash>.pyc.zip` holds the same modules compiled to bytecode in Pyodide at build
-time: a Python started the plain way imports some 90 modules as it starts, and compiling
-their sources took about half of that start (in Node here, 3.1 to 5.4 s with sources,
-1.4 to 2.5 s with bytecode), for 1.05 MB more to download (2.2 MB against 1.15).
-Tracebacks through the standard library then show no source line; the reader's own
-code and pysim's (the wheel) keep theirs.
+The cut ships compiled to bytecode in Pyodide at build time, `python_stdlib.<hash>.pyc.zip`,
+named by its content hash: Python imports many modules as it starts, and compiling
+their sources would be a large part of that start on every reader's machine; the
+bytecode is larger to download than the sources, and bench/bench_network.py prints what
+each file costs over the wire. Tracebacks through the standard library then show
+no source line; the reader's own code and pysim's (the wheel) keep theirs.
 
-tests/pyodide/cut_stdlib.mjs proves each zip the site ships boots, runs pysim, the
+tests/pyodide/cut_stdlib.mjs proves the zip the site ships boots, runs pysim, the
 exercise and each reader module; tests/build/test_stdlib.py that the cut is deterministic
 and that every standard module pysim's source imports is kept.
 """
@@ -46,11 +44,10 @@ from . import ROOT, BuildError
 NAME = "python_stdlib.zip"  # Pyodide's, in its npm package
 
 
-def site_name(data: bytes, compiled: bool) -> str:
-    """`python_stdlib.<hash>.zip` or `python_stdlib.<hash>.pyc.zip`: named by content, since
-    the cut (unlike the Pyodide folder it sits in) changes with this file, and a snapshot
-    only fits the zip it was made with."""
-    return f"python_stdlib.{hashlib.sha256(data).hexdigest()[:10]}{'.pyc' if compiled else ''}.zip"
+def site_name(compiled: bytes) -> str:
+    """`python_stdlib.<hash>.pyc.zip`: named by content, since the cut (unlike the Pyodide
+    folder it sits in) changes with this file."""
+    return f"python_stdlib.{hashlib.sha256(compiled).hexdigest()[:10]}.pyc.zip"
 COMPILE_SCRIPT = Path(__file__).with_name("stdlib_pyc.mjs")
 CACHE = ROOT / ".cache" / "stdlib"
 READER = json.loads(Path(__file__).with_name("stdlib_reader.json").read_text())

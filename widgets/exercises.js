@@ -4,7 +4,7 @@
 // The reader's code never runs on this page's thread: it travels as text to the page's
 // Python worker, where pysim executes it and compares it with its own chunked-prefill
 // scheduler. A call that takes longer than the time limit is abandoned; the runtime
-// then terminates the worker and starts a fresh Python (runtime.js, Runtime.crashed),
+// then terminates the worker and starts a fresh Python (rpc.js, Runtime.crashed),
 // so an endless loop costs the reader a few seconds, not the page.
 //
 // The editor is widgets/editor.js's: Ace (npm ace-builds, shipped with the site), loaded

@@ -1,22 +1,25 @@
-// One lifecycle for every widget: from the pre-rendered picture to a live simulation.
+// One job: a widget's life while it is mounted, from the pre-rendered picture to a live
+// simulation (`PySim.widget`; mount.js mounts and unmounts it).
 //
 // A widget is its layout, its drawing and its own interactions; everything else is
-// here, once:
+// here, once, or in a kit piece this file hands on:
 //   - controls drawn from pysim's `describe` metadata, before Python starts (controls.js);
 //   - the state (config, actions), recomputed by pysim on every change, debounced, with
 //     a guard so an older answer never replaces a newer one;
 //   - pysim's message shown at the control of the field it names, the last good picture
 //     kept;
-//   - the state in the URL hash ("NAME.key=value&..."), read back through the bridge: a
-//     link is never judged here, so a bad one shows pysim's message and the default
-//     picture;
+//   - the state in the URL hash ("NAME.key=value&...", link.js), read back through the
+//     bridge: a link is never judged here, so a bad one shows pysim's message and the
+//     default picture;
 //   - the widget goes live once Python is up: it keeps the pre-rendered picture (the
 //     build computed it with the same pysim, and the browser tests prove Pyodide agrees),
 //     and `data-live` says it now answers the reader;
-//   - a worker that crashed is restarted by runtime.js; answers lost with it settle
+//   - a worker that crashed is restarted by rpc.js; answers lost with it settle
 //     here as "Python is not available";
-//   - a drawing redrawn when the widget's width or the colour scheme changes (`redraw`);
-//   - unmount(): every listener, timer, observer and canvas the widget took, released.
+//   - a drawing redrawn when the widget's width or the colour scheme changes (`redraw`,
+//     redraw.js);
+//   - unmount(): every listener, timer, observer and canvas the widget took, released
+//     (track.js).
 //
 // Writing a widget:
 //
@@ -64,172 +67,16 @@
 // field pysim refused), data-compute-ms.
 (function () {
   "use strict";
-  const { h, runtime, register, buildControls, labelOf } = window.PySim;
+  const { h, runtime, register, buildControls, labelOf, tracker, redrawOn,
+          hashPairs, readLink, writeLink, parseValue, encodeValue, encodeActions, decodeActions, merged } = window.PySim;
   const MAX_LINK_CHARS = 1900; // a longer action history stays out of the link
-  const MAX_VALUE_CHARS = 2000; // a value in the hash is cut here before pysim sees it
-  const MAX_DECODED_ACTIONS = 10000; // "gen*99999999" stops here; pysim says how many it allows
   const UNAVAILABLE = "Python is not available, so the picture shows the last computed settings.";
   // What asks Python for a new picture: the described controls, and what a widget marks
   // data-needs-python (a preset, an action). Playback of the pre-computed picture needs none.
   const NEEDS_PYTHON = ".pysim-control :is(input, select, textarea, button), [data-needs-python]";
 
-  // ------------------------------------------------------------- the link
-
-  // The hash as [key, value] pairs ("#heading", without "=", is an ordinary anchor).
-  function hashPairs() {
-    const hash = location.hash.replace(/^#/, "");
-    if (!hash.includes("=")) return [];
-    const out = [];
-    for (const part of hash.split("&")) {
-      const eq = part.indexOf("=");
-      if (eq < 0) continue;
-      try {
-        out.push([decodeURIComponent(part.slice(0, eq)), decodeURIComponent(part.slice(eq + 1))]);
-      } catch (err) {} // a pair that does not decode is skipped
-    }
-    return out;
-  }
-
-  function readLink(prefix) {
-    return hashPairs().filter(([k]) => k.startsWith(prefix + "."))
-      .map(([k, v]) => [k.slice(prefix.length + 1), v.slice(0, MAX_VALUE_CHARS)]);
-  }
-
-  function writeLink(prefix, pairs) {
-    const hash = location.hash.replace(/^#/, "");
-    const keep = hash.includes("=") ? hash.split("&").filter((p) => p && !p.startsWith(prefix + ".")) : [];
-    for (const [key, value] of pairs) {
-      // "," and ":" stay readable (paged_kv_cache.actions=admit,admit:B,gen); both are safe in a hash.
-      keep.push(`${prefix}.${encodeURIComponent(key)}=${encodeURIComponent(value).replace(/%2C/g, ",").replace(/%3A/g, ":")}`);
-    }
-    history.replaceState(history.state, "", "#" + keep.join("&"));
-  }
-
-  // A value as written in the link: JSON where it reads as JSON (30, true, [..]),
-  // otherwise the text itself (H100, llama-3.1-8b). pysim judges the result.
-  function parseValue(text) {
-    try {
-      const value = JSON.parse(text);
-      return typeof value === "number" && !Number.isFinite(value) ? text : value;
-    } catch (err) {
-      return text;
-    }
-  }
-
-  function encodeValue(value) {
-    if (typeof value !== "string") return JSON.stringify(value);
-    return parseValue(value) === value ? value : JSON.stringify(value);
-  }
-
-  // Actions joined by ","; a run of three or more equal ones is written "gen*5".
-  function encodeActions(actions) {
-    const parts = [];
-    for (let i = 0; i < actions.length;) {
-      let j = i;
-      while (j < actions.length && actions[j] === actions[i]) j++;
-      const text = typeof actions[i] === "string" ? actions[i] : JSON.stringify(actions[i]);
-      if (j - i >= 3) parts.push(`${text}*${j - i}`);
-      else for (let k = i; k < j; k++) parts.push(text);
-      i = j;
-    }
-    return parts.join(",");
-  }
-
-  function decodeActions(text) {
-    const out = [];
-    for (const part of text ? text.split(",") : []) {
-      const star = part.lastIndexOf("*");
-      const count = star > 0 ? Number(part.slice(star + 1)) : NaN;
-      const run = Number.isInteger(count) && count > 0 ? count : 1;
-      const action = run > 1 || star > 0 && count === 1 ? part.slice(0, star) : part;
-      for (let k = 0; k < run && out.length <= MAX_DECODED_ACTIONS; k++) out.push(action);
-    }
-    return out;
-  }
-
-  // Own keys one by one: a link's "__proto__" stays a key (pysim refuses it by name).
-  function merged(...objects) {
-    const out = {};
-    for (const o of objects) {
-      for (const [k, v] of Object.entries(o)) {
-        Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
-      }
-    }
-    return out;
-  }
-
   const clone = (state) => ({ config: merged(state.config), actions: [...state.actions] });
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-
-  // ------------------------------------------------------------- what unmount releases
-
-  function tracker() {
-    const undo = [];
-    const [timers, intervals, frames] = [new Set(), new Set(), new Set()];
-    return {
-      listen(target, type, fn, opts) {
-        target.addEventListener(type, fn, opts);
-        undo.push(() => target.removeEventListener(type, fn, opts));
-      },
-      timeout(fn, ms) {
-        const id = setTimeout(() => { timers.delete(id); fn(); }, ms);
-        timers.add(id);
-        return id;
-      },
-      interval(fn, ms) {
-        const id = setInterval(fn, ms);
-        intervals.add(id);
-        return id;
-      },
-      frame(fn) {
-        const id = requestAnimationFrame((t) => { frames.delete(id); fn(t); });
-        frames.add(id);
-        return id;
-      },
-      observe(observer) {
-        undo.push(() => observer.disconnect());
-        return observer;
-      },
-      subscribe: (listener) => undo.push(runtime.subscribe(listener)),
-      scheme: (fn) => undo.push(PySim.onSchemeChange(fn)), // a light/dark switch (dom.js)
-      canvas(attrs) {
-        const canvas = h("canvas", attrs || {});
-        undo.push(() => { canvas.width = 0; canvas.height = 0; }); // frees its pixels now
-        return canvas;
-      },
-      release() {
-        for (const id of timers) clearTimeout(id);
-        for (const id of intervals) clearInterval(id);
-        for (const id of frames) cancelAnimationFrame(id);
-        timers.clear(); intervals.clear(); frames.clear();
-        while (undo.length) undo.pop()();
-      },
-    };
-  }
-
-  // ------------------------------------------------------------- redraw
-
-  // A drawing sized to the widget's width, or coloured from CSS, is drawn again when the
-  // width changes or the reader switches light/dark: `redraw("width")` or
-  // `redraw("scheme")` (a scheme switch may change the width too: one redraw says
-  // "scheme"), once, in the next frame, however many reports came before it. Heights
-  // change as a widget draws, so only a new width counts; and the observer's first report,
-  // which comes with the first frame at the width the picture was just drawn at, draws
-  // nothing: the pre-rendered picture is on the screen at once.
-  function redrawOn(body, redraw, t, alive) {
-    let width = body.clientWidth; // what the mount's picture was drawn for
-    let why = null; // the redraw waiting for its frame
-    const soon = (reason) => {
-      if (why === null) t.frame(() => { const now = why; why = null; if (alive()) redraw(now); });
-      if (why !== "scheme") why = reason;
-    };
-    t.observe(new ResizeObserver(() => {
-      if (body.clientWidth === width) return;
-      width = body.clientWidth;
-      soon("width");
-    })).observe(body);
-    t.scheme(() => soon("scheme"));
-  }
 
   // ------------------------------------------------------------- the lifecycle
 
@@ -254,7 +101,7 @@
     const retired = spec.retired || {}; // keys older links hold that pysim no longer has
     const renamed = spec.renamed || {}; // old key -> the key pysim reads now
     // spec.timeoutMs: how long a recompute may run before the worker is thought stuck
-    // (runtime.call's default, 20 s, unless the widget's simulation is known to be slow).
+    // (rpc.js's call default, unless the widget's simulation is known to be slow).
     const files = prerendered.files || null; // data files the calls read (the lab's traces)
     const slots = new Map(); // message slots the widget drew for its own editors (data fields)
     const kits = []; // the widget's playback and pin: what they keep in the link
@@ -505,5 +352,5 @@
     };
   }
 
-  Object.assign(window.PySim, { widget, readLink, writeLink, parseValue, encodeActions, decodeActions });
+  window.PySim.widget = widget;
 })();

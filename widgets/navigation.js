@@ -13,7 +13,7 @@
 //      brings the new page's <head> over, so those preloads are the list;
 //   3. waits for the new page's stylesheets (a widget measures itself as it mounts),
 //      which a look ahead (below) has put in place already;
-//   4. lets runtime.js mount the new widgets from their pre-rendered models and arm
+//   4. lets mount.js mount the new widgets from their pre-rendered models and arm
 //      Python's start by the same rules as a page load (PySim.pageChanged).
 // A page loaded the ordinary way does all of this itself; step 4 then finds nothing to do.
 //
@@ -123,7 +123,7 @@
   // and after it in the sidebar's order (this page may hold no widget itself), next first.
   function neighbours() {
     const pages = new Set(((window.PySim && PySim.settings && PySim.settings.widget_pages) || [])
-      .map((url) => new URL(url).pathname)); // absolute: runtime.js made them so
+      .map((url) => new URL(url).pathname)); // absolute: rpc.js made them so
     const order = [...new Set([...document.querySelectorAll("nav.md-nav--primary a.md-nav__link[href]")]
       .map((a) => a.pathname))];
     const here = order.indexOf(location.pathname);

@@ -1,5 +1,5 @@
-// Material's search index waits for Python on a widget page (a classic script that
-// runs after runtime.js and before Material's bundle, which starts the search worker).
+// One job: Material's search index waits for Python on a widget page (a classic script
+// that runs after rpc.js and before Material's bundle, which starts the search worker).
 (function () {
   "use strict";
   const { settings, runtime } = window.PySim;

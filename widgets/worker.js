@@ -1,10 +1,10 @@
 // The Python side of the page: one module Web Worker that boots Pyodide from this
 // site's own files and answers simulation calls through pysim.bridge.
 //
-// Messages in:  {type: "boot", pyodide, lock, package, sizes, snapshot, stdlib, files?: [[path, url], ...]}
+// Messages in:  {type: "boot", pyodide, lock, package, sizes, stdlib, files?: [[path, url], ...]}
 //               {type: "call", id, name, payload, files?: [[path, url], ...]}
 //               {type: "stats"}  (bench/bench_page.py: how much memory Python holds)
-// Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python, restored}
+// Messages out: {type: "progress", stage, text, loaded?, total?}  {type: "ready", ms, python}
 //               {type: "failed", message}        {type: "result", id, text, ms}
 //               {type: "fatal", message}  (the interpreter is broken: restart the worker)
 //               {type: "stats", wasm_bytes, py_blocks}
@@ -31,7 +31,7 @@ function post(message) {
 // rate so far says the rest takes more than SLOW_S seconds, what is left and that the
 // page need not wait: its text and pre-rendered pictures are all there, and only the
 // widgets' controls need Python. (No count of seconds: the bytes counted are the files'
-// own, unpacked as they arrive, and the wasm unpacks to nearly three times what crosses
+// own, unpacked as they arrive, and the wasm unpacks to several times what crosses
 // the wire while the zips do not, so the rate so far is a poor clock.)
 const SLOW_S = 4;
 const SETTLE_MS = 500; // the rate of the first half second is mostly the round trip
@@ -44,7 +44,7 @@ function downloading(loaded, total, ms) {
 }
 
 // Download progress in bytes. Pyodide fetches the wasm and the standard library, and
-// this worker the lock file, the snapshot and the wheel, all with fetch(); we read a
+// this worker the lock file and the wheel, all with fetch(); we read a
 // clone of each response to count its bytes as they arrive, and hand on the original
 // (one download, and the browser can still stream-compile and code-cache the wasm).
 // Pyodide's two JS modules come by import(), counted whole when they have loaded.
@@ -96,7 +96,7 @@ function countDownloads(sizes) {
 // loadPyodide waiting for ever, with an uncaught error in this worker. So while Python
 // boots, a failed or refused download, or any uncaught error, fails the boot at once
 // with its reason, and the page offers Retry instead of a long wait.
-function watchBoot(optional) {
+function watchBoot() {
   let over = false;
   const fail = (message) => {
     if (over) return;
@@ -107,8 +107,6 @@ function watchBoot(optional) {
   const original = self.fetch;
   const inner = original.bind(self);
   self.fetch = async (input, init) => {
-    // The snapshot is optional: without it Python starts the usual way (fetchSnapshot).
-    if (optional && String((input && input.url) || input) === optional) return inner(input, init);
     let response;
     try {
       response = await inner(input, init);
@@ -144,18 +142,9 @@ async function fetchWheel(lockText, base, pkg) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// Python's memory with pysim already imported (sitebuild/snapshot.py), unzipped as it
-// arrives. It downloads while Pyodide fetches the runtime: loadPyodide takes the promise.
-async function fetchSnapshot(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`HTTP ${response.status}`);
-  const unzipped = response.body.pipeThrough(new DecompressionStream("gzip"));
-  return new Uint8Array(await new Response(unzipped).arrayBuffer());
-}
-
-async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib, files }) {
+async function boot({ pyodide: base, lock, package: pkg, sizes, stdlib, files }) {
   const t0 = performance.now();
-  const watch = watchBoot(snapshot);
+  const watch = watchBoot();
   const progress = countDownloads(sizes);
   try {
     post({ type: "progress", stage: "download", text: "Downloading Python" });
@@ -177,8 +166,7 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib
     import(base + "pyodide.asm.mjs").then(() => progress.module("pyodide.asm.mjs"), () => {});
     const options = {
       indexURL: base,
-      // The page's standard library (sitebuild/stdlib.py): the sources the snapshot was
-      // made with, or, for a plain start, the same modules compiled (runtime.js chooses).
+      // The page's standard library (sitebuild/stdlib.py), compiled to bytecode.
       stdLibURL: stdlib,
       lockFileContents: lockText,
       // Every package comes from this site: with packageBaseUrl set, Pyodide has no
@@ -187,26 +175,10 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib
       stdout: () => {},
       stderr: (line) => console.warn("[python]", line),
     };
-    let py = null;
-    if (snapshot) {
-      const memory = fetchSnapshot(snapshot);
-      memory.catch(() => {}); // a failure is loadPyodide's to report, not an unhandled one
-      try {
-        py = await loadPyodide(Object.assign({ _loadSnapshot: memory }, options));
-        // Every restore would otherwise draw the same "random" numbers as the build did.
-        py.runPython("import random; random.seed()");
-      } catch (err) {
-        console.warn(`pysim: no Python snapshot (${snapshot.split("/").pop()}: ${(err && err.message) || err}); starting Python instead`);
-        py = null;
-      }
-    }
-    const restored = py !== null;
-    if (!py) py = await loadPyodide(options);
-    // The wheel's files into site-packages, as the lock's install_dir "site" says: a
-    // restored Python has pysim imported, but its file system (for tracebacks, inspect
-    // and the exercise's source listings) lives outside the snapshot. unpackArchive, not
-    // loadPackage: the same files, without loadPackage's own work of resolving and
-    // checking a package, which takes several times as long.
+    const py = await loadPyodide(options);
+    // The wheel's files into site-packages, as the lock's install_dir "site" says.
+    // unpackArchive, not loadPackage: the same files, without loadPackage's own work of
+    // resolving and checking a package, which takes several times as long.
     py.unpackArchive(await wheel, "wheel", { extractDir: py.runPython("__import__('site').getsitepackages()[0]") });
     py.runPython("__import__('importlib').invalidate_caches()");
     progress.finish();
@@ -216,7 +188,7 @@ async function boot({ pyodide: base, lock, package: pkg, sizes, snapshot, stdlib
     fs = py.FS;
     const python = py.runPython("import sys; sys.version.split()[0]");
     watch.done();
-    post({ type: "ready", ms: performance.now() - t0, python, restored });
+    post({ type: "ready", ms: performance.now() - t0, python });
   } catch (err) {
     watch.fail((err && err.message) || err);
   }

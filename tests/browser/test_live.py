@@ -59,13 +59,14 @@ def test_a_field_added_to_the_config_appears_as_a_control(page, site_url, watch,
 
 # Counts what could outlive a widget: listeners on window, document, <html>, <body> and
 # media queries, pending timeouts, intervals and animation frames, connected observers.
-# Each is counted only if the widget took it: its creation's stack runs through live.js
-# or the widget's own file (uPlot's window listeners, say, are called from there); the
-# page's own (Material's, runtime.js's) are left out.
+# Each is counted only if the widget took it: its creation's stack runs through live.js,
+# the kit files that take things on its behalf (track.js, redraw.js) or the widget's own
+# file (uPlot's window listeners, say, are called from there); the page's own
+# (Material's, rpc.js's, boot.js's) are left out.
 PROBE = """
 (() => {
   Error.stackTraceLimit = 60;
-  const mine = () => /assets\\/widgets\\/(live|WIDGET)(\\.[a-z]+)?\\.[0-9a-f]+\\.js/.test(new Error().stack);
+  const mine = () => /assets\\/widgets\\/(live|track|redraw|WIDGET)(\\.[a-z]+)?\\.[0-9a-f]+\\.js/.test(new Error().stack);
   const live = { listeners: [], timeouts: new Set(), intervals: new Set(), frames: new Set(), observers: new Set() };
   window.__live = live;
   const global = (t) => t === window || t === document || t === document.documentElement ||

@@ -41,10 +41,6 @@ def test_prerendered_before_python_then_python_from_this_site(page, site_url, wa
     # The worker fetched Pyodide and the wheel from this site, and nothing else.
     assert any(u.endswith("pyodide.asm.wasm") for u in watch.requests)
     assert any("/pysim-" in u and u.endswith(".whl") for u in watch.requests)
-    # The hosted build restores Python from its snapshot (sitebuild/snapshot.py) rather
-    # than starting it, and the answers above came from that restored interpreter.
-    assert any(u.endswith(".snapshot.gz") for u in watch.requests)
-    assert page.evaluate("PySim.runtime.restored") is True
 
 
 def test_run_all_three_and_read_the_table(live_page):

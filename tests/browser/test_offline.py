@@ -289,8 +289,8 @@ def test_widget_page_text_and_pictures_before_python(make_page, site_url, watch,
     fetched = [u.rsplit("/", 1)[-1] for u in watch.requests if is_pyodide(u)]
     assert sorted(fetched) == sorted(set(fetched)), f"downloaded twice: {fetched}"
     assert {"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm"} <= set(fetched)
-    # One standard library: its sources (with the snapshot) or its bytecode (a plain start).
-    assert len([f for f in fetched if re.fullmatch(r"python_stdlib\.[0-9a-f]{10}(\.pyc)?\.zip", f)]) == 1, fetched
+    # The page's standard library, as bytecode.
+    assert len([f for f in fetched if re.fullmatch(r"python_stdlib\.[0-9a-f]{10}\.pyc\.zip", f)]) == 1, fetched
 
 
 def search_workers(page) -> list[dict]:

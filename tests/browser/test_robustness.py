@@ -433,28 +433,6 @@ def test_a_wheel_other_than_the_lock_names_is_refused(make_page, site_url, watch
     race_answers(page)
 
 
-@pytest.mark.parametrize("build", ["hosted, snapshot refused", "download, served"])
-def test_without_the_snapshot_python_starts_the_usual_way(make_page, site_url, offline_site_url, watch, build):
-    """The snapshot only speeds the start up: refused by the server (hosted build), or
-    not shipped at all (the download, served over HTTP), Python starts from scratch and
-    every answer is the same."""
-    page = make_page()
-    warnings = []
-    page.on("console", lambda m: m.type == "warning" and warnings.append(m.text))
-    if build.startswith("hosted"):
-        watch.allow_error("Failed to load resource")  # the refused snapshot
-        page.context.route("**/*.snapshot.gz", lambda route, request: route.fulfill(status=404, body="gone"))
-    page.goto(page_url(site_url if build.startswith("hosted") else offline_site_url, "naive-batching"))
-    wait_for_python(page, timeout=120000)
-    assert page.evaluate("PySim.runtime.restored") is False
-    snapshots = [u for u in watch.requests if u.endswith(".snapshot.gz")]
-    if build.startswith("hosted"):
-        assert snapshots and any("no Python snapshot" in w and "HTTP 404" in w for w in warnings), warnings
-    else:
-        assert snapshots == []
-    race_answers(page)
-
-
 # ===================================================================== the reader's code
 
 def run_code(page, code: str, timeout_ms: int = 30000):

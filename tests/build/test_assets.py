@@ -1,6 +1,7 @@
 """Content-hashed names, and the tags a widget page gets, from hand-made inputs."""
 
 import json
+import re
 
 from sitebuild import assets
 from sitebuild.assets import Asset
@@ -11,14 +12,14 @@ EMPTY, ABC = "e3b0c44298", "ba7816bf8f"
 
 
 def test_a_name_carries_the_first_ten_digits_of_the_content_hash():
-    assert assets.hashed_name("runtime.js", b"") == f"runtime.{EMPTY}.js"
+    assert assets.hashed_name("rpc.js", b"") == f"rpc.{EMPTY}.js"
     assert assets.hashed_name("uPlot.min.css", b"abc") == f"uPlot.min.{ABC}.css"
 
 
 def test_collect_hashes_widgets_and_vendored_files(tmp_path):
     widgets, npm = tmp_path / "widgets", tmp_path / "node_modules"
     widgets.mkdir()
-    (widgets / "runtime.js").write_bytes(b"abc")
+    (widgets / "rpc.js").write_bytes(b"abc")
     (widgets / "widgets.css").write_bytes(b"")
     (widgets / "notes.txt").write_bytes(b"not shipped")
     (widgets / assets.THEME).write_bytes(b"abc")
@@ -26,7 +27,7 @@ def test_collect_hashes_widgets_and_vendored_files(tmp_path):
         (npm / rel).parent.mkdir(parents=True, exist_ok=True)
         (npm / rel).write_bytes(b"")
     found = assets.collect(widgets, npm)
-    assert found["runtime.js"] == Asset(f"assets/widgets/runtime.{ABC}.js", b"abc")
+    assert found["rpc.js"] == Asset(f"assets/widgets/rpc.{ABC}.js", b"abc")
     assert found["widgets.css"].path == f"assets/widgets/widgets.{EMPTY}.css"
     assert found["uplot/dist/uPlot.iife.min.js"].path == f"assets/vendor/uPlot.iife.min.{EMPTY}.js"
     assert "notes.txt" not in found
@@ -35,20 +36,20 @@ def test_collect_hashes_widgets_and_vendored_files(tmp_path):
     assert assets.theme(widgets) == Asset(f"assets/stylesheets/theme.{ABC}.css", b"abc")
     # 2 widget files + 2 uPlot files + 4 of Ace.
     assert len(found) == 8
-    assert assets.files(found)[f"assets/widgets/runtime.{ABC}.js"] == b"abc"
+    assert assets.files(found)[f"assets/widgets/rpc.{ABC}.js"] == b"abc"
 
 
 CODE_WIDGET = next(iter(assets.VENDOR_LATER))  # a widget whose code editor loads Ace later
 
 
 def fake_assets():
-    names = [*assets.SHARED_SCRIPTS, assets.CHARTS, assets.EDITOR, "worker.js", "race.part.js", "widgets.css", "race.js", "batch_size.js", "batch_size.css",
+    names = [*assets.SHARED_SCRIPTS, assets.CHARTS, assets.LATER, assets.EDITOR, "worker.js", "race.part.js", "widgets.css", "race.js", "batch_size.js", "batch_size.css",
              f"{CODE_WIDGET}.js", *assets.VENDOR["batch_size"], *assets.VENDOR_LATER[CODE_WIDGET]]
     return {n: Asset(f"assets/x/{n.rsplit('/', 1)[-1]}", b"") for n in names}
 
 
 RUNTIME = {"pyodide": "assets/pyodide/1.2.3/", "lock": "assets/pyodide/1.2.3/lock.json", "sizes": {"a.whl": 5},
-           "stdlib": {"source": "assets/pyodide/1.2.3/s.zip", "compiled": "assets/pyodide/1.2.3/c.zip"}}
+           "stdlib": "assets/pyodide/1.2.3/c.pyc.zip"}
 
 
 def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
@@ -63,8 +64,7 @@ def test_a_page_loads_vendor_then_runtime_then_its_widgets_once_each():
     settings = json.loads(page.runtime)
     assert settings == {"pyodide": "../assets/pyodide/1.2.3/", "lock": "../assets/pyodide/1.2.3/lock.json",
                         "worker": "../assets/x/worker.js", "package": "pysim", "sizes": {"a.whl": 5},
-                        "stdlib": {"source": "../assets/pyodide/1.2.3/s.zip", "compiled": "../assets/pyodide/1.2.3/c.zip"},
-                        "snapshot": None,  # the download build's: Python starts the usual way
+                        "stdlib": "../assets/pyodide/1.2.3/c.pyc.zip",
                         # Every widget's, this page's or not (the exercise's and the policy lab's editors).
                         "later": {name: [f"../assets/x/{n.rsplit('/', 1)[-1]}" for n in files]
                                   for name, files in assets.VENDOR_LATER.items()},
@@ -76,11 +76,12 @@ def test_a_page_with_a_code_editor_loads_the_editor_before_its_widget_and_ace_la
     shared = [f"assets/x/{n}" for n in assets.SHARED_SCRIPTS]
     vendor = [f"assets/x/{n.rsplit('/', 1)[-1]}" for n in assets.VENDOR.get(CODE_WIDGET, ()) if n.endswith(".js")]
     kit = ["assets/x/charts.js"] if assets.UPLOT in assets.VENDOR.get(CODE_WIDGET, ()) else []
-    assert page.scripts == [*vendor, *shared, *kit, "assets/x/editor.js", f"assets/x/{CODE_WIDGET}.js",
-                            "assets/x/race.part.js", "assets/x/race.js"]
+    assert page.scripts == [*vendor, *shared, *kit, "assets/x/later.js", "assets/x/editor.js",
+                            f"assets/x/{CODE_WIDGET}.js", "assets/x/race.part.js", "assets/x/race.js"]
     # Ace itself is not on the page: the editor asks for it (PySim.loadLater).
     assert not any(s.rsplit("/", 1)[-1].startswith(("ace.", "mode-", "theme-")) for s in page.scripts)
-    assert "assets/x/editor.js" not in assets.page_assets(["race"], fake_assets(), RUNTIME).scripts
+    plain = assets.page_assets(["race"], fake_assets(), RUNTIME).scripts
+    assert "assets/x/editor.js" not in plain and "assets/x/later.js" not in plain
 
 
 def test_every_page_lists_the_widget_pages_from_where_it_is():
@@ -88,20 +89,16 @@ def test_every_page_lists_the_widget_pages_from_where_it_is():
     assert json.loads(page.runtime)["widget_pages"] == ["../a.html", "../b/index.html"]
 
 
-def test_the_hosted_build_names_its_snapshot_from_the_page():
-    page = assets.page_assets(["race"], fake_assets(), {**RUNTIME, "snapshot": "assets/pyodide/1.2.3/s.snapshot.gz"}, "../")
-    assert json.loads(page.runtime)["snapshot"] == "../assets/pyodide/1.2.3/s.snapshot.gz"
-
-
 def test_libraries_for_later_are_listed_not_linked():
     page = assets.page_assets([CODE_WIDGET], fake_assets(), RUNTIME)
-    assert page.scripts == [*(f"assets/x/{n}" for n in assets.SHARED_SCRIPTS), "assets/x/editor.js", f"assets/x/{CODE_WIDGET}.js"]
+    assert page.scripts == [*(f"assets/x/{n}" for n in assets.SHARED_SCRIPTS), "assets/x/later.js", "assets/x/editor.js",
+                            f"assets/x/{CODE_WIDGET}.js"]
     assert json.loads(page.runtime)["later"][CODE_WIDGET] == [
         "assets/x/ace.js", "assets/x/mode-python.js", "assets/x/theme-chrome.js", "assets/x/theme-tomorrow_night.js"]
 
 
 def test_every_widget_page_carries_the_same_settings():
-    """runtime.js reads them once per visit, and instant navigation makes a visit span pages."""
+    """rpc.js reads them once per visit, and instant navigation makes a visit span pages."""
     pages = [assets.page_assets(names, fake_assets(), RUNTIME) for names in (["race"], [CODE_WIDGET], ["batch_size", "race"])]
     assert len({page.runtime for page in pages}) == 1
 
@@ -135,3 +132,31 @@ def test_a_page_with_a_checkpoint_loads_predict_last_and_one_without_widgets_onl
     alone = assets.page_assets([], have, RUNTIME, "../", predict=True)
     # No runtime settings and none of the kit: nothing on that page starts Python.
     assert (alone.scripts, alone.styles, alone.runtime) == (["../assets/x/predict.js"], ["../assets/x/predict.css"], "")
+
+
+# What a widget script takes from window.PySim as it runs, and what it adds there.
+TAKES = re.compile(r"const \{([^}]*)\} = window\.PySim(?:\.(\w+))?;")
+GIVES = re.compile(r"(?:Object\.assign\(window\.PySim(?: \|\| \{\})?, \{([^}]*)\}|window\.PySim\.(\w+) =)")
+
+
+def test_each_script_of_a_widget_page_runs_after_every_script_it_takes_from():
+    """The kit is one job per file, each taking what earlier files put on window.PySim:
+    on every widget's page, in the order the page runs them, nothing is taken before it is given."""
+    found = assets.collect()
+    by_path = {a.path: name for name, a in found.items()}
+    widgets = sorted(n[:-3] for n in found if n.endswith(".js") and n.count(".") == 1
+                     and "/" not in n and "PySim.widget(" in (assets.WIDGETS_DIR / n).read_text(encoding="utf-8"))
+    assert widgets
+    for widget in widgets:
+        given = set()
+        for path in assets.page_assets([widget], found, RUNTIME).scripts:
+            name = by_path[path]
+            if "/" in name:  # a vendored library
+                continue
+            source = (assets.WIDGETS_DIR / name).read_text(encoding="utf-8")
+            taken = set()
+            for names, part in TAKES.findall(source):  # `= window.PySim.PART;` takes PART
+                taken |= {part} if part else {n.split(":")[0].strip() for n in names.split(",") if n.strip()}
+            assert taken <= given, f"{widget}'s page runs {name} before what gives it {sorted(taken - given)}"
+            for many, one in GIVES.findall(source):
+                given |= {n.split(":")[0].strip() for n in many.split(",") if n.strip()} | ({one} if one else set())

@@ -188,7 +188,7 @@ html, widgets = prerender.prerender(html, bridge.call, prerender.describe(bridge
 out["figure_filled"] = "Twice three is 6." in html
 out["prerendered"] = widgets
 out["model_is_the_bridges"] = prerender.models(html)[0]["view"] == json.loads(bridge.call(NAME, '{"config": {}}'))["result"]
-runtime = {"pyodide": "p/", "lock": "p/lock.json", "sizes": {}, "stdlib": {}, "widget_pages": []}
+runtime = {"pyodide": "p/", "lock": "p/lock.json", "sizes": {}, "stdlib": "p/s.pyc.zip", "widget_pages": []}
 page = assets.page_assets(widgets, found, runtime)
 out["page_scripts"], out["page_styles"] = page.scripts, page.styles
 out["shipped"] = sorted(n for n in found if n.startswith(NAME))

@@ -19,16 +19,16 @@ def test_the_runtime_is_served_under_its_version(tmp_path):
     with zipfile.ZipFile(tmp_path / "python_stdlib.zip", "w") as full:
         full.writestr("os.py", "")
         full.writestr("smtplib.py", "# not the page's")
-    files = pyodide_runtime.runtime_files(tmp_path, compiled=b"bytecode")
-    [source_name] = [p for p in files if re.fullmatch(r"assets/pyodide/9\.8\.7/python_stdlib\.[0-9a-f]{10}\.zip", p)]
-    [compiled_name] = [p for p in files if p.endswith(".pyc.zip")]
-    cut = files.pop(source_name)
+    # The page's cut (what the build compiles), not npm's whole zip.
+    cut = zipfile.ZipFile(io.BytesIO(pyodide_runtime.page_stdlib(tmp_path))).namelist()
+    assert "os.py" in cut and "smtplib.py" not in cut
+    files = pyodide_runtime.runtime_files(b"bytecode", tmp_path)
+    [compiled_name] = [p for p in files if re.fullmatch(r"assets/pyodide/9\.8\.7/python_stdlib\.[0-9a-f]{10}\.pyc\.zip", p)]
     assert files.pop(compiled_name) == b"bytecode"
+    # One standard library: no sources beside the bytecode.
     assert files == {f"assets/pyodide/9.8.7/{n}": tmp_path / n for n in pyodide_runtime.FILES if n != "python_stdlib.zip"}
-    assert "os.py" in zipfile.ZipFile(io.BytesIO(cut)).namelist()  # the page's cut, not npm's whole zip
-    assert "smtplib.py" not in zipfile.ZipFile(io.BytesIO(cut)).namelist()
-    assert pyodide_runtime.download_sizes(tmp_path) == {"pyodide.mjs": 1, "pyodide.asm.mjs": 2, "pyodide.asm.wasm": 3,
-                                                         source_name.rsplit("/", 1)[1]: len(cut)}
+    assert pyodide_runtime.download_sizes(b"bytecode", tmp_path) == {
+        "pyodide.mjs": 1, "pyodide.asm.mjs": 2, "pyodide.asm.wasm": 3, compiled_name.rsplit("/", 1)[1]: len(b"bytecode")}
 
 
 def test_a_missing_runtime_says_how_to_get_it(tmp_path):
