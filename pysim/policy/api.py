@@ -34,60 +34,56 @@ A key is a number or a tuple of numbers (Python compares tuples item by item).
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from types import MappingProxyType
+
+from pysim.engine.scheduler import RUNNING
 
 
 class ReadOnlyError(AttributeError):
     """A policy tried to change what it may only read."""
 
 
+def _read(path: str, doc: str) -> property:
+    """A read-only property reading `path` off the view (`_request.arrival`...) in C
+    (operator.attrgetter): no Python frame, so a reader's policy, whose calls are
+    traced for its budget (pysim.reader_policy), reads it at full speed."""
+    return property(attrgetter(path), doc=doc)
+
+
+_set = object.__setattr__  # the views' own writes (they refuse everyone else's)
+
+
 class RequestView:
     """One request as a policy sees it: read-only properties over the engine's request."""
 
-    __slots__ = ("_request", "_queue", "tenant", "tier", "_entered", "_stamp", "_cached")
+    # _cin, _cout: its input and output tokens the engine view last counted for its tenant
+    __slots__ = ("_request", "_queue", "tenant", "tier", "_entered", "_stamp", "_cached", "_cin", "_cout")
 
     def __init__(self, request, queue, tenant: str, tier: str):
-        for name, value in (("_request", request), ("_queue", queue), ("tenant", tenant),
-                            ("tier", tier), ("_entered", request.arrival), ("_stamp", -1),
-                            ("_cached", 0)):
-            object.__setattr__(self, name, value)
+        _set(self, "_request", request)
+        _set(self, "_queue", queue)
+        _set(self, "tenant", tenant)
+        _set(self, "tier", tier)
+        _set(self, "_entered", request.arrival)
+        _set(self, "_stamp", -1)
+        _set(self, "_cached", 0)
+        _set(self, "_cin", 0)
+        _set(self, "_cout", 0)
 
     def __setattr__(self, name, value):
         raise ReadOnlyError(f"the request is read-only: a policy cannot set request.{name}")
 
     __delattr__ = __setattr__
 
-    @property
-    def arrival_time(self):
-        return self._request.arrival
-
-    @property
-    def arrival_index(self) -> int:
-        return self._request.seq
-
-    @property
-    def num_prompt_tokens(self) -> int:
-        return self._request.num_prompt_tokens
-
-    @property
-    def num_computed_tokens(self) -> int:
-        return self._request.num_computed
-
-    @property
-    def num_output_tokens(self) -> int:
-        return self._request.num_output
-
-    @property
-    def max_tokens(self) -> int:
-        return self._request.max_tokens
-
-    @property
-    def priority(self) -> int:
-        return self._request.priority
-
-    @property
-    def num_preemptions(self) -> int:
-        return self._request.num_preemptions
+    arrival_time = _read("_request.arrival", "seconds")
+    arrival_index = _read("_request.seq", "the order requests were added (breaks ties in arrival_time)")
+    num_prompt_tokens = _read("_request.num_prompt_tokens", "tokens")
+    num_computed_tokens = _read("_request.num_computed", "tokens whose KV is in the cache now")
+    num_output_tokens = _read("_request.num_output", "tokens sampled so far")
+    max_tokens = _read("_request.max_tokens", "its answer's length")
+    priority = _read("_request.priority", "vLLM's: lower is served first")
+    num_preemptions = _read("_request.num_preemptions", "times it was preempted")
 
     @property
     def waited(self) -> float:
@@ -116,14 +112,14 @@ class RequestView:
 class EngineView:
     """The engine as a policy sees it: the clock and what each tenant was served."""
 
-    __slots__ = ("_engine", "_queue", "_stamp", "_in", "_out", "_credit", "_active",
+    __slots__ = ("_engine", "_queue", "_stamp", "_in", "_out", "_active",
                  "_p_in", "_p_out", "_p_all")
 
     def __init__(self, engine, queue):
         tenants = queue._policy.tenants
         for name, value in (("_engine", engine), ("_queue", queue), ("_stamp", -1),
                             ("_in", dict.fromkeys(tenants, 0)), ("_out", dict.fromkeys(tenants, 0)),
-                            ("_credit", {}), ("_active", {})):
+                            ("_active", [])):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_p_in", MappingProxyType(self._in))
         object.__setattr__(self, "_p_out", MappingProxyType(self._out))
@@ -134,9 +130,7 @@ class EngineView:
 
     __delattr__ = __setattr__
 
-    @property
-    def now(self) -> float:
-        return self._queue.now
+    now = _read("_queue.now", "seconds")
 
     @property
     def num_requests_running(self) -> int:
@@ -173,18 +167,24 @@ class EngineView:
         queue = self._queue
         if self._stamp == queue.stamp:
             return
-        views, credit, inp, out = queue.views, self._credit, self._in, self._out
-        running = {r.seq: r for r in self._engine.running}
-        for seq, r in (*self._active.items(), *running.items()):
+        views, inp, out = queue.views, self._in, self._out
+        running = self._engine.running
+        # Those running at the last update and not now (preempted or finished) are
+        # counted a last time; a request's status is RUNNING exactly while it is in
+        # `running` whenever a policy is called.
+        left = [r for r in self._active if r.status != RUNNING]
+        for r in (left + running if left else running):
             got_out = r.num_output
-            got_in = r.served_tokens - max(0, got_out - 1)
-            had_in, had_out = credit.get(seq, (0, 0))
+            got_in = r.served_tokens - (got_out - 1 if got_out > 1 else 0)  # less its own samples fed back
+            v = views[r.seq]
+            had_in, had_out = v._cin, v._cout
             if got_in != had_in or got_out != had_out:
-                tenant = views[seq].tenant
+                tenant = v.tenant
                 inp[tenant] = inp.get(tenant, 0) + got_in - had_in
                 out[tenant] = out.get(tenant, 0) + got_out - had_out
-                credit[seq] = (got_in, got_out)
-        object.__setattr__(self, "_active", running)
+                _set(v, "_cin", got_in)
+                _set(v, "_cout", got_out)
+        _set(self, "_active", running.copy())
         object.__setattr__(self, "_p_all", MappingProxyType({t: inp[t] + out.get(t, 0) for t in inp}))
         object.__setattr__(self, "_stamp", queue.stamp)
 
