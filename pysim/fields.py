@@ -11,8 +11,8 @@ for one name, or one label for two names.
 
 from __future__ import annotations
 
-from pysim.timing.catalog import GPUS, MODELS
 from pysim.config import bounded, choice, flag
+from pysim.timing.catalog import GPUS, MODELS
 
 # ----------------------------------------------------------------- vLLM's engine arguments
 

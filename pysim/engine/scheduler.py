@@ -72,16 +72,16 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from itertools import islice
 from dataclasses import dataclass, fields as dataclass_fields
+from itertools import islice
 from typing import Callable, Iterator
 
 from pysim import fields
+from pysim.config import ConfigError
 from pysim.engine import vllm_defaults
 from pysim.engine.blockpool import BlockPool, KVCacheManager
-from pysim.timing.catalog import GPUS
-from pysim.config import ConfigError
 from pysim.engine.request_queue import create_request_queue
+from pysim.timing.catalog import GPUS
 from pysim.utils import cdiv
 
 # Request states. WAITING covers new and preempted requests (vLLM: WAITING, PREEMPTED).

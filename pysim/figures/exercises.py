@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pysim.utils import cdiv
 from pysim.figures.throughput import batch_for_fraction, roofline_tok_s, step_ms, throughput_tok_s
+from pysim.utils import cdiv
 
 
 def exercise2(t0_ms=20.0, beta_ms=0.2) -> dict:

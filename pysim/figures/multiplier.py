@@ -6,9 +6,9 @@ most answers are short, two in five are long), on page 2's t0 + beta * B step mo
 
 from __future__ import annotations
 
+from pysim.figures.throughput import step_ms
 from pysim.prng import SplitMix64
 from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX
-from pysim.figures.throughput import step_ms
 
 
 def output_lengths(requests: int, seed: int) -> list[int]:

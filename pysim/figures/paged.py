@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pysim.sims.chunked_prefill import clock
 from pysim.timing.steptime import microseconds
-from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX
-from pysim.toy.scheduler import PROMPTS as PROMPT_MIX
+from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX, PROMPTS as PROMPT_MIX
 from pysim.utils import cdiv
 
 

@@ -8,9 +8,9 @@ def vllm_pool(gpu="H100", model="llama-3.1-8b", context_tokens=4096) -> dict:
     """How --gpu-memory-utilization becomes the toy's number of blocks: the chapter's one
     KV pool (pysim.timing.steptime.kv_pool_bytes and num_gpu_blocks, as the lab sizes it, with
     vLLM's defaults at pysim.engine.vllm_defaults.LATEST)."""
+    from pysim.engine.vllm_defaults import defaults
     from pysim.timing.catalog import GPUS, MODELS
     from pysim.timing.steptime import RUNTIME_BYTES, kv_pool_bytes, num_gpu_blocks, usable_bytes
-    from pysim.engine.vllm_defaults import defaults
 
     g, m = GPUS[gpu], MODELS[model]
     d = defaults(g)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX
 from pysim.figures.throughput import littles_law, step_ms
+from pysim.toy.scheduler import OUTPUTS as OUTPUT_MIX
 
 
 def context_for_beta(beta_ms: float, gpu="H100", model="llama-3.1-8b") -> float:

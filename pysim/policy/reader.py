@@ -27,8 +27,8 @@ import sys
 import time
 import types
 
-from pysim.sims.exercises import FILENAME, ReaderError, _Capped, _explain, error_line
 from pysim.policy.api import Policy, is_key
+from pysim.sims.exercises import FILENAME, ReaderError, _Capped, _explain, error_line
 
 MAX_CODE_CHARS = 20_000
 MAX_LINES = 20_000_000  # lines of the reader's code per run

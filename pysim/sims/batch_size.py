@@ -29,10 +29,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pysim.registry import Simulation
-from pysim.timing.catalog import GB, GPU, GPUS, MODELS, Model
 from pysim import fields
 from pysim.config import ConfigError, bounded, flag, to_mapping
+from pysim.registry import Simulation
+from pysim.timing.catalog import GB, GPU, GPUS, MODELS, Model
 from pysim.timing.steptime import (IDEAL, RUNTIME_BYTES, StepTimeModel, gpu_memory_utilization, kv_pool_bytes,
                                    step_time_model, usable_bytes)
 

@@ -39,14 +39,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pysim.timing.catalog import GPUS, MODELS
-from pysim.registry import Simulation
-from pysim.utils import cdiv, percentile
 from pysim import fields
 from pysim.config import ConfigError, choice, to_mapping
 from pysim.engine.scheduler import Engine, EngineConfig, run_timed
 from pysim.prng import SplitMix64
+from pysim.registry import Simulation
+from pysim.timing.catalog import GPUS, MODELS
 from pysim.timing.steptime import StepTimeModel, check_fits, microseconds, step_parts_ms, step_time_model
+from pysim.utils import cdiv, percentile
 
 BLOCK_SIZE = 16
 BUDGET_PRESETS = (512, 2048, 8192, 16384)

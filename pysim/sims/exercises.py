@@ -34,9 +34,9 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from pysim.toy import chunked as toy_chunked, scheduler as toy_scheduler
 from pysim.config import ConfigError, data
 from pysim.registry import Simulation
+from pysim.toy import chunked as toy_chunked, scheduler as toy_scheduler
 
 FILENAME = "<your code>"
 MODULE_NAME = "your_toy"

@@ -106,12 +106,12 @@ import json
 from collections import deque
 from dataclasses import dataclass
 
-from pysim.engine.blockpool import BlockPool, KVCacheManager
-from pysim.registry import Simulation
-from pysim.utils import cdiv, percentile
 from pysim import fields
 from pysim.config import ConfigError, bounded, choice, to_mapping
+from pysim.engine.blockpool import BlockPool, KVCacheManager
 from pysim.prng import SplitMix64
+from pysim.registry import Simulation
+from pysim.utils import cdiv, percentile
 
 SCHEDULERS = ("static", "continuous_reserved", "continuous_paged")
 

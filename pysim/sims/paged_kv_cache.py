@@ -78,9 +78,9 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from pysim.engine.blockpool import NULL_BLOCK, BlockPool, KVCacheManager, hash_full_blocks
 from pysim import fields
 from pysim.config import ConfigError, check_json_depth, data
+from pysim.engine.blockpool import NULL_BLOCK, BlockPool, KVCacheManager, hash_full_blocks
 from pysim.registry import Simulation
 from pysim.utils import cdiv
 

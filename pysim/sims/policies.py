@@ -22,17 +22,17 @@ import math
 from dataclasses import dataclass
 
 from pysim import fields
-from pysim.engine import vllm_defaults
-from pysim.policy import reader as reader_policy
-from pysim.traffic import slo, tenants, traces
-from pysim.policy.builtin import BUILTINS, DESCRIPTIONS, NAMES, source
-from pysim.timing.catalog import GPUS, MODELS
 from pysim.config import ConfigError, bounded, choice, data, to_mapping
-from pysim.sims.exercises import ReaderError
-from pysim.engine.scheduler import SchedulerConfig
-from pysim.registry import Simulation
+from pysim.engine import vllm_defaults
 from pysim.engine.replay import Server, engine_config
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.policy import reader as reader_policy
+from pysim.policy.builtin import BUILTINS, DESCRIPTIONS, NAMES, source
+from pysim.registry import Simulation
+from pysim.sims.exercises import ReaderError
+from pysim.timing.catalog import GPUS, MODELS
 from pysim.timing.steptime import DEFAULTS, check_fits, num_gpu_blocks, step_time_model
+from pysim.traffic import slo, tenants, traces
 from pysim.utils import percentile
 
 NUM_BINS = 60  # points in the waiting-time series

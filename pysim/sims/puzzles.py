@@ -25,12 +25,12 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from pysim import fields
-from pysim.traffic import traces
-from pysim.policy.builtin import BUILTINS, NAMES
 from pysim.config import choice, to_mapping
+from pysim.policy.builtin import BUILTINS, NAMES
+from pysim.registry import Simulation
 from pysim.sims.exercises import ReaderError
 from pysim.sims.policies import PoliciesConfig, figures, policy_code, reader_policy, simulate, traffic_of
-from pysim.registry import Simulation
+from pysim.traffic import traces
 
 MINUTES = 2  # each window's length
 

@@ -32,13 +32,13 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from pysim.engine import vllm_defaults
-from pysim.traffic import bench_serve
-from pysim.timing.catalog import GPUS, MODELS
 from pysim.config import ConfigError
-from pysim.engine.scheduler import SchedulerConfig
+from pysim.engine import vllm_defaults
 from pysim.engine.replay import engine_config, replay
+from pysim.engine.scheduler import SchedulerConfig
+from pysim.timing.catalog import GPUS, MODELS
 from pysim.timing.steptime import BOUNDS, Coefficients, num_gpu_blocks, step_time_model
+from pysim.traffic import bench_serve
 
 FIGURES = ("mean_ttft_ms", "mean_tpot_ms", "output_throughput")
 MAX_PROMPTS = 5_000  # a replay's requests: bounded so a paste cannot freeze a page

@@ -33,16 +33,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import fields as dataclass_fields
-from dataclasses import dataclass
+from dataclasses import dataclass, fields as dataclass_fields
 from pathlib import Path
 
-from pysim.engine import vllm_defaults
-from pysim.traffic.bench_serve import Benchmark
-from pysim.timing.catalog import GPUS, MODELS
 from pysim.config import ConfigError
+from pysim.engine import vllm_defaults
 from pysim.engine.scheduler import SchedulerConfig
+from pysim.timing.catalog import GPUS, MODELS
 from pysim.timing.fit import Run, ServerSetup, check
+from pysim.traffic.bench_serve import Benchmark
 
 REPO_FILE = Path(__file__).resolve().parents[2] / "data" / "realbench" / "records.jsonl"
 SHARED_FILE = Path(__file__).resolve().parents[3] / "shared" / "realbench" / "records.jsonl"

@@ -330,8 +330,8 @@ def kv_pool_bytes(gpu: GPU, model: Model, gpu_memory_utilization: float | None =
 
 def check_fits(gpu_id: str, model_id: str, field: str = "model") -> None:
     """ConfigError on `field` when the model's 16-bit weights leave no room for a KV cache."""
-    from pysim.timing.catalog import MODELS
     from pysim.config import ConfigError
+    from pysim.timing.catalog import MODELS
 
     gpu, model = GPUS[gpu_id], MODELS[model_id]
     if kv_pool_bytes(gpu, model) <= 0:

@@ -37,8 +37,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pysim.prng import SplitMix64
 from pysim.engine.replay import ReplayResult
+from pysim.prng import SplitMix64
 from pysim.utils import percentile
 
 DATASETS = ("random", "sharegpt", "other")

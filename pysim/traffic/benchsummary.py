@@ -43,8 +43,8 @@ import math
 import re
 from dataclasses import dataclass, field as dataclass_field
 
-from pysim.traffic.bench_serve import Benchmark
 from pysim.config import ConfigError
+from pysim.traffic.bench_serve import Benchmark
 
 HEADER = "Serving Benchmark Result"
 MAX_RUNS = 4  # each run is replayed by the fit: keep a paste cheap

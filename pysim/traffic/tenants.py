@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pysim.traffic import traces
 from pysim.config import ConfigError
 from pysim.prng import SplitMix64
+from pysim.traffic import traces
 
 SERVICES = {"azure": ("conv", "code"), "mooncake": ("mooncake_conv",)}
 TIERS = ("interactive", "batch")

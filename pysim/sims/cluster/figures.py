@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pysim.sims.cluster.config import ClusterConfig, ROUTERS, block_size, window
+from pysim.sims.cluster.config import ROUTERS, ClusterConfig, block_size, window
 from pysim.sims.cluster.simulate import metrics, simulate
 from pysim.sims.cluster.sweep import first_token_floors, seen_before, ttft_ceiling
 from pysim.timing import errorband
 from pysim.timing.steptime import DEFAULTS
 from pysim.traffic import slo, traces
+
 
 def ceiling_band(config: ClusterConfig, reqs: list) -> dict:
     """The TTFT ceiling with every step time at either end of the GPU's error band

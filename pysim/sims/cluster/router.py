@@ -11,6 +11,7 @@ from pysim.engine.replay import Server
 from pysim.sims.cluster.config import BALANCE_ABS_THRESHOLD, BALANCE_REL_THRESHOLD, CACHE_THRESHOLD, ROUTERS
 from pysim.traffic import traces
 
+
 class Router:
     """Picks a replica for each request; it knows its policy, as vLLM's request queue does.
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from pysim.config import ConfigError
 from pysim.engine.replay import Server, engine_config
-from pysim.sims.cluster.config import ClusterConfig, LINKS, block_size, window
+from pysim.sims.cluster.config import LINKS, ClusterConfig, block_size, window
 from pysim.sims.cluster.router import Router, least_loaded
+from pysim.sims.cluster.watch import Watch
 from pysim.timing.catalog import GPUS, MODELS
 from pysim.timing.steptime import DEFAULTS, num_gpu_blocks, step_time_model
 from pysim.traffic import slo, traces
@@ -39,7 +40,7 @@ class ClusterResult:
 
 
 def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_s: float | None = None,
-             fast: bool = True, watch: "Watch | None" = None) -> ClusterResult:
+             fast: bool = True, watch: Watch | None = None) -> ClusterResult:
     """Route and run every request of the window to its end. `reqs` (traces.TraceRequest)
     replace the window; `link_bytes_per_s` the named link (math.inf for none). With a
     `watch`, stop (raise Doomed) as soon as the run is sure to miss the sweep's target:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from pysim.config import ConfigError, bounded, choice, data, flag, to_mapping
-from pysim.sims.cluster.config import ClusterConfig, MAX_GPUS, block_size, window
+from pysim.sims.cluster.config import MAX_GPUS, ClusterConfig, block_size, window
 from pysim.sims.cluster.simulate import ClusterResult, metrics, simulate
 from pysim.sims.cluster.watch import Doomed, Watch
 from pysim.timing.catalog import GPUS, MODELS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pysim.sims.cluster.sweep import LAYOUTS, below
 
+
 def _point_text(p: dict) -> str:
     parts = []
     for k in LAYOUTS:

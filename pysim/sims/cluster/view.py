@@ -6,7 +6,7 @@ page's sweep will do (pysim.sims.cluster.sweep).
 
 from __future__ import annotations
 
-from pysim.sims.cluster.config import ClusterConfig, LINKS, window
+from pysim.sims.cluster.config import LINKS, ClusterConfig, window
 from pysim.sims.cluster.simulate import ClusterResult, metrics, simulate
 from pysim.sims.cluster.sweep import SWEEP_CAPTION, SWEEP_GPUS, SWEEP_SENTENCE, ttft_ceiling
 from pysim.timing.catalog import GPUS, MODELS

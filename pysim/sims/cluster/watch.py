@@ -12,6 +12,7 @@ import math
 
 from pysim.traffic import slo
 
+
 class Doomed(Exception):
     """A run stopped once too many requests had missed a target for it to meet the sweep's."""
 

@@ -13,6 +13,7 @@ from pysim.sims.lab.workload import run_once
 from pysim.timing import errorband
 from pysim.timing.steptime import Coefficients
 
+
 def band_view(config: LabConfig, actions: list) -> dict:
     """`lab_band`: the lab's percentiles and attainment at both ends of the error band.
     Its own call, two more replays, so the lab's answer does not wait for it: the page

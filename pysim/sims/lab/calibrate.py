@@ -14,9 +14,10 @@ from pysim.sims.lab.commands import model_from_hf
 from pysim.sims.lab.config import LabConfig, defaults, server
 from pysim.timing import fit
 from pysim.timing.catalog import MODELS
-from pysim.timing.steptime import Coefficients, DEFAULTS
+from pysim.timing.steptime import DEFAULTS, Coefficients
 from pysim.traffic import bench_serve, benchsummary, slo
 from pysim.utils import percentile
+
 
 def calibrate(config: LabConfig) -> tuple[Coefficients, dict | None]:
     """The coefficients to run with: the GPU's defaults, or those fitted to the pasted

@@ -13,6 +13,7 @@ from pysim.sims.lab.workload import Traffic
 from pysim.timing.catalog import GPUS, MODELS
 from pysim.traffic import traces
 
+
 def hf_name(model: str) -> str:
     """The model's Hugging Face name, the repo its catalog entry was read from."""
     return MODELS[model].source.split()[0]

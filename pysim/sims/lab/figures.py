@@ -20,6 +20,7 @@ from pysim.timing.catalog import GPUS
 from pysim.timing.steptime import DEFAULTS
 from pysim.traffic import traces
 
+
 def async_against_sync(base: LabConfig, view: dict) -> dict:
     """What vLLM's default AsyncScheduler changes against the synchronous Scheduler on the
     lab's default traffic, and on it at 4x: TTFT and TPOT percentiles, preemptions."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pysim.config import ConfigError, bounded, data
 from pysim.sims.lab.calibrate import calibrate
-from pysim.sims.lab.config import LabConfig, MIN_RATE, echo
+from pysim.sims.lab.config import MIN_RATE, LabConfig, echo
 from pysim.sims.lab.workload import run_once
 from pysim.timing import errorband
 from pysim.timing.steptime import Coefficients

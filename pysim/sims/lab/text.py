@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pysim.timing import fit
 
+
 def text(view: dict) -> str:
     cfg = view["config"]
     if "capacity" in view and "points" not in view:

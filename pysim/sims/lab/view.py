@@ -11,7 +11,7 @@ import math
 
 from pysim.sims.lab.calibrate import calibrate
 from pysim.sims.lab.commands import commands
-from pysim.sims.lab.config import LabConfig, echo, defaults
+from pysim.sims.lab.config import LabConfig, defaults, echo
 from pysim.sims.lab.sweep import ATTAINMENT_TARGET, SWEEP_RATES
 from pysim.sims.lab.workload import Traffic, run_once
 from pysim.timing.catalog import GPUS, MODELS

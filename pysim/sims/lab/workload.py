@@ -17,6 +17,7 @@ from pysim.timing.catalog import GPUS, MODELS
 from pysim.timing.steptime import Coefficients, num_gpu_blocks, step_time_model
 from pysim.traffic import bench_serve, slo, traces
 
+
 @dataclass(frozen=True)
 class Traffic:
     """What the engine is sent: arrival times (s), lengths, and for a benchmark its
