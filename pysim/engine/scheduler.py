@@ -691,6 +691,7 @@ class Engine:
         that already ran without it. A request preempted while the batch was in
         flight still takes the token (stale output), waiting; it may even finish."""
         sampled, finished, index = result.sampled, result.finished, result.index
+        kv, bs = self.kv, self.config.block_size
         for (r, n), samples_one in zip(batch, samples):
             r.in_flight -= n
             if r.stale:
@@ -704,12 +705,21 @@ class Engine:
                 r.placeholders -= 1
                 sampled.append(r.id)
                 out = r.num_output + 1
-                if out < r.max_tokens and r.token_ids is None and r.first_token_step is not None:
-                    r.num_output = out  # the common case: `_sample` without its rarer branches
-                    r.num_tokens += 1
-                    continue
+                cache_to = r.num_computed - r.in_flight
+                if out < r.max_tokens and r.first_token_step is not None:
+                    # The common case: `_sample` without its rarer branches.
+                    ids = r.token_ids
+                    if ids is None:
+                        r.num_output = out
+                        r.num_tokens += 1
+                        continue
+                    if cache_to // bs <= kv.num_cached_blocks(r.id):  # no block newly full
+                        r.num_output = out
+                        r.num_tokens += 1
+                        ids.append(-(r.seq + 1))  # as `_sample` does
+                        continue
                 # The token is known now: the blocks it fills are cached.
-                if self._sample(r, index, r.num_computed - r.in_flight):
+                if self._sample(r, index, cache_to):
                     finished.append(r.id)
                     self.running.remove(r)
 
