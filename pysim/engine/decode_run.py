@@ -7,7 +7,7 @@ preempted. While that lasts, each step changes the engine's state the same way, 
 and `advance_decodes(engine, k)` applies k of them in one go, leaving the engine exactly
 as k calls of `Engine.step` would (the same tokens, block tables, finishes and free
 blocks). The step-time model sums their time in closed form
-(pysim.timing.steptime.StepTimeModel.decode_run_seconds), and pysim.engine.replay.Server uses the
+(pysim.timing.steptime.StepTimeModel.decode_run_seconds), and pysim.engine.replay.Replica uses the
 two when `fast` is on; tests/unit/test_lab.py and test_cluster.py replay with the
 shortcut and stepped one by one, and check the two agree step for step.
 

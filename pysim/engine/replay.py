@@ -163,7 +163,7 @@ def engine_config(num_gpu_blocks: int, block_size: int, scheduler: SchedulerConf
                         **knobs)
 
 
-class Server:
+class Replica:
     """One engine and its clock (one vLLM replica), advanced to a given time on demand.
 
     `replay` drives one to the end; a cluster (pysim.sims.cluster) drives several side by
@@ -402,7 +402,7 @@ def replay(arrivals: list[float], prompt_tokens: list[int], output_tokens: list[
                 sent_seg[j] = len(server.seg_end) - 1
             send(j, max(arrivals[j], end))
 
-    server = Server(config, model, fast=fast, count_blocks=count_blocks, itl=itl,
+    server = Replica(config, model, fast=fast, count_blocks=count_blocks, itl=itl,
                     max_steps=max_steps, on_finish=finish if max_concurrency is not None else None)
     # Requests are added as they are sent: all at once, or C at a time.
     cap = n if max_concurrency is None else min(n, max_concurrency)

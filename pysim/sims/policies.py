@@ -3,7 +3,7 @@ real two-tenant traffic, with per-tenant and per-tier figures.
 
 One run: the traffic (pysim.traffic.tenants: Azure's conversation and coding services as two
 tenants, or Mooncake's Kimi trace with prefix caching), the engine (pysim.engine via
-pysim.engine.replay.Server, vLLM 0.33's V1 rules, chunked prefill on, preemption by
+pysim.engine.replay.Replica, vLLM 0.33's V1 rules, chunked prefill on, preemption by
 recompute) with the lab's step-time model and KV pool (pysim.timing.steptime, the GPU and
 model of pysim.timing.catalog), and a policy written in the interface of pysim.policy.api: a
 built-in (pysim.policy.builtin) or the reader's code (`policy_code`, run by
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pysim import fields
 from pysim.config import ConfigError, bounded, choice, data, to_mapping
 from pysim.engine import vllm_defaults
-from pysim.engine.replay import Server, engine_config
+from pysim.engine.replay import Replica, engine_config
 from pysim.engine.scheduler import SchedulerConfig
 from pysim.policy import reader as reader_policy
 from pysim.policy.builtin import BUILTINS, DESCRIPTIONS, NAMES, source
@@ -163,7 +163,7 @@ def simulate(traffic: tenants.Traffic, policy, config) -> Outcome:
                                    f"{GPUS[config.gpu].name} ({blocks - 1:,} usable)")
     cfg = engine_config(blocks, bs, config, enable_prefix_caching=caching)
     labels = {i: (t, tier) for i, (t, tier) in enumerate(zip(traffic.tenants, traffic.tiers))}
-    server = Server(cfg, stm, policy=policy.with_labels(labels))
+    server = Replica(cfg, stm, policy=policy.with_labels(labels))
     priority = tenants.PRIORITY
     for i, at in enumerate(traffic.arrivals):
         hashes = traffic.token_ids(i)

@@ -159,7 +159,7 @@ def test_async_is_refused_unless_a_bool():
 
 @pytest.mark.parametrize("policy", ["fcfs", "priority"])
 def test_the_replays_shortcuts_change_nothing_with_async_scheduling(policy):
-    # The lab's replay (pysim.engine.replay.Server) with async scheduling, stepped one batch at a
+    # The lab's replay (pysim.engine.replay.Replica) with async scheduling, stepped one batch at a
     # time with vLLM's block pool, and with both shortcuts (counted blocks; settling the
     # pipeline, then runs of plain decodes): the same steps, preemptions and times. And
     # `run_timed`, the engine's own async loop, agrees with the stepped replay.
@@ -202,7 +202,7 @@ def test_the_replays_shortcuts_change_nothing_with_async_scheduling(policy):
 @pytest.mark.parametrize("window_start_min, rate_scale", [(10, 1.0), (30, 0.5), (0, 2.0)])
 def test_the_shortcut_through_finishes_is_exact_when_nobody_waits(window_start_min, rate_scale):
     # At the lab's default load the queue is mostly empty, and the decode runs go through
-    # the steps that finish requests (`Server._finishes_unseen`). Stepped one batch at a
+    # the steps that finish requests (`Replica._finishes_unseen`). Stepped one batch at a
     # time, the async loop must give the same times.
     from pysim.sims.lab import config as lab_config, workload as lab_workload
     from pysim.timing.catalog import GPUS, MODELS

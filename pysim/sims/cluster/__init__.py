@@ -3,7 +3,7 @@
 A request is scheduled twice in a cluster. First a router picks the replica; then that
 replica's own scheduler (pysim.engine, vLLM 0.33's rules) fits it into a step. This
 package is the first half; every replica is the serving lab's engine and clock
-(pysim.engine.replay.Server), with the lab's step-time model (pysim.timing.steptime) and KV pool.
+(pysim.engine.replay.Replica), with the lab's step-time model (pysim.timing.steptime) and KV pool.
 
 The traffic is a window of the Mooncake FAST'25 traces (pysim.traffic.traces), which name each
 prompt's 512-token blocks, so prefix caching finds exactly the sharing Kimi's service

@@ -7,7 +7,7 @@ sglang-router 0.3.2 (`src/policies/cache_aware.rs`).
 
 from __future__ import annotations
 
-from pysim.engine.replay import Server
+from pysim.engine.replay import Replica
 from pysim.sims.cluster.config import BALANCE_ABS_THRESHOLD, BALANCE_REL_THRESHOLD, CACHE_THRESHOLD, ROUTERS
 from pysim.traffic import traces
 
@@ -28,7 +28,7 @@ class Router:
         self.sent = [set() for _ in range(n)]  # block ids of every prompt sent to each replica
         self.reasons = {"balance": 0, "prefix": 0, "low_match": 0}  # cache_aware's choices, counted
 
-    def choose(self, servers: list[Server], hash_ids: tuple, num_prompt_tokens: int) -> int:
+    def choose(self, servers: list[Replica], hash_ids: tuple, num_prompt_tokens: int) -> int:
         if self.policy == "round_robin":
             i = self.turn
             self.turn = (self.turn + 1) % self.n
@@ -65,6 +65,6 @@ class Router:
         self.sent[i].update(hash_ids)  # SGLang records the replica chosen, whatever the reason
 
 
-def least_loaded(servers: list[Server]) -> int:
+def least_loaded(servers: list[Replica]) -> int:
     """The fewest outstanding requests; ties to the lower KV usage, then the lower index."""
     return min(range(len(servers)), key=lambda i: (servers[i].outstanding(), servers[i].kv_usage(), i))

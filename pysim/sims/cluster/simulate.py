@@ -1,6 +1,6 @@
 """One run of the cluster: route every request of the window, replay it on its replicas.
 
-Each replica is the lab's engine and clock (pysim.engine.replay.Server); disaggregated,
+Each replica is the lab's engine and clock (pysim.engine.replay.Replica); disaggregated,
 a prompt's KV crosses the link to a decode replica (DistServe, OSDI 2024; Splitwise,
 ISCA 2024; Mooncake, FAST 2025). `metrics` scores the run as `vllm bench serve` does
 (pysim.traffic.slo), over the whole cluster and per GPU.
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from pysim.config import ConfigError
-from pysim.engine.replay import Server, engine_config
+from pysim.engine.replay import Replica, engine_config
 from pysim.sims.cluster.config import LINKS, ClusterConfig, block_size, window
 from pysim.sims.cluster.router import Router, least_loaded
 from pysim.sims.cluster.watch import Watch
@@ -33,7 +33,7 @@ class ClusterResult:
     prompt_tokens: list[int]
     replica_of: list[int]  # the replica each request was routed to (its prefill replica)
     decode_of: list[int]  # its decode replica (-1 when colocated, or a one-token answer)
-    servers: list[Server]
+    servers: list[Replica]
     roles: list[str]  # "replica", or "prefill" / "decode"
     transfer_s: list[float]  # time its KV spent on the link, waiting included (disaggregated)
     reasons: dict
@@ -78,7 +78,7 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
             if watch:
                 watch.finish(i, t)
 
-        servers = [Server(ecfg, stm, fast=fast, on_first=on_first, on_finish=on_finish)
+        servers = [Replica(ecfg, stm, fast=fast, on_first=on_first, on_finish=on_finish)
                    for _ in range(config.replicas)]
         roles = ["replica"] * config.replicas
         front, back = servers, []
@@ -108,8 +108,8 @@ def simulate(config: ClusterConfig, reqs: list | None = None, *, link_bytes_per_
             if watch:
                 watch.finish(i, t)
 
-        front = [Server(ecfg, stm, fast=fast, on_first=on_prefilled) for _ in range(config.prefill_replicas)]
-        back = [Server(ecfg, stm, fast=fast, on_finish=on_decoded) for _ in range(config.decode_replicas)]
+        front = [Replica(ecfg, stm, fast=fast, on_first=on_prefilled) for _ in range(config.prefill_replicas)]
+        back = [Replica(ecfg, stm, fast=fast, on_finish=on_decoded) for _ in range(config.decode_replicas)]
         servers = front + back
         roles = ["prefill"] * len(front) + ["decode"] * len(back)
 
