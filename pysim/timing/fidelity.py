@@ -62,11 +62,12 @@ class _Fits:
     def __init__(self, runs: dict[str, fit.Run]):
         self.runs = runs
         self.cache: dict[tuple, Coefficients] = {}
+        self.replays: dict = {}  # fit.fit's memo: every fit starts from the same prior
 
     def _fit(self, ids: tuple, label: str) -> Coefficients:
         if ids not in self.cache:
             self.cache[ids] = fit.fit([self.runs[i] for i in ids], fit.GENERIC,
-                                      fit.GENERIC_WEIGHT, label)
+                                      fit.GENERIC_WEIGHT, label, self.replays)
         return self.cache[ids]
 
     def _own(self, gpu: str, kept: list[str]) -> Coefficients | None:

@@ -327,19 +327,34 @@ def _gauss(A, b) -> list[float]:
 
 
 def fit(runs: list[Run], prior: Coefficients, weight: float = PRIOR_WEIGHT,
-        source: str = "fitted") -> Coefficients:
+        source: str = "fitted", memo: dict | None = None) -> Coefficients:
     """The coefficients that best match `runs`, pulled towards `prior`.
 
     Each round solves the quadratic problem for the ceilings binding now, then moves
     towards its answer only as far as the true objective (with the ceilings that bind
     there) goes down: halving the step up to four times, as a damped Gauss-Newton.
+
+    `memo` (a dict the caller keeps, with the runs alive) holds the replays at the prior
+    by run and coefficients: fits of overlapping runs from the same prior replay each
+    run there only once (pysim.timing.fidelity fits dozens of such subsets). A replay is
+    only read here, so sharing one changes nothing.
     """
     assert runs
     prior_theta = _theta(prior)
     theta = prior_theta
     timed = any(not math.isinf(r.bench.request_rate) for r in runs)
+    memo = {} if memo is None else memo
     for _ in range(REPLAYS if timed else 1):
-        replays = [replay_run(r, _coefficients(theta, source), itl=False) for r in runs]
+        c = _coefficients(theta, source)
+        key = (c.step_overhead_ms, c.request_overhead_us, c.memory_efficiency, c.compute_efficiency)
+        if theta is not prior_theta:  # later rounds differ from fit to fit: not kept
+            replays = [replay_run(r, c, itl=False) for r in runs]
+        else:
+            replays = []
+            for r in runs:
+                if (id(r), key) not in memo:
+                    memo[id(r), key] = replay_run(r, c, itl=False)
+                replays.append(memo[id(r), key])
 
         def rows_at(th):
             c = _coefficients(th, source)
