@@ -18,7 +18,7 @@ PORT ?= 8000
 PY312 ?= $(shell for p in python3 python3.14 python3.13 python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -r); do \
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v $$p; exit; }; done)
 
-.PHONY: help serve test test-unit test-pyodide test-browser site site-then-suites wheel bench setup chromium chromium-full clean
+.PHONY: help serve test test-unit test-build test-pyodide test-browser site site-then-suites wheel bench setup chromium chromium-full clean
 
 help:
 	@echo "make serve   build the site and serve it at http://$(HOST):$(PORT) (rebuilds on change)"
@@ -96,22 +96,28 @@ serve: setup
 # ------------------------------------------------------------------ tests
 
 # The set-up's downloads (two virtual environments, npm's packages) run side by side.
-# Then the CPython suite, which needs no built site, beside the site's build; once the
-# site is built, the Pyodide suite (one Node process: it tests the wheel the site ships)
-# beside the browser suite (two workers). Every step but the downloads is CPU-bound, so
-# this keeps both cores busy: after the build, the Pyodide suite alone would leave one
-# idle for about a minute and a half. Each step's output is printed whole when it ends.
+# Then pysim's CPython suite, which needs no built site, beside the site's build; once
+# the site is built, the browser suite (two workers), the Pyodide suite (one Node
+# process: it tests the wheel the site ships) and the build steps' tests, which read
+# the figures the build computed (sitebuild/figure_cache.py) instead of computing them
+# again. Every step but the downloads is CPU-bound, so this keeps both cores busy.
+# Each step's output is printed whole when it ends.
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target setup $(WHEELS_FOR_PYODIDE)/.installed chromium
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-unit site-then-suites
 
 site-then-suites:
 	$(MAKE) --no-print-directory site
-	$(MAKE) --no-print-directory --output-sync=target test-pyodide test-browser
+	$(MAKE) --no-print-directory --output-sync=target test-browser test-pyodide test-build
 
-# pysim's tests, and the build steps' (sitebuild/: plain CPython, no MkDocs, no browser).
+# pysim's tests (CPython).
 test-unit: $(VENV)/.installed
-	$(VENV)/bin/pytest -p no:cacheprovider tests/unit tests/build
+	$(VENV)/bin/pytest -p no:cacheprovider tests/unit
+
+# The build steps' tests (sitebuild/: plain CPython, no MkDocs, no browser); after a
+# site build they also check its pages, and read its figures.
+test-build: $(VENV)/.installed
+	$(VENV)/bin/pytest -p no:cacheprovider tests/build
 
 # The same unit tests inside Pyodide, against the exact wheel the site ships (with
 # Pyodide's whole standard library: pytest needs it); then the page's cut standard

@@ -53,7 +53,7 @@ if sys.path[:1] != [str(ROOT)]:
 for _name in [m for m in sys.modules if m == "sitebuild" or m.startswith("sitebuild.")]:
     del sys.modules[_name]
 
-from sitebuild import (BuildError, assets, csp, facts, figures, iframe_worker,  # noqa: E402
+from sitebuild import (BuildError, assets, csp, facts, figure_cache, figures, iframe_worker,  # noqa: E402
                        katex, narrow, offline_zip, precompress, predict, prerender, pyodide_runtime,
                        stdlib, tables, wheel, write_files)
 import sitebuild.plots  # noqa: E402
@@ -66,6 +66,7 @@ class Build:
     command: str = "build"         # mkdocs's command: build, serve or gh-deploy
     offline: bool = False          # Material's offline plugin is on: ship its shim and the zip
     bridge: object = None          # pysim.bridge, imported fresh from the working tree
+    figures: object = None         # pysim.figures, of that pysim
     figure: object = None          # pysim.figures.figure
     plots: object = None           # sitebuild.plots, drawn with that pysim
     facts: dict = field(default_factory=dict)  # docs/facts.toml, checked row by row
@@ -131,7 +132,9 @@ def on_config(config, **kwargs):
 def on_pre_build(config, **kwargs):
     pyodide_runtime.check()
     build.bridge = prerender.fresh_import("pysim.bridge")
-    build.figure = importlib.import_module("pysim.figures").figure
+    build.figures = importlib.import_module("pysim.figures")
+    figure_cache.load(build.figures)  # what a build on these same files computed, if any
+    build.figure = build.figures.figure
     build.plots = importlib.reload(sitebuild.plots)  # on the pysim just imported
     build.fields = prerender.describe(build.bridge.call)
     build.facts = facts.load(Path(config.docs_dir) / "facts.toml")
@@ -222,6 +225,7 @@ def _site_policy(site: Path) -> None:
 @reported
 def on_post_build(config, **kwargs):
     site = Path(config.site_dir)
+    figure_cache.save(build.figures)  # for the tests that check these pages (make test)
     pyodide_dir = pyodide_runtime.site_dir()
     lock = wheel.lock_file(build.wheel, pyodide_runtime.NPM_DIR / "pyodide-lock.json")
     write_files(site, {

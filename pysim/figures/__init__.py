@@ -34,8 +34,8 @@ from pysim.figures.waste import context_for_beta, decode_step, head_of_line, pad
 
 __all__ = [
     "OUTPUT_MIX", "PROMPT_MIX",
-    "admission_run", "batch_for_fraction", "context_for_beta", "continuous_trace", "cpu_overlap",
-    "decode_step", "exercise2", "exercise3", "exercise4", "figure", "head_of_line", "hit_cap",
+    "adopt", "admission_run", "batch_for_fraction", "context_for_beta", "continuous_trace", "cpu_overlap",
+    "computed", "decode_step", "exercise2", "exercise3", "exercise4", "figure", "head_of_line", "hit_cap",
     "littles_law", "llamacpp_slots", "load_test", "names", "output_lengths", "padding",
     "paged_vs_contiguous", "prefix_sharing", "priority_examples", "roofline_tok_s", "static_batches",
     "static_trace", "static_vs_continuous", "step_ms", "thrashing", "throughput_tok_s", "vllm_pool",
@@ -86,6 +86,17 @@ def _group(group: str) -> dict:
     if group not in _CACHE:
         raise KeyError(f"unknown figure group {group!r}")
     return _CACHE[group]
+
+
+def computed() -> dict:
+    """The groups computed so far, group -> values (sitebuild.figure_cache keeps them)."""
+    return dict(_CACHE or {})
+
+
+def adopt(groups: dict) -> None:
+    """Take groups computed earlier by this same code (sitebuild.figure_cache)."""
+    global _CACHE
+    _CACHE = {**(_CACHE if _CACHE is not None else _formula_groups()), **groups}
 
 
 def figure(name: str):
