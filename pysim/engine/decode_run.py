@@ -117,6 +117,9 @@ def advance_decodes(engine: Engine, k: int) -> list:
         r.num_computed = c
         r.num_tokens = c + 1  # the token sampled last is not computed yet
         out = r.num_output = r.num_output + k
+        if r.tally is not None:
+            r.tally.served += k
+            r.tally.output += k
         if out >= r.max_tokens:
             assert out == r.max_tokens, "a decode run longer than an answer"
             r.status = FINISHED

@@ -121,7 +121,13 @@ class PolicyRequestQueue:
         self.stamp = 0  # schedules so far: views cache what they compute per schedule
         self.views: dict = {}  # request seq -> its RequestView
         self.view = EngineView(engine, self)
+        self.tallies = self.view._tallies  # tenant -> Tally, which the engine adds to
         self.first_admitted: dict = {}  # request id -> `now` of its first admission
+
+    def tally_of(self, request_id):
+        """The Tally of the request's tenant: the engine counts its tokens there."""
+        tenant = self._policy.labels.get(request_id, ("", ""))[0]
+        return self.view._tally(tenant)
 
     # --- the engine's side (the same methods as the FCFS and PRIORITY queues) ------
     def on_schedule(self, now) -> None:

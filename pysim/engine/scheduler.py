@@ -168,7 +168,7 @@ class Request:
         "num_tokens", "num_computed", "num_output", "status", "limit",
         "num_preemptions", "recomputed_tokens", "cached_tokens",
         "prefilled", "first_token_step", "finish_step", "decode_part",
-        "placeholders", "in_flight", "stale",
+        "placeholders", "in_flight", "stale", "tally",
     )
 
     def __init__(self, req_id, seq, arrival, priority, num_prompt_tokens, max_tokens, token_ids):
@@ -202,6 +202,9 @@ class Request:
         self.placeholders = 0
         self.in_flight = 0
         self.stale = 0
+        # A policy's count of what its tenant was served (pysim.policy.api.Tally), or None:
+        # the engine adds to it as it hands out and samples tokens.
+        self.tally = None
 
     @property
     def served_tokens(self) -> int:
@@ -270,6 +273,8 @@ class Engine:
         self.requests: dict = {}  # every request ever added, by id
         self.running: list[Request] = []  # admission order
         self.waiting = create_request_queue(config.policy, policy, self)  # knows FCFS vs PRIORITY (or the policy's code)
+        # request id -> its tenant's Tally, when a policy reads what tenants were served
+        self.tally_of = getattr(self.waiting, "tally_of", None)
         self._pending: list = []  # heap of (arrival, seq, request) not yet arrived
         self.num_steps = 0  # forward passes done: batches applied, empty ones aside
         self.next_index = 0  # the next batch's index (with async, empty batches take one too)
@@ -333,6 +338,8 @@ class Engine:
         else:
             token_ids = None  # nothing is hashed: no need to carry ids
         r = Request(req_id, seq, arrival, priority, num_prompt_tokens, max_tokens, token_ids)
+        if self.tally_of is not None:
+            r.tally = self.tally_of(req_id)
         assert 0 <= external_tokens < num_prompt_tokens, "the last prompt token is computed here"
         r.external_tokens = external_tokens
         if cfg.enable_prefix_caching and block_hashes:
@@ -593,6 +600,8 @@ class Engine:
             waiting.pop_request()
             r.status = RUNNING
             r.num_computed = ready
+            if r.tally is not None:
+                r.tally.served += ready - hit  # sent KV is served; cached is not (`served_tokens`)
             r.external_tokens = 0  # a preemption drops the sent KV: it would be recomputed
             r.cached_tokens += hit
             if not r.num_preemptions:  # vLLM counts a request's first admission only
@@ -627,6 +636,9 @@ class Engine:
         for r, n in islice(batch, num_running):
             c = r.num_computed = r.num_computed + n
             context += c
+            tally = r.tally
+            if tally is not None:
+                tally.served += n
             if n == 1 and c == r.num_tokens and r.num_output:
                 # A decode: a running request computed the one token it sampled last
                 # step, and samples the next.
@@ -639,11 +651,15 @@ class Engine:
                 else:  # the common case: `_sample` without its rarer branches
                     r.num_output = out
                     r.num_tokens = c + 1
+                    if tally is not None:
+                        tally.output += 1
             else:
                 self._prefilled(r, n, result)
         for r, n in islice(batch, num_running, None):
             r.num_computed += n
             context += r.num_computed
+            if r.tally is not None:
+                r.tally.served += n
             self._prefilled(r, n, result)
         result.decode_tokens = num_tokens - result.prefill_tokens  # one token per decode
         result.context_tokens = context
@@ -664,6 +680,8 @@ class Engine:
         for r, n in batch:
             c = r.num_computed = r.num_computed + n
             r.in_flight += n
+            if r.tally is not None:
+                r.tally.served += n
             context += c
             known = r.num_tokens + r.placeholders  # tokens sampled, or being sampled
             if c >= known:  # the prefill is complete: it samples
@@ -712,10 +730,14 @@ class Engine:
                     if ids is None:
                         r.num_output = out
                         r.num_tokens += 1
+                        if r.tally is not None:
+                            r.tally.output += 1
                         continue
                     if cache_to // bs <= kv.num_cached_blocks(r.id):  # no block newly full
                         r.num_output = out
                         r.num_tokens += 1
+                        if r.tally is not None:
+                            r.tally.output += 1
                         ids.append(-(r.seq + 1))  # as `_sample` does
                         continue
                 # The token is known now: the blocks it fills are cached.
@@ -752,6 +774,9 @@ class Engine:
         `update_from_output`, before a finished request's blocks are freed)."""
         r.num_output += 1
         r.num_tokens += 1
+        if r.tally is not None:
+            r.tally.output += 1
+            r.tally.first += r.num_output == 1
         if r.token_ids is not None:
             r.token_ids.append(-(r.seq + 1))  # a made-up id only this request produces
             if cache_to:

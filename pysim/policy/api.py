@@ -37,7 +37,6 @@ import math
 from operator import attrgetter
 from types import MappingProxyType
 
-from pysim.engine.scheduler import RUNNING
 
 
 class ReadOnlyError(AttributeError):
@@ -57,8 +56,7 @@ _set = object.__setattr__  # the views' own writes (they refuse everyone else's)
 class RequestView:
     """One request as a policy sees it: read-only properties over the engine's request."""
 
-    # _cin, _cout: its input and output tokens the engine view last counted for its tenant
-    __slots__ = ("_request", "_queue", "tenant", "tier", "_entered", "_stamp", "_cached", "_cin", "_cout")
+    __slots__ = ("_request", "_queue", "tenant", "tier", "_entered", "_stamp", "_cached")
 
     def __init__(self, request, queue, tenant: str, tier: str):
         _set(self, "_request", request)
@@ -68,8 +66,6 @@ class RequestView:
         _set(self, "_entered", request.arrival)
         _set(self, "_stamp", -1)
         _set(self, "_cached", 0)
-        _set(self, "_cin", 0)
-        _set(self, "_cout", 0)
 
     def __setattr__(self, name, value):
         raise ReadOnlyError(f"the request is read-only: a policy cannot set request.{name}")
@@ -109,21 +105,34 @@ class RequestView:
                 f"prompt {self.num_prompt_tokens}, output {self.num_output_tokens}/{self.max_tokens}>")
 
 
+class Tally:
+    """What one tenant was served so far, counted by the engine as it works
+    (pysim.engine.scheduler): `served`, tokens handed out for its requests (each one's
+    `served_tokens`: recomputes count again, prefix-cache hits do not); `output`, tokens
+    sampled; `first`, requests that sampled at least one."""
+
+    __slots__ = ("served", "output", "first")
+
+    def __init__(self):
+        self.served = self.output = self.first = 0
+
+    def input(self) -> int:
+        """Served tokens less the samples fed back as the next step's input: every sample
+        but each request's last one is fed back, and a request's first sample is never
+        its input (`served_tokens - max(num_output - 1, 0)`, summed over requests)."""
+        return self.served - self.output + self.first
+
+
 class EngineView:
     """The engine as a policy sees it: the clock and what each tenant was served."""
 
-    __slots__ = ("_engine", "_queue", "_stamp", "_in", "_out", "_active",
-                 "_p_in", "_p_out", "_p_all")
+    __slots__ = ("_engine", "_queue", "_stamp", "_tallies", "_p_in", "_p_out", "_p_all")
 
     def __init__(self, engine, queue):
-        tenants = queue._policy.tenants
         for name, value in (("_engine", engine), ("_queue", queue), ("_stamp", -1),
-                            ("_in", dict.fromkeys(tenants, 0)), ("_out", dict.fromkeys(tenants, 0)),
-                            ("_active", [])):
+                            ("_tallies", {t: Tally() for t in queue._policy.tenants}),
+                            ("_p_in", None), ("_p_out", None), ("_p_all", None)):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "_p_in", MappingProxyType(self._in))
-        object.__setattr__(self, "_p_out", MappingProxyType(self._out))
-        object.__setattr__(self, "_p_all", None)
 
     def __setattr__(self, name, value):
         raise ReadOnlyError(f"the engine is read-only: a policy cannot set engine.{name}")
@@ -159,34 +168,22 @@ class EngineView:
         self._update()
         return self._p_all
 
+    def _tally(self, tenant) -> Tally:
+        tally = self._tallies.get(tenant)
+        if tally is None:
+            tally = self._tallies[tenant] = Tally()
+        return tally
+
     def _update(self) -> None:
-        """Bring the per-tenant counts up to date, once per schedule. Only requests that
-        ran since the last update can have been served more: those running then or now.
-        A request's input tokens are those computed for it but not fed back from its
-        own samples (a recompute after a preemption counts again: it is work done)."""
-        queue = self._queue
-        if self._stamp == queue.stamp:
+        """Read the tenants' tallies once per schedule, into read-only mappings."""
+        if self._stamp == self._queue.stamp:
             return
-        views, inp, out = queue.views, self._in, self._out
-        running = self._engine.running
-        # Those running at the last update and not now (preempted or finished) are
-        # counted a last time; a request's status is RUNNING exactly while it is in
-        # `running` whenever a policy is called.
-        left = [r for r in self._active if r.status != RUNNING]
-        for r in (left + running if left else running):
-            got_out = r.num_output
-            got_in = r.served_tokens - (got_out - 1 if got_out > 1 else 0)  # less its own samples fed back
-            v = views[r.seq]
-            had_in, had_out = v._cin, v._cout
-            if got_in != had_in or got_out != had_out:
-                tenant = v.tenant
-                inp[tenant] = inp.get(tenant, 0) + got_in - had_in
-                out[tenant] = out.get(tenant, 0) + got_out - had_out
-                _set(v, "_cin", got_in)
-                _set(v, "_cout", got_out)
-        _set(self, "_active", running.copy())
-        object.__setattr__(self, "_p_all", MappingProxyType({t: inp[t] + out.get(t, 0) for t in inp}))
-        object.__setattr__(self, "_stamp", queue.stamp)
+        tallies = self._tallies
+        for name, value in (("_p_in", {t: k.input() for t, k in tallies.items()}),
+                            ("_p_out", {t: k.output for t, k in tallies.items()}),
+                            ("_p_all", {t: k.input() + k.output for t, k in tallies.items()})):
+            object.__setattr__(self, name, MappingProxyType(value))
+        object.__setattr__(self, "_stamp", self._queue.stamp)
 
 
 def is_key(key) -> bool:

@@ -345,3 +345,50 @@ def test_a_window_too_heavy_for_a_page_is_refused_naming_the_window():
     fine = from_mapping(PoliciesConfig, {"flood_tenant": "conv", "flood_factor": 4, "window_minutes": most})
     assert len(traffic_of(fine)) <= MAX_REQUESTS
     assert len(traffic_of(from_mapping(PoliciesConfig, {"window_minutes": 10}))) <= MAX_REQUESTS
+
+
+@pytest.mark.parametrize("async_scheduling", [False, True])
+@pytest.mark.parametrize("caching", [False, True])
+def test_what_tenants_were_served_is_each_requests_served_tokens_summed(async_scheduling, caching):
+    # The engine counts each tenant's tokens as it hands them out and samples them
+    # (pysim.policy.api.Tally). At every call of a policy the counts must equal the sum,
+    # over the tenant's requests, of what each says it was served: `served_tokens` less
+    # its samples fed back as input, and its samples. A small pool, so requests are
+    # preempted and recomputed; shared prompts with prefix caching, so some are hits.
+    import random
+
+    from pysim.engine.replay import Replica, engine_config
+    from pysim.engine.scheduler import SchedulerConfig
+
+    rng = random.Random(7)
+    n = 160
+    labels = {i: ("ab"[i % 3 == 0], "interactive") for i in range(n)}
+    checked = {"calls": 0}
+
+    def order(request, engine):
+        inputs, outputs = engine.served_input_tokens, engine.served_output_tokens
+        sums_in, sums_out = {"a": 0, "b": 0}, {"a": 0, "b": 0}
+        for r in engine._engine.requests.values():
+            t = labels[r.id][0]
+            sums_in[t] += r.served_tokens - max(r.num_output - 1, 0)
+            sums_out[t] += r.num_output
+        assert dict(inputs) == sums_in and dict(outputs) == sums_out
+        assert dict(engine.served_tokens) == {t: sums_in[t] + sums_out[t] for t in "ab"}
+        checked["calls"] += 1
+        return request.arrival_time
+
+    stm, _blocks = policies.hardware(policies.PoliciesConfig())
+    scheduler = SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=256, async_scheduling=async_scheduling)
+    cfg = engine_config(48, 16, scheduler, enable_prefix_caching=caching)
+    server = Replica(cfg, stm, policy=Policy("tallied", order).with_labels(labels))
+    for i in range(n):
+        prompt = rng.randrange(40, 120)
+        ids = [i % 4] * 32 + [1000 + i] * (prompt - 32) if caching else None  # four shared prefixes
+        server.engine.add_request(i, prompt, rng.randrange(2, 60), arrival=i * 0.004, token_ids=ids)
+    server.now = 0.0
+    server.advance()
+    engine = server.engine
+    assert len(server.done) == n
+    assert checked["calls"] > 50, checked
+    assert sum(r.num_preemptions for r in engine.requests.values()) > 0
+    assert not caching or engine.prefix_cache_hits > 0
