@@ -8,8 +8,9 @@
 // - the GPU sweep: one "cluster_sweep" call per GPU count (w.call with that simulation's
 //   name: it has no widget of its own, and the calls carry this widget's data files), so the
 //   page can say how far it got and stop between two calls (Cancel). Each call sends the
-//   points so far and gets back pysim's answer so far: its sentence, and which count and
-//   layouts to run next (none once both layouts meet the target or the counts run out);
+//   points so far (its actions) and gets back pysim's answer so far: its sentence, and
+//   which count and layouts to run next (none once both layouts meet the target or the
+//   counts run out);
 // - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one.
 (function () {
   "use strict";
@@ -270,7 +271,7 @@
         let answer;
         try {
           answer = await w.call({ config: { ...config, gpus: next.gpus, sweep_layouts: next.sweep_layouts,
-            sweep_exact: next.sweep_exact, swept: sweep.points } }, { simulation: SWEEP, timeoutMs: 120000 });
+            sweep_exact: next.sweep_exact }, actions: sweep.points }, { simulation: SWEEP, timeoutMs: 120000 });
         } catch (err) {
           if (running === token) stopSweep("Python stopped answering; the sweep stopped");
           return;

@@ -5,8 +5,9 @@
 // grouped), draws the view model (widgets/lab.charts.js holds the charts), and runs the
 // three things a reader does beyond changing a setting:
 // - the capacity sweep: one "lab_sweep_point" call per rate (simulations of their own,
-//   with this widget's data files), so the page can say how far it got and stop between
-//   two calls (Cancel), then one "lab_capacity" call for the answer;
+//   with this widget's data files; the rate's place is the call's action), so the page
+//   can say how far it got and stop between two calls (Cancel), then one "lab_capacity"
+//   call for the answer (the points are its actions);
 // - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one;
 // - calibration: the pasted `vllm bench serve` text is the config field `bench_text`,
 //   so pysim judges it like any setting, and its message appears under the text box;
@@ -336,7 +337,7 @@
       showSweepState();
     }
     async function capacityOf(config, points) {
-      const answer = await w.call({ config: { ...config, sweep_points: points } }, { simulation: "lab_capacity" });
+      const answer = await w.call({ config, actions: points }, { simulation: "lab_capacity" });
       return answer.ok ? answer.result.capacity : null;
     }
     async function runSweep() {
@@ -350,7 +351,7 @@
         progress.textContent = `Replaying the window at rate ${i + 1} of ${nPoints}…`;
         let answer;
         try {
-          answer = await w.call({ config: { ...config, sweep_index: i } }, { simulation: "lab_sweep_point", timeoutMs: 60000 });
+          answer = await w.call({ config, actions: [{ sweep_index: i }] }, { simulation: "lab_sweep_point", timeoutMs: 60000 });
         } catch (err) {
           if (running === token) stopSweep("Python stopped answering; the sweep stopped");
           return;
