@@ -182,16 +182,18 @@
   }
 
   // The fieldsets a config lays its controls out in, from pysim's description: each field
-  // of a group carries `group` and `group_order` (pysim/config.py, `describe`), so a field
-  // pysim adds to a group shows in it with no list kept here. [[title, [names]], ...].
+  // of a group carries `group`, `group_order` and `order_in_group` (pysim/config.py,
+  // `describe`), so a field pysim adds to a group shows in it with no list kept here.
+  // [[title, [names]], ...], groups and names in the order of the config's GROUPS.
   function groupsOf(fields) {
     const byTitle = new Map();
     for (const f of fields) {
       if (!f.group) continue;
-      if (!byTitle.has(f.group)) byTitle.set(f.group, { order: f.group_order, names: [] });
-      byTitle.get(f.group).names.push(f.name);
+      if (!byTitle.has(f.group)) byTitle.set(f.group, { order: f.group_order, fields: [] });
+      byTitle.get(f.group).fields.push(f);
     }
-    return [...byTitle.entries()].sort((a, b) => a[1].order - b[1].order).map(([t, g]) => [t, g.names]);
+    return [...byTitle.entries()].sort((a, b) => a[1].order - b[1].order)
+      .map(([t, g]) => [t, g.fields.sort((a, b) => a.order_in_group - b.order_in_group).map((f) => f.name)]);
   }
 
   // A config's identity for what depends on it, but for the keys in `except`: every key,
