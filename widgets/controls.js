@@ -160,7 +160,12 @@
   // a field added to the config shows up with no change to the widget.
   //   onChange(name, value, debounceMs)   what the reader set (not yet checked)
   //   optionLabels {name: (option) => text} for choices shown by another name
-  function buildControls(fields, { onChange, skip = [], optionLabels = {} }) {
+  //   fieldsets    the widget's class prefix (PREFIX): the controls in the config's
+  //                fieldsets (groupsOf), <fieldset class="pysim-fieldset PREFIX-group">
+  //                each, with its legend, in a <div class="pysim-fieldsets PREFIX-groups">
+  //                first in the root (a field no group names stays after it); `sets`
+  //                holds them by title
+  function buildControls(fields, { onChange, skip = [], optionLabels = {}, fieldsets = null }) {
     const byName = new Map();
     const root = h("div", { class: "pysim-controls" });
     for (const field of fields) {
@@ -172,8 +177,19 @@
       byName.set(field.name, control);
       root.append(control.root);
     }
+    const sets = {};
+    if (fieldsets) {
+      const groups = h("div", { class: `pysim-fieldsets ${fieldsets}-groups` });
+      for (const [title, names] of groupsOf(fields)) {
+        sets[title] = h("fieldset", { class: `pysim-fieldset ${fieldsets}-group` }, h("legend", {}, title),
+          ...names.filter((n) => byName.has(n)).map((n) => byName.get(n).root));
+        groups.append(sets[title]);
+      }
+      root.prepend(groups);
+    }
     return {
       root,
+      sets,
       get: (name) => byName.get(name),
       has: (name) => byName.has(name),
       set(config) { for (const [name, c] of byName) if (name in config) c.set(config[name]); },

@@ -18,7 +18,7 @@
 // data-companions, sitebuild/prerender.py); the reader's code never enters the link.
 (function () {
   "use strict";
-  const { h, fmt, tableBox, groupsOf } = window.PySim;
+  const { h, fmt, tableBox } = window.PySim;
   const NAME = "policies";
   const CODE_KEY = "pysim.policies.code"; // the reader's policy survives a reload
   const PASS_KEY = "pysim.policies.passed"; // puzzles passed: {name: true}
@@ -64,6 +64,7 @@
 
     // ---------------------------------------------------------------- controls
     const controls = w.controls({
+      fieldsets: "pol", // pysim's PoliciesConfig.GROUPS
       onChange(name, value, delay) {
         // Mooncake's trace is one tenant: nobody can flood it, so the flood goes with the
         // switch. (The two tenants' rates stay in view, unused there: a control hidden by
@@ -72,13 +73,6 @@
         else w.set({ [name]: value }, delay);
       },
     });
-    const groups = h("div", { class: "pol-groups" });
-    for (const [title, names] of groupsOf(w.fields)) { // pysim's PoliciesConfig.GROUPS
-      const set = h("fieldset", { class: "pol-group" }, h("legend", {}, title));
-      for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
-      groups.append(set);
-    }
-    controls.root.prepend(groups); // a field no group names stays after them
 
     // ---------------------------------------------------------------- the run
     const describeLine = h("ul", { class: "pol-desc" });
