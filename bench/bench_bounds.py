@@ -192,10 +192,20 @@ def edge_candidates(name: str):
         yield {"config": config}
 
 
+def sweep_point_candidates():
+    """lab_sweep_point, named by its one action: the edges at the sweep's highest rate,
+    its longest replay."""
+    from pysim.sims.lab.sweep import SWEEP_RATES
+
+    for payload in edge_candidates("lab_sweep_point"):
+        yield {**payload, "actions": [{"sweep_index": len(SWEEP_RATES) - 1}]}
+
+
 # Hand-made worst cases; a simulation missing here gets edge_candidates.
 CANDIDATES = {"naive_batching": race_candidates, "paged_kv_cache": kvcache_candidates,
               "chunked_prefill": budget_candidates, "batch_size": batch_size_candidates,
-              "toy_scheduler": toy_candidates, "exercises": exercise_candidates}
+              "toy_scheduler": toy_candidates, "exercises": exercise_candidates,
+              "lab_sweep_point": sweep_point_candidates}
 
 
 def describe_payload(payload: dict) -> str:

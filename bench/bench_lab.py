@@ -47,7 +47,7 @@ def replay_x1():
 
 def sweep():
     for i in range(len(lab_sweep.SWEEP_RATES)):
-        lab_sweep.sweep_point_view(config.from_mapping(lab_sweep.SweepPointConfig, {"sweep_index": i}), [])
+        lab_sweep.sweep_point_view(config.from_mapping(lab_sweep.SweepConfig, {}), [{"sweep_index": i}])
 
 def benchmark_1000():
     # `vllm bench serve`'s defaults: 1,000 prompts of 1,024 + 128 tokens, all sent at once.

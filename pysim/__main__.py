@@ -3,7 +3,8 @@
 NAME is a simulation of pysim/registry.py, with hyphens (`python -m pysim --help` lists
 them). Without `--json` it prints a readable summary; with it, the full view model the
 widget draws. `--actions` is for the simulations that take them (the block manager's
-admit and gen, the exercise's run and check). `--policy-file FILE` reads a scheduling
+admit and gen, the exercise's run and check), comma-separated, or as a JSON list for
+actions that are objects (`--actions '[{"sweep_index": 3}]'`, a sweep's points). `--policy-file FILE` reads a scheduling
 policy written in Python into the `policy_code` setting (`policies`, `puzzle`). A
 simulation may take one setting as a plain argument (`python -m pysim puzzle NAME`);
 `--list` prints that setting's choices, one a line.
@@ -19,7 +20,7 @@ import json
 import sys
 
 from pysim.bridge import run, simulations
-from pysim.config import ConfigError
+from pysim.config import ConfigError, check_json_depth
 
 MAX_FILE_BYTES = 1_000_000  # a policy file larger than this is refused before reading it
 
@@ -38,6 +39,17 @@ def _read_policy(path: str) -> str:
         raise ConfigError("policy_code", f"{path[:60]} is not UTF-8 text") from None
 
 
+def _actions(text: str) -> list:
+    """`--actions`: a JSON list (actions that are objects), else names separated by commas."""
+    if not text.lstrip().startswith("["):
+        return [a.strip() for a in text.split(",") if a.strip()]
+    check_json_depth(text, "actions")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError("actions", f"not a valid JSON list ({str(exc)[:80]})") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     sims = simulations()
     parser = argparse.ArgumentParser(prog="python -m pysim", description=__doc__.splitlines()[0])
@@ -48,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="change one setting (repeatable)")
     parser.add_argument("--actions", default=None, metavar="A,B,...",
-                        help="comma-separated actions, for step-by-step simulations")
+                        help="comma-separated actions, for step-by-step simulations, or a JSON list "
+                             "of them (a sweep's: '[{\"sweep_index\": 3}]')")
     parser.add_argument("--policy-file", default=None, metavar="FILE",
                         help="a scheduling policy in Python (order, optionally victim): policies, puzzle")
     parser.add_argument("--list", action="store_true",
@@ -78,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             config["policy_code"] = _read_policy(args.policy_file)
         payload = {"config": config}
         if args.actions is not None:
-            payload["actions"] = [a.strip() for a in args.actions.split(",") if a.strip()]
+            payload["actions"] = _actions(args.actions)
         view = run(name, payload, from_text=True)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

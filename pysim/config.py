@@ -187,17 +187,19 @@ def describe(cls) -> list[dict]:
 
     A config that lays its controls out in groups names them in `GROUPS`, a tuple of
     (title, field names) in the order they are shown; each field in one then carries
-    `group` (the title) and `group_order` (its place), so the widget derives its
-    fieldsets instead of keeping a list of its own (tests/unit/test_vocabulary.py checks
-    every control field of such a config is in exactly one group)."""
-    where = {name: (title, k) for k, (title, names) in enumerate(getattr(cls, "GROUPS", ()))
-             for name in names}
+    `group` (the title), `group_order` (the group's place) and `order_in_group` (the
+    field's place in it), so the widget derives its fieldsets instead of keeping a list
+    of its own (tests/unit/test_vocabulary.py checks every control field of such a config
+    is in exactly one group)."""
+    where = {name: (title, k, i) for k, (title, names) in enumerate(getattr(cls, "GROUPS", ()))
+             for i, name in enumerate(names)}
     out = []
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)
         meta.pop("check", None)
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        placed = {"group": where[f.name][0], "group_order": where[f.name][1]} if f.name in where else {}
+        placed = (dict(zip(("group", "group_order", "order_in_group"), where[f.name]))
+                  if f.name in where else {})
         out.append({"name": f.name, "default": default, **meta,
                     "options": list(meta.get("options", ())), **placed})
     return out

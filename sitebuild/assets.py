@@ -57,6 +57,13 @@ VENDOR = {
 # every page that loads uPlot for a widget gets it too, after the shared scripts.
 UPLOT = "uplot/dist/uPlot.iife.min.js"
 CHARTS = "charts.js"
+# Kit pieces only some widgets take, after the shared scripts and the chart kit: the sweep
+# panel (widgets/sweep.js, PySim.sweepPanel: a sweep of pysim calls with progress, Cancel,
+# pysim's answer and a table), the lab's and the cluster's.
+KITS = {
+    "lab": ("sweep.js",),
+    "cluster": ("sweep.js",),
+}
 # The code editor (widgets/editor.js: a text area, then Ace from VENDOR_LATER, which
 # widgets/later.js loads when asked): every page holding a widget that edits the reader's
 # code gets both, after the shared scripts.
@@ -171,7 +178,8 @@ def page_assets(widgets: list[str], assets: dict[str, Asset], runtime: dict, up:
     vendor = [rel for n in names for rel in VENDOR.get(n, ())]
     styles = [*(v for v in vendor if v.endswith(".css")), *SHARED_STYLES,
               *(f"{n}.css" for n in names if f"{n}.css" in assets), *extra_styles]
-    kit = [*([CHARTS] if UPLOT in vendor else []), *([LATER, EDITOR] if any(n in VENDOR_LATER for n in names) else [])]
+    kit = [*([CHARTS] if UPLOT in vendor else []), *dict.fromkeys(f for n in names for f in KITS.get(n, ())),
+           *([LATER, EDITOR] if any(n in VENDOR_LATER for n in names) else [])]
     scripts = [*(v for v in vendor if v.endswith(".js")), *SHARED_SCRIPTS, *kit,
                *(f for n in names for f in widget_scripts(n, assets)), *extra_scripts]
     settings = {

@@ -8,16 +8,19 @@
 //
 //   const kit = PySim.charts("lab");  // colours from the widget's CSS: --lab-now, --lab-c0...
 //   kit.palette(el, own)              // {text, grid, now, pin, second, bad, target, lines, font, ...own}
+//                                     // (a widget without --lab-now... takes widgets.css's --pysim-now...)
 //   kit.axis(pal, narrow, extra)      // a uPlot axis in the page's colours and font
 //   kit.marker(u, {x | y, color, text, dash})  // a labelled reference line, in a draw hook
 //   kit.make(host, opts, data, label) // the chart in `host`, its plot area a labelled image
 //   kit.sizeOf(host, tall)            // {width, height, narrow} for the host's width
 //   kit.cdf(host, {title, series: [{label, cdf, pinned}], target})  a latency CDF
+//   kit.latency([ttftHost, tpotHost], view, pinnedView)  // a run's TTFT and TPOT CDFs: the charts
 //   kit.ms(x), kit.still              // a latency in words; a cursor that zooms nothing
 (function () {
   "use strict";
   const { fmt, labelBox } = window.PySim;
   const LINE_COLOURS = 6; // --PREFIX-c0 ... c5: one per replica, then dashes tell them apart
+  const ROLES = ["now", "pin", "second", "bad", "target"]; // a chart's colours by what they mark
 
   const ms = (x) => (x >= 10000 ? fmt(Math.round(x / 100) / 10) + " s"
     : x >= 100 ? fmt(Math.round(x)) + " ms" : x >= 10 ? x.toFixed(1) + " ms" : x.toFixed(2) + " ms");
@@ -96,13 +99,15 @@
 
   function charts(prefix) {
     // The chart's colours (dom.js's palette): the shared text and grid colours, the
-    // widget's --PREFIX-now, -pin, -second, -bad and -target, its line colours
-    // --PREFIX-c0... as `lines`; `own` names more of the widget's ({speed: "--bs-speed"}).
+    // widget's --PREFIX-now, -pin, -second, -bad and -target (or, where the widget's sheet
+    // sets none, widgets.css's --pysim-now...), its line colours --PREFIX-c0... as
+    // `lines`; `own` names more of the widget's ({speed: "--bs-speed"}).
     function palette(el, own = {}) {
       const names = { text: "--pysim-text", grid: "--pysim-grid" };
-      for (const key of ["now", "pin", "second", "bad", "target"]) names[key] = `--${prefix}-${key}`;
+      for (const key of ROLES) Object.assign(names, { [key]: `--${prefix}-${key}`, ["shared-" + key]: `--pysim-${key}` });
       for (let i = 0; i < LINE_COLOURS; i++) names["c" + i] = `--${prefix}-c${i}`;
       const pal = PySim.palette(el, { ...names, ...own });
+      for (const key of ROLES) pal[key] = pal[key] || pal["shared-" + key];
       pal.lines = Array.from({ length: LINE_COLOURS }, (_, i) => pal["c" + i]);
       return pal;
     }
@@ -147,7 +152,19 @@
       return make(host, opts, [xs, ...ys], `${title}, cumulative distribution. ${words}. Target ${ms(target)}.`);
     }
 
-    return { palette, axis, marker, make, sizeOf, cdf, ms, still };
+    // A run's TTFT and TPOT (a view's ttft_ms, tpot_ms and slo, as the lab and the cluster
+    // give them): a CDF each in `hosts`, the pinned run's dashed beside it; a host whose
+    // run has no such latency is emptied. Returns the charts drawn.
+    function latency(hosts, view, pinned) {
+      return [["ttft_ms", "TTFT"], ["tpot_ms", "TPOT"]].flatMap(([key, title], i) => {
+        if (!view[key].cdf.length) { hosts[i].replaceChildren(); return []; }
+        const series = [{ label: "this run", cdf: view[key].cdf },
+          ...(pinned ? [{ label: "pinned", cdf: pinned[key].cdf, pinned: true }] : [])].filter((s) => s.cdf.length);
+        return [cdf(hosts[i], { title, series, target: view.slo[key] })];
+      });
+    }
+
+    return { palette, axis, marker, make, sizeOf, cdf, latency, ms, still };
   }
 
   window.PySim.charts = charts;

@@ -6,12 +6,14 @@
 //   cdf(host, {title, series: [{label, cdf, pinned}], target})   a latency CDF, the SLO marked
 //   replicas(host, {title, t, lines: [{label, values, role}], percent, yLabel})  a line per replica
 //   sweep(host, {points, target})                                attainment against GPUs, both layouts
+//   latency([ttftHost, tpotHost], view, pinnedView)           the run's TTFT and TPOT CDFs (the kit's)
 //
-// Each returns {destroy()}. Colours come from cluster.css (light and dark).
+// Each returns {destroy()} (latency, a list of them). Colours come from cluster.css and
+// widgets.css (light and dark).
 (function () {
   "use strict";
   const { fmt } = window.PySim;
-  const { palette, axis, marker, make, sizeOf, cdf, ms, still } = window.PySim.charts("cluster");
+  const { palette, axis, marker, make, sizeOf, cdf, latency, ms, still } = window.PySim.charts("cluster");
   const DASHES = [undefined, [6, 3], [2, 3], [10, 3, 2, 3]]; // past the palette's line colours
 
   // ------------------------------------------------------------------ one line per replica
@@ -65,5 +67,5 @@
     return make(host, opts, data, `SLO attainment against the number of GPUs. ${words}.`);
   }
 
-  window.PySim.clusterCharts = { cdf, replicas, sweep, ms };
+  window.PySim.clusterCharts = { cdf, latency, replicas, sweep, ms };
 })();

@@ -5,15 +5,17 @@
 // controls (from pysim's description, grouped, with only the fields the chosen layout
 // and router use), draws the view model (widgets/cluster.charts.js holds the charts),
 // and runs what a reader does beyond changing a setting:
-// - the GPU sweep: one "cluster_sweep" call per GPU count (w.call with that simulation's
-//   name: it has no widget of its own, and the calls carry this widget's data files), so the
+// - the GPU sweep (PySim.sweepPanel, widgets/sweep.js): one "cluster_sweep" call per GPU
+//   count (w.call with that simulation's name: it has no widget of its own, and the calls
+//   carry this widget's data files), so the
 //   page can say how far it got and stop between two calls (Cancel). Each call sends the
-//   points so far and gets back pysim's answer so far: its sentence, and which count and
-//   layouts to run next (none once both layouts meet the target or the counts run out);
+//   points so far (its actions) and gets back pysim's answer so far: its sentence, and
+//   which count and layouts to run next (none once both layouts meet the target or the
+//   counts run out);
 // - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one.
 (function () {
   "use strict";
-  const { h, fmt, tableBox, groupsOf, signatureExcept } = window.PySim;
+  const { h, fmt, tableBox, signatureExcept, sweepPanel } = window.PySim;
   const NAME = "cluster";
   const SWEEP = "cluster_sweep";
   const OWN = ["gpus"]; // a link from before the sweep moved to cluster_sweep may hold it: ignored
@@ -28,6 +30,8 @@
   const TABLE_ROWS = 12; // rows of the over-time table
 
   const pct = (x) => (x * 100).toFixed(1) + "%";
+  // A share that is an upper bound, rounded down to 0.1% (so 89.98% is not "90.0%").
+  const below = (x) => (Math.floor(x * 1000 + 1e-9) / 10).toFixed(1) + "%";
   // What a sweep's points depend on: every setting but the layout and counts it sets itself.
   const signature = (config) => signatureExcept(config, ["layout", "replicas", "prefill_replicas",
     "decode_replicas", ...OWN]);
@@ -36,26 +40,15 @@
   function mount(w) {
     const charts = window.PySim.clusterCharts;
     const ms = charts.ms;
-    let sweep = null;   // {config, signature, points, complete, why}
-    let running = null; // the sweep in progress: a token compared after every call
 
     // ---------------------------------------------------------------- controls
     const controls = w.controls({
-      skip: OWN,
+      skip: OWN, fieldsets: NAME, // pysim's ClusterConfig.GROUPS
       onChange: (n, v, delay) => { w.set({ [n]: v }, delay); showFields(w.draft.config); },
     });
-    const groups = h("div", { class: "cluster-groups" });
-    const sets = {};
-    for (const [title, names] of groupsOf(w.fields)) { // pysim's ClusterConfig.GROUPS
-      const set = h("fieldset", { class: "cluster-group" }, h("legend", {}, title));
-      for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
-      groups.append(set);
-      sets[title] = set;
-    }
-    controls.root.prepend(groups); // a field no group names stays after them
     function showFields(config) {
       for (const [n, shown] of Object.entries(ONLY)) if (controls.has(n)) controls.get(n).root.hidden = !shown(config);
-      sets[THRESHOLDS_GROUP].hidden = config.router !== "cache_aware";
+      controls.sets[THRESHOLDS_GROUP].hidden = config.router !== "cache_aware";
     }
     const optionLabel = (n, v) => { const f = w.field(n); return f && f.option_labels && f.option_labels[v] ? f.option_labels[v] : fmt(v); };
 
@@ -63,61 +56,46 @@
     const note = h("p", { class: "cluster-note" });
     const status = h("p", { class: "cluster-status", "aria-live": "polite" });
     const sentence = h("p", { class: "cluster-sentence" });
-    const cards = h("dl", { class: "cluster-cards" });
+    const cards = h("dl", { class: "pysim-cards cluster-cards" });
     const pin = w.pin({ labels: ["Pin this configuration", "Clear pin"], describe, note: "cluster-pin-note", changed: draw });
     const pinnedView = () => (pin.pinned ? pin.pinned.view : null);
-    const cdfTtft = h("div", { class: "cluster-chart" });
-    const cdfTpot = h("div", { class: "cluster-chart" });
+    const chart = () => h("div", { class: "pysim-chart cluster-chart" });
+    const [cdfTtft, cdfTpot, gRunning, gHits] = [chart(), chart(), chart(), chart()];
     const results = h("table", { class: "cluster-results" });
     const routing = h("p", { class: "cluster-routing" });
     const transfer = h("p", { class: "cluster-transfer" });
     const replicaTable = h("table", { class: "cluster-replicas" });
-    const gRunning = h("div", { class: "cluster-chart" });
-    const gHits = h("div", { class: "cluster-chart" });
     const overTime = h("table", { class: "cluster-over-time" });
+    const sweep = sweepPanel(w, sweepSpec());
 
-    // ---------------------------------------------------------------- sweep
-    const sweepBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: runSweep, "data-needs-python": true }, "Find the fewest GPUs");
-    const cancelBtn = h("button", { type: "button", class: "md-button", onclick: () => stopSweep("Cancelled"), disabled: true }, "Cancel");
-    const progress = h("p", { class: "cluster-progress", "aria-live": "polite" });
-    const answerText = h("p", { class: "cluster-answer", "aria-live": "polite" });
-    const sweepChart = h("div", { class: "cluster-chart cluster-sweep-chart" });
-    const sweepTable = h("table", { class: "cluster-sweep-table" });
-
-    const section = (title, ...kids) => h("section", { class: "cluster-section" }, h("h3", { class: "cluster-title" }, title), ...kids);
+    const section = (title, ...kids) => h("section", { class: "pysim-section cluster-section" }, h("h3", { class: "cluster-title" }, title), ...kids);
     const details = (summary, ...kids) => h("details", { class: "cluster-details" }, h("summary", {}, summary), ...kids);
     w.body.append(
       controls.root, w.messages, note, status,
-      section("This run", sentence, cards, h("div", { class: "cluster-buttons" }, pin.buttons), pin.note,
-        h("div", { class: "cluster-pair" }, cdfTtft, cdfTpot), tableBox(results, {}, "This run in numbers, scrolls sideways")),
+      section("This run", sentence, cards, h("div", { class: "pysim-buttons" }, pin.buttons), pin.note,
+        h("div", { class: "pysim-pair" }, cdfTtft, cdfTpot), tableBox(results, {}, "This run in numbers, scrolls sideways")),
       section("Replica by replica", routing, transfer, tableBox(replicaTable, {}, "Replicas, scrolls sideways"),
-        h("div", { class: "cluster-pair" }, gRunning, gHits),
+        h("div", { class: "pysim-pair" }, gRunning, gHits),
         details("The replicas over time, as a table", tableBox(overTime, {}, "Replicas over time, scrolls sideways"))),
       section("How many GPUs does this traffic need?",
         h("p", { class: "cluster-explain" }, w.view.sweep_sentence),
-        h("div", { class: "cluster-buttons" }, sweepBtn, cancelBtn), progress, answerText, sweepChart,
-        tableBox(sweepTable, {}, "The GPU sweep, scrolls sideways")),
+        sweep.buttons, sweep.progress, sweep.answer, sweep.chart, tableBox(sweep.table, {}, "The GPU sweep, scrolls sideways")),
     );
 
     // ---------------------------------------------------------------- drawing
     const drawn = []; // uPlot charts, rebuilt on every draw, a resize or a theme switch
     function drawCharts() {
       while (drawn.length) drawn.pop().destroy();
-      const pinned = pinnedView();
-      const both = (key) => [{ label: "this run", cdf: w.view[key].cdf },
-        ...(pinned ? [{ label: "pinned", cdf: pinned[key].cdf, pinned: true }] : [])].filter((s) => s.cdf.length);
-      if (w.view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: w.view.slo.ttft_ms }));
-      else cdfTtft.replaceChildren();
-      if (w.view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: w.view.slo.tpot_ms }));
-      else cdfTpot.replaceChildren();
+      drawn.push(...charts.latency([cdfTtft, cdfTpot], w.view, pinnedView()));
       const s = w.view.series;
       const names = w.view.replicas.map(replicaName);
       drawn.push(charts.replicas(gRunning, { title: "Requests running", t: s.t_s, yLabel: "num_requests_running",
         lines: s.replicas.map((r, i) => ({ label: names[i], values: r.num_requests_running })) }));
       drawn.push(charts.replicas(gHits, { title: "Prefix-cache hit rate so far", t: s.t_s, yLabel: "hits / queries", percent: true,
         lines: s.replicas.map((r, i) => ({ label: names[i], values: r.hit_rate.map((x) => x * 100) })) }));
-      if (sweep && sweep.points.length) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: sweep.points[0].target }));
-      else sweepChart.replaceChildren();
+      const swept = sweep.current;
+      if (swept && swept.points.length) drawn.push(charts.sweep(sweep.chart, { points: swept.points, target: swept.points[0].target }));
+      else sweep.chart.replaceChildren();
     }
 
     function imbalanceText(v) {
@@ -136,18 +114,12 @@
     ];
     const TRANSFER = ["KV transfer p50", (v) => (v.transfer_ms ? ms(v.transfer_ms.p50) : "none")];
 
-    function card(label, value, pinnedValue) {
-      return h("div", { class: "cluster-card" }, h("dt", {}, label),
-        h("dd", {}, value, pinnedValue == null ? "" : h("span", { class: "cluster-card-pin" }, `pinned: ${pinnedValue}`)));
-    }
-
     function drawText() {
       const pinned = pinnedView();
       showFields(w.draft.config);
       note.textContent = w.view.note;
       sentence.textContent = w.view.sentence;
-      const figures = w.view.transfer_ms || (pinned && pinned.transfer_ms) ? [...FIGURES, TRANSFER] : FIGURES;
-      cards.replaceChildren(...figures.map(([label, f]) => card(label, f(w.view), pinned ? f(pinned) : null)));
+      pin.cards(cards, w.view.transfer_ms || (pinned && pinned.transfer_ms) ? [...FIGURES, TRANSFER] : FIGURES, NAME);
 
       const rows = [
         ["Requests completed", (v) => fmt(v.summary.completed)], ["Good (meet both targets)", (v) => fmt(v.summary.good)],
@@ -161,12 +133,7 @@
         ...(w.view.transfer_ms || (pinned && pinned.transfer_ms) ? [TRANSFER] : []),
         ["Duration", (v) => fmt(Math.round(v.summary.duration_s * 10) / 10) + " s"],
       ];
-      results.replaceChildren(
-        h("caption", {}, pinned ? "This run and the pinned one" : "This run, in numbers"),
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "This run"),
-          pinned ? h("th", { scope: "col" }, "Pinned") : "")),
-        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(w.view)),
-          pinned ? h("td", {}, f(pinned)) : ""))));
+      pin.table(results, rows);
 
       const rr = w.view.router_reasons;
       routing.textContent = rr ? `The cache-aware router sent ${fmt(rr.prefix)} requests to the replica with the longest prefix match, ` +
@@ -199,43 +166,62 @@
         h("tbody", {}, ...body));
     }
 
-    // ---------------------------------------------------------------- the sweep's text
-    function drawSweep() {
-      const fresh = sweep && sweep.signature === signature(w.state.config);
-      if (sweep && !fresh && !running) {
-        sweep = null;
-        progress.textContent = "The settings changed since the last sweep: run it again for these.";
+    // ---------------------------------------------------------------- the sweep
+    // One cell per layout and count: what pysim measured, or why it did not run to the end.
+    function cell(q, split) {
+      if (!q) return h("td", {}, "not run: met at fewer GPUs");
+      const head = split ? `${split}: ` : "";
+      if (q.stopped) {
+        const s = q.stopped;
+        return h("td", { class: "cluster-stopped" }, `${head}misses: at most ${below(q.attainment_at_most)} ` +
+          (s.replayed ? `(${fmt(s.missed)} surely late ${fmt(Math.round(s.at_s))} s into the ${fmt(Math.round(s.window_s))} s window; stopped there)`
+            : `(${fmt(s.missed)} requests too long for any GPU count; not replayed)`));
       }
-      if (!sweep) { answerText.textContent = ""; sweepTable.replaceChildren(); return; }
-      answerText.textContent = sweep.answer ? sweep.answer.sentence + (sweep.points[0].ceiling_sentence ? " " + sweep.points[0].ceiling_sentence : "") : "";
-      // One cell per layout and count: what pysim measured, or why it did not run to the end.
-      const below = (x) => (Math.floor(x * 1000 + 1e-9) / 10).toFixed(1) + "%";
-      const cell = (q, split) => {
-        if (!q) return h("td", {}, "not run: met at fewer GPUs");
-        const head = split ? `${split}: ` : "";
-        if (q.stopped) {
-          const s = q.stopped;
-          return h("td", { class: "cluster-stopped" }, `${head}misses: at most ${below(q.attainment_at_most)} ` +
-            (s.replayed ? `(${fmt(s.missed)} surely late ${fmt(Math.round(s.at_s))} s into the ${fmt(Math.round(s.window_s))} s window; stopped there)`
-              : `(${fmt(s.missed)} requests too long for any GPU count; not replayed)`));
-        }
-        return h("td", {}, `${head}${pct(q.slo_attainment)}${q.meets ? " (meets)" : ""}, ` +
-          `${q.goodput_per_gpu.toFixed(3)} good req/s per GPU, TTFT p90 ${ms(q.ttft_p90_ms)}`);
+      return h("td", {}, `${head}${pct(q.slo_attainment)}${q.meets ? " (meets)" : ""}, ` +
+        `${q.goodput_per_gpu.toFixed(3)} good req/s per GPU, TTFT p90 ${ms(q.ttft_p90_ms)}`);
+    }
+    // Each call asks for the count pysim's answer so far names next (none once both layouts
+    // meet the target or the counts run out), with the points so far as its actions.
+    function sweepSpec() {
+      const counts = () => w.view.sweep_gpus;
+      const first = () => ({ gpus: counts()[0], sweep_layouts: "both", sweep_exact: counts().length === 1, index: 0 });
+      return {
+        prefix: NAME, button: "Find the fewest GPUs", answer: "cluster-answer", size: () => counts().length, unit: "counts", signature,
+        config: (config) => { delete config.gpus; return config; },
+        next(s) {
+          const next = s.answer ? s.answer.next : first();
+          if (!next) return null;
+          const which = next.sweep_layouts === "both" ? "both layouts" : `${next.sweep_layouts} only`;
+          return {
+            progress: `Count ${next.index + 1} of ${counts().length}: simulating ${next.gpus} GPUs, ${which}…`,
+            payload: { config: { ...s.config, gpus: next.gpus, sweep_layouts: next.sweep_layouts, sweep_exact: next.sweep_exact },
+              actions: s.points },
+            options: { simulation: SWEEP, timeoutMs: 120000 },
+          };
+        },
+        took(s, { answer, ...point }, secs) {
+          s.points.push(point);
+          s.answer = answer;
+          if (!answer.next) return null;
+          drawCharts();
+          return `Count ${s.points.length} of ${counts().length} done (${secs} s)…`;
+        },
+        done: (s, secs) => (s.points.length < counts().length
+          ? `Stopped at ${s.points[s.points.length - 1].gpus} GPUs, count ${s.points.length} of ${counts().length}: both layouts meet the target (${secs} s).`
+          : `Swept ${counts().length} of ${counts().length} counts in ${secs} s.`),
+        sentence: (s) => (s.answer ? s.answer.sentence + (s.points[0].ceiling_sentence ? " " + s.points[0].ceiling_sentence : "") : ""),
+        caption: () => w.view.sweep_caption,
+        columns: ["GPUs", "Colocated", "Disaggregated"],
+        row: (p) => [fmt(p.gpus), cell(p.colocated),
+          cell(p.disaggregated, p.disaggregated ? `${p.disaggregated.prefill_replicas}P + ${p.disaggregated.decode_replicas}D` : "")],
+        draw,
       };
-      sweepTable.replaceChildren(h("caption", {}, w.view.sweep_caption),
-        h("thead", {}, h("tr", {}, ...["GPUs", "Colocated", "Disaggregated"].map((x) => h("th", { scope: "col" }, x)))),
-        h("tbody", {}, ...sweep.points.map((p) => h("tr", {}, h("th", { scope: "row" }, fmt(p.gpus)),
-          cell(p.colocated), cell(p.disaggregated, p.disaggregated ? `${p.disaggregated.prefill_replicas}P + ${p.disaggregated.decode_replicas}D` : "")))));
     }
 
     function draw() {
       drawText();
-      drawSweep();
+      sweep.draw();
       drawCharts();
-      showSweepState();
-    }
-    function showSweepState() {
-      w.root.dataset.sweep = running ? "running" : sweep ? (sweep.complete ? "done" : "partial") : "none";
     }
 
     // ---------------------------------------------------------------- pin and compare
@@ -245,75 +231,17 @@
       return `${layout}, ${optionLabel("router", c.router)}, ${optionLabel("gpu", c.gpu)}, ${optionLabel("model", c.model)}, rate x${c.rate_scale}`;
     }
 
-    // ---------------------------------------------------------------- the sweep
-    function setSweeping(on) {
-      if (!on) running = null;
-      sweepBtn.disabled = on;
-      cancelBtn.disabled = !on;
-      showSweepState();
-    }
-    async function runSweep() {
-      const config = { ...w.state.config };
-      delete config.gpus;
-      const token = {};
-      running = token;
-      sweep = { config, signature: signature(config), points: [], answer: null, complete: false };
-      setSweeping(true);
-      answerText.textContent = "";
-      const started = performance.now();
-      const counts = w.view.sweep_gpus;
-      const n = counts.length;
-      let next = { gpus: counts[0], sweep_layouts: "both", sweep_exact: n === 1, index: 0 };
-      while (next) {
-        const which = next.sweep_layouts === "both" ? "both layouts" : `${next.sweep_layouts} only`;
-        progress.textContent = `Count ${next.index + 1} of ${n}: simulating ${next.gpus} GPUs, ${which}…`;
-        let answer;
-        try {
-          answer = await w.call({ config: { ...config, gpus: next.gpus, sweep_layouts: next.sweep_layouts,
-            sweep_exact: next.sweep_exact, swept: sweep.points } }, { simulation: SWEEP, timeoutMs: 120000 });
-        } catch (err) {
-          if (running === token) stopSweep("Python stopped answering; the sweep stopped");
-          return;
-        }
-        if (running !== token) return; // cancelled, or a newer sweep started
-        if (!answer.ok) { stopSweep(`pysim refused: ${answer.error.message}; the sweep stopped`); return; }
-        const { answer: said, ...point } = answer.result;
-        sweep.points.push(point);
-        sweep.answer = said;
-        next = said.next;
-        const secs = ((performance.now() - started) / 1000).toFixed(1);
-        if (!next) {
-          sweep.complete = true;
-          progress.textContent = sweep.points.length < n
-            ? `Stopped at ${point.gpus} GPUs, count ${sweep.points.length} of ${n}: both layouts meet the target (${secs} s).`
-            : `Swept ${n} of ${n} counts in ${secs} s.`;
-          setSweeping(false);
-          draw();
-          return;
-        }
-        progress.textContent = `Count ${sweep.points.length} of ${n} done (${secs} s)…`;
-        drawSweep();
-        drawCharts();
-      }
-    }
-    function stopSweep(why) {
-      if (!running) return;
-      setSweeping(false);
-      progress.textContent = `${why} after ${sweep.points.length} of ${w.view.sweep_gpus.length} counts.`;
-      draw();
-    }
-
     // ---------------------------------------------------------------- start
     return {
       draw(view, state) {
-        if (running && sweep && sweep.signature !== signature(state.config)) stopSweep("The settings changed; the sweep stopped");
+        sweep.follow(state.config);
         draw();
       },
       // The charts are rebuilt at the new width, or in the new scheme's colours.
       redraw: drawCharts,
       busy(on) { status.textContent = on ? "Simulating the cluster…" : ""; },
       unmount() {
-        running = null;
+        sweep.unmount();
         while (drawn.length) drawn.pop().destroy();
       },
     };

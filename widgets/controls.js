@@ -160,7 +160,12 @@
   // a field added to the config shows up with no change to the widget.
   //   onChange(name, value, debounceMs)   what the reader set (not yet checked)
   //   optionLabels {name: (option) => text} for choices shown by another name
-  function buildControls(fields, { onChange, skip = [], optionLabels = {} }) {
+  //   fieldsets    the widget's class prefix (PREFIX): the controls in the config's
+  //                fieldsets (groupsOf), <fieldset class="pysim-fieldset PREFIX-group">
+  //                each, with its legend, in a <div class="pysim-fieldsets PREFIX-groups">
+  //                first in the root (a field no group names stays after it); `sets`
+  //                holds them by title
+  function buildControls(fields, { onChange, skip = [], optionLabels = {}, fieldsets = null }) {
     const byName = new Map();
     const root = h("div", { class: "pysim-controls" });
     for (const field of fields) {
@@ -172,8 +177,19 @@
       byName.set(field.name, control);
       root.append(control.root);
     }
+    const sets = {};
+    if (fieldsets) {
+      const groups = h("div", { class: `pysim-fieldsets ${fieldsets}-groups` });
+      for (const [title, names] of groupsOf(fields)) {
+        sets[title] = h("fieldset", { class: `pysim-fieldset ${fieldsets}-group` }, h("legend", {}, title),
+          ...names.filter((n) => byName.has(n)).map((n) => byName.get(n).root));
+        groups.append(sets[title]);
+      }
+      root.prepend(groups);
+    }
     return {
       root,
+      sets,
       get: (name) => byName.get(name),
       has: (name) => byName.has(name),
       set(config) { for (const [name, c] of byName) if (name in config) c.set(config[name]); },
@@ -182,16 +198,18 @@
   }
 
   // The fieldsets a config lays its controls out in, from pysim's description: each field
-  // of a group carries `group` and `group_order` (pysim/config.py, `describe`), so a field
-  // pysim adds to a group shows in it with no list kept here. [[title, [names]], ...].
+  // of a group carries `group`, `group_order` and `order_in_group` (pysim/config.py,
+  // `describe`), so a field pysim adds to a group shows in it with no list kept here.
+  // [[title, [names]], ...], groups and names in the order of the config's GROUPS.
   function groupsOf(fields) {
     const byTitle = new Map();
     for (const f of fields) {
       if (!f.group) continue;
-      if (!byTitle.has(f.group)) byTitle.set(f.group, { order: f.group_order, names: [] });
-      byTitle.get(f.group).names.push(f.name);
+      if (!byTitle.has(f.group)) byTitle.set(f.group, { order: f.group_order, fields: [] });
+      byTitle.get(f.group).fields.push(f);
     }
-    return [...byTitle.entries()].sort((a, b) => a[1].order - b[1].order).map(([t, g]) => [t, g.names]);
+    return [...byTitle.entries()].sort((a, b) => a[1].order - b[1].order)
+      .map(([t, g]) => [t, g.fields.sort((a, b) => a.order_in_group - b.order_in_group).map((f) => f.name)]);
   }
 
   // A config's identity for what depends on it, but for the keys in `except`: every key,

@@ -6,13 +6,15 @@
 //   cdf(host, {series: [{label, cdf, pinned}], target, unit})   a latency CDF
 //   timeline(host, {t, lines: [{label, values, color, dash, scale}], bars})  gauges over time
 //   sweep(host, {points, target, capacity})                        the capacity sweep
+//   latency([ttftHost, tpotHost], view, pinnedView)           the run's TTFT and TPOT CDFs (the kit's)
 //
-// Each returns {destroy()}. Colours come from lab.css (light and dark).
+// Each returns {destroy()} (latency, a list of them). Colours come from lab.css and
+// widgets.css (light and dark).
 (function () {
   "use strict";
   const { fmt } = window.PySim;
 
-  const { palette, axis, marker, make, sizeOf, cdf, ms, still } = window.PySim.charts("lab");
+  const { palette, axis, marker, make, sizeOf, cdf, latency, ms, still } = window.PySim.charts("lab");
 
   // ------------------------------------------------------------------ gauges over time
   function timeline(host, { title, t, lines, bars = null, yLabel, y2Label = "", percent = false }) {
@@ -79,5 +81,5 @@
     return make(host, opts, data, `SLO attainment against the rate scale: ${words}.`);
   }
 
-  window.PySim.labCharts = { cdf, timeline, sweep, ms };
+  window.PySim.labCharts = { cdf, latency, timeline, sweep, ms };
 })();

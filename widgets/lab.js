@@ -4,9 +4,10 @@
 // it, through the V1 engine and scores it as `vllm bench serve` would; this file lays out its controls (from pysim's description,
 // grouped), draws the view model (widgets/lab.charts.js holds the charts), and runs the
 // three things a reader does beyond changing a setting:
-// - the capacity sweep: one "lab_sweep_point" call per rate (simulations of their own,
-//   with this widget's data files), so the page can say how far it got and stop between
-//   two calls (Cancel), then one "lab_capacity" call for the answer;
+// - the capacity sweep (PySim.sweepPanel, widgets/sweep.js): one "lab_sweep_point" call
+//   per rate (simulations of their own, with this widget's data files; the rate's place
+//   is the call's action), so the page can say how far it got and stop between two calls
+//   (Cancel), then one "lab_capacity" call for the answer (the points are its actions);
 // - pin and compare (w.pin): the pinned view model is kept and drawn beside the new one;
 // - calibration: the pasted `vllm bench serve` text is the config field `bench_text`,
 //   so pysim judges it like any setting, and its message appears under the text box;
@@ -18,7 +19,7 @@
 //   each with a copy button.
 (function () {
   "use strict";
-  const { h, fmt, groupsOf, signatureExcept } = window.PySim;
+  const { h, fmt, tableBox, signatureExcept, sweepPanel } = window.PySim;
   const NAME = "lab";
   const GAUGE_ROWS = 12; // rows of the gauges' table (one every NUM_BINS / 12 bins)
 
@@ -30,26 +31,15 @@
   function mount(w) {
     const charts = window.PySim.labCharts;
     const ms = charts.ms;
-    let sweep = null;    // {signature, points, capacity, complete}
-    let running = null;  // the sweep in progress: a token compared after every call
     const nPoints = w.view.sweep_rates.length; // one lab_sweep_point call each
 
     // ---------------------------------------------------------------- controls
-    const controls = w.controls();
-    const groups = h("div", { class: "lab-groups" });
-    const sets = {};
-    for (const [title, names] of groupsOf(w.fields)) { // pysim's LabConfig.GROUPS
-      const set = h("fieldset", { class: "lab-group" }, h("legend", {}, title));
-      for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
-      groups.append(set);
-      sets[title] = set;
-    }
+    const controls = w.controls({ fieldsets: "lab" }); // pysim's LabConfig.GROUPS
     // The trace's settings or the benchmark's: only those of the traffic chosen show.
     const showTraffic = (kind) => {
-      sets["Production trace"].hidden = kind === "benchmark";
-      sets["vllm bench serve"].hidden = kind !== "benchmark";
+      controls.sets["Production trace"].hidden = kind === "benchmark";
+      controls.sets["vllm bench serve"].hidden = kind !== "benchmark";
     };
-    controls.root.prepend(groups); // a field no group names stays after them
 
     // ---------------------------------------------------------------- results
     const note = h("p", { class: "lab-note" });
@@ -58,7 +48,7 @@
     const machine = h("p", { class: "lab-machine" });
     const printed = h("pre", { class: "lab-printed", tabindex: "0", role: "region", "aria-label": "What vllm bench serve would print for this run, computed by pysim" });
     const printedBox = h("details", { class: "lab-details" }, h("summary", {}, "As vllm bench serve prints it"), printed);
-    const cards = h("dl", { class: "lab-cards" });
+    const cards = h("dl", { class: "pysim-cards lab-cards" });
     // The error band of this run's percentiles (pysim's lab_band: two more replays, so
     // asked for by the reader, not on every change).
     const bandText = h("p", { class: "lab-band", "aria-live": "polite" });
@@ -78,23 +68,36 @@
     // A pinned configuration keeps its capacity sweep too, if one was run for it.
     const pin = w.pin({
       labels: ["Pin this configuration", "Clear pin"], describe, note: "lab-pin-note", changed: draw,
-      keep: () => ({ sweep: sweep && sweep.signature === signature(w.state.config) && sweep.complete ? sweep : null }),
+      keep: () => ({ sweep: sweep.done() }),
     });
-    const cdfTtft = h("div", { class: "lab-chart" });
-    const cdfTpot = h("div", { class: "lab-chart" });
+    const chart = () => h("div", { class: "pysim-chart lab-chart" });
+    const [cdfTtft, cdfTpot, gRequests, gKv, gTokens] = [chart(), chart(), chart(), chart(), chart()];
     const results = h("table", { class: "lab-results" });
-    const gRequests = h("div", { class: "lab-chart" });
-    const gKv = h("div", { class: "lab-chart" });
-    const gTokens = h("div", { class: "lab-chart" });
     const gauges = h("table", { class: "lab-gauges" });
 
-    // ---------------------------------------------------------------- sweep
-    const sweepBtn = h("button", { type: "button", class: "md-button md-button--primary", onclick: runSweep, "data-needs-python": true }, "Run the capacity sweep");
-    const cancelBtn = h("button", { type: "button", class: "md-button", onclick: () => stopSweep("Cancelled"), disabled: true }, "Cancel");
-    const progress = h("p", { class: "lab-progress", "aria-live": "polite" });
-    const capacityText = h("p", { class: "lab-capacity" });
-    const sweepChart = h("div", { class: "lab-chart lab-sweep-chart" });
-    const sweepTable = h("table", { class: "lab-sweep-table" });
+    // ---------------------------------------------------------------- the sweep
+    async function capacityOf(config, points) {
+      const answer = await w.call({ config, actions: points }, { simulation: "lab_capacity" });
+      return answer.ok ? answer.result.capacity : null;
+    }
+    const sweep = sweepPanel(w, {
+      prefix: NAME, button: "Run the capacity sweep", answer: "lab-capacity", size: () => nPoints, unit: "rates", signature,
+      next: (s) => (s.points.length < nPoints ? {
+        progress: `Replaying the window at rate ${s.points.length + 1} of ${nPoints}…`,
+        payload: { config: s.config, actions: [{ sweep_index: s.points.length }] },
+        options: { simulation: "lab_sweep_point", timeoutMs: 60000 },
+      } : null),
+      took: (s, result) => { s.points.push(result.point); },
+      finished: async (s) => { s.answer = await capacityOf(s.config, s.points); },
+      done: (s, secs) => `Swept ${nPoints} rates in ${secs} s.`,
+      stopped: async (s) => { if (s.points.length) s.answer = await capacityOf(s.config, s.points).catch(() => null); },
+      sentence: (s) => (s.answer ? s.answer.sentence : ""), // s.answer: lab_capacity's capacity
+      caption: () => "The sweep, rate by rate",
+      columns: ["Rate scale", "SLO attainment", "Goodput (req/s)", "Throughput (req/s)", "TTFT p90", "TPOT p90", "Preemptions"],
+      row: (p) => ["x" + p.rate_scale, pct(p.slo_attainment), rate(p.request_goodput), rate(p.request_throughput),
+        ms(p.ttft_p90_ms), ms(p.tpot_p90_ms), fmt(p.num_preemptions)],
+      draw,
+    });
 
     // ---------------------------------------------------------------- calibration
     const benchId = w.id("lab-bench");
@@ -128,34 +131,30 @@
       catch (err) { copied.textContent = `The browser refused the clipboard: select the ${label} command and copy it.`; }
     }
 
-    const section = (title, ...kids) => h("section", { class: "lab-section" }, h("h3", { class: "lab-title" }, title), ...kids);
-    const scroll = (table) => h("div", { class: "lab-scroll", tabindex: "0", role: "region", "aria-label": "table, scrolls sideways" }, table);
+    const section = (title, ...kids) => h("section", { class: "pysim-section lab-section" }, h("h3", { class: "lab-title" }, title), ...kids);
+    const scroll = (table) => tableBox(table, { class: "lab-scroll" });
+    const buttons = (...kids) => h("div", { class: "pysim-buttons" }, ...kids);
     w.body.append(
       controls.root, w.messages, note, status,
-      section("This run", traffic, machine, printedBox, cards, h("div", { class: "lab-buttons" }, bandBtn), bandText,
-        h("div", { class: "lab-buttons" }, pin.buttons), pin.note,
-        h("div", { class: "lab-pair" }, cdfTtft, cdfTpot), scroll(results)),
-      section("Over time", h("div", { class: "lab-pair lab-three" }, gRequests, gKv, gTokens),
+      section("This run", traffic, machine, printedBox, cards, buttons(bandBtn), bandText, buttons(...pin.buttons), pin.note,
+        h("div", { class: "pysim-pair" }, cdfTtft, cdfTpot), scroll(results)),
+      section("Over time", h("div", { class: "pysim-pair" }, gRequests, gKv, gTokens),
         h("details", { class: "lab-details" }, h("summary", {}, "The gauges as a table"), scroll(gauges))),
       section("Capacity: how much traffic one replica takes",
-        h("div", { class: "lab-buttons" }, sweepBtn, cancelBtn), progress, capacityText, sweepChart, scroll(sweepTable)),
+        sweep.buttons, sweep.progress, sweep.answer, sweep.chart, scroll(sweep.table)),
       section("Run it on a real server", commandsIntro, serveCmd.root, prepareCmd.root, prepareNote, benchCmd.root, copied,
         h("p", { class: "lab-commands-intro" }, "What the command cannot express:"), cannotList),
       section("Calibrate to your server",
         h("label", { for: benchId, class: "lab-bench-label" }, "vllm bench serve output (the printed summary, or --save-result JSON, with --save-detailed for a replay request by request; up to 4 runs)"),
-        bench, benchError, h("div", { class: "lab-buttons" }, fitBtn, unfitBtn, sampleBtn), sampleNote, fitText, fitTables),
+        bench, benchError, buttons(fitBtn, unfitBtn, sampleBtn), sampleNote, fitText, fitTables),
     );
 
     // ---------------------------------------------------------------- drawing
     const drawn = []; // uPlot charts, rebuilt on every draw, a resize or a theme switch
     function drawCharts() {
       while (drawn.length) drawn.pop().destroy();
-      const pinned = pin.pinned ? [pin.pinned.view] : [];
-      const both = (key) => [{ label: "this run", cdf: w.view[key].cdf },
-        ...pinned.map((v) => ({ label: "pinned", cdf: v[key].cdf, pinned: true }))].filter((s) => s.cdf.length);
+      drawn.push(...charts.latency([cdfTtft, cdfTpot], w.view, pin.pinned ? pin.pinned.view : null));
       const s = w.view.series;
-      if (w.view.ttft_ms.cdf.length) drawn.push(charts.cdf(cdfTtft, { title: "TTFT", series: both("ttft_ms"), target: w.view.slo.ttft_ms }));
-      if (w.view.tpot_ms.cdf.length) drawn.push(charts.cdf(cdfTpot, { title: "TPOT", series: both("tpot_ms"), target: w.view.slo.tpot_ms }));
       drawn.push(charts.timeline(gRequests, { title: "Requests", t: s.t_s, yLabel: "requests", lines: [
         { label: "num_requests_running", values: s.num_requests_running, color: "now" },
         { label: "num_requests_waiting", values: s.num_requests_waiting, color: "second", dash: [6, 3] }] }));
@@ -168,14 +167,10 @@
         drawn.push(charts.cdf(host, { title, target, series: [{ label: "measured", cdf: data.measured.cdf },
           { label: "replayed", cdf: data.replayed.cdf, pinned: true }] }));
       }
-      if (sweep) drawn.push(charts.sweep(sweepChart, { points: sweep.points, target: w.view.attainment_target, capacity: sweep.capacity,
+      const swept = sweep.current;
+      if (swept) drawn.push(charts.sweep(sweep.chart, { points: swept.points, target: w.view.attainment_target, capacity: swept.answer,
         pinned: pin.pinned && pin.pinned.sweep ? pin.pinned.sweep.points : null }));
-      else sweepChart.replaceChildren();
-    }
-
-    function card(label, value, pinnedValue) {
-      return h("div", { class: "lab-card" }, h("dt", {}, label),
-        h("dd", {}, value, pinnedValue == null ? "" : h("span", { class: "lab-card-pin" }, `pinned: ${pinnedValue}`)));
+      else sweep.chart.replaceChildren();
     }
 
     const FIGURES = [ // [label, (view) => text]
@@ -190,14 +185,13 @@
     ];
 
     function drawText() {
-      const pinned = pin.pinned ? pin.pinned.view : null;
       note.textContent = w.view.note;
       traffic.textContent = w.view.traffic.sentence;
       machine.textContent = w.view.hardware.sentence;
       printedBox.hidden = !w.view.bench_summary;
       printed.textContent = w.view.bench_summary ? w.view.bench_summary.text : "";
       showTraffic(w.view.config.traffic);
-      cards.replaceChildren(...FIGURES.map(([label, f]) => card(label, f(w.view), pinned ? f(pinned) : null)));
+      pin.cards(cards, FIGURES, NAME);
 
       const rows = [
         ["Requests completed", (v) => fmt(v.summary.completed)], ["Good (meet both targets)", (v) => fmt(v.summary.good)],
@@ -206,12 +200,7 @@
           [`${key.slice(0, 4).toUpperCase()} ${q}`, (v) => ms(v[key][q])])),
         ["Duration", (v) => fmt(Math.round(v.summary.duration_s * 10) / 10) + " s"], ["Engine steps", (v) => fmt(v.summary.num_steps)],
       ];
-      results.replaceChildren(
-        h("caption", {}, pinned ? "This run and the pinned one" : "This run, in numbers"),
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "This run"),
-          pinned ? h("th", { scope: "col" }, "Pinned") : "")),
-        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(w.view)),
-          pinned ? h("td", {}, f(pinned)) : ""))));
+      pin.table(results, rows);
 
       const s = w.view.series;
       const every = Math.max(1, Math.round(s.t_s.length / GAUGE_ROWS));
@@ -250,8 +239,7 @@
     const QUANTS = [["mean", "Mean"], ["p50", "Median"], ["p90", "P90"], ["p99", "P99"]];
     function drawPerRequest(r, i) {
       const pr = r.per_request;
-      const hostT = h("div", { class: "lab-chart" });
-      const hostP = h("div", { class: "lab-chart" });
+      const [hostT, hostP] = [chart(), chart()];
       perRequest.push({ host: hostT, title: `Run ${i + 1}: TTFT per request`, target: w.view.slo.ttft_ms, data: pr.ttft_ms },
         ...(pr.tpot_ms.count ? [{ host: hostP, title: `Run ${i + 1}: TPOT per request`, target: w.view.slo.tpot_ms, data: pr.tpot_ms }] : []));
       const dist = h("table", { class: "lab-per-request-dist" }, h("caption", {}, "The two distributions as a table"),
@@ -263,7 +251,7 @@
         h("tbody", {}, ...rows.map((m) => h("tr", {}, h("th", { scope: "row" }, "#" + fmt(m.index)), h("td", {}, fmt(m.num_prompt_tokens)),
           h("td", {}, fmt(m.max_tokens)), h("td", {}, m.sent_s.toFixed(2) + " s"),
           h("td", {}, ms(key === "TTFT" ? m.ttft_ms : m.tpot_ms)), h("td", {}, ms(key === "TTFT" ? m.replayed_ttft_ms : m.replayed_tpot_ms))))));
-      return h("div", { class: "lab-per-request" }, h("p", {}, pr.sentence), h("div", { class: "lab-pair" }, hostT, hostP), scroll(dist),
+      return h("div", { class: "lab-per-request" }, h("p", {}, pr.sentence), h("div", { class: "pysim-pair" }, hostT, hostP), scroll(dist),
         scroll(misses(pr.largest_ttft_misses, "TTFT", "The requests whose TTFT the replay misses most")),
         pr.largest_tpot_misses.length ? scroll(misses(pr.largest_tpot_misses, "TPOT", "The requests whose TPOT the replay misses most")) : "");
     }
@@ -293,31 +281,11 @@
         r.per_request ? drawPerRequest(r, i) : "")));
     }
 
-    function drawSweep() {
-      const fresh = sweep && sweep.signature === signature(w.state.config);
-      if (sweep && !fresh && !running) {
-        sweep = null;
-        progress.textContent = "The settings changed since the last sweep: run it again for these.";
-      }
-      if (!sweep) { capacityText.textContent = ""; sweepTable.replaceChildren(); return; }
-      capacityText.textContent = sweep.capacity ? sweep.capacity.sentence : ""; // pysim's words
-      sweepTable.replaceChildren(h("caption", {}, "The sweep, rate by rate"),
-        h("thead", {}, h("tr", {}, ...["Rate scale", "SLO attainment", "Goodput (req/s)", "Throughput (req/s)", "TTFT p90", "TPOT p90", "Preemptions"]
-          .map((x) => h("th", { scope: "col" }, x)))),
-        h("tbody", {}, ...sweep.points.map((p) => h("tr", {}, h("th", { scope: "row" }, "x" + p.rate_scale),
-          h("td", {}, pct(p.slo_attainment)), h("td", {}, rate(p.request_goodput)), h("td", {}, rate(p.request_throughput)),
-          h("td", {}, ms(p.ttft_p90_ms)), h("td", {}, ms(p.tpot_p90_ms)), h("td", {}, fmt(p.num_preemptions))))));
-    }
-
     function draw() {
       drawText();
       drawFit();
-      drawSweep();
+      sweep.draw();
       drawCharts();
-      showSweepState();
-    }
-    function showSweepState() {
-      w.root.dataset.sweep = running ? "running" : sweep ? (sweep.complete ? "done" : "partial") : "none";
     }
 
     // ---------------------------------------------------------------- pin and compare
@@ -328,58 +296,10 @@
         `max_num_batched_tokens ${f("max_num_batched_tokens")}`;
     }
 
-    // ---------------------------------------------------------------- the sweep
-    function setSweeping(on) {
-      if (!on) running = null;
-      sweepBtn.disabled = on;
-      cancelBtn.disabled = !on;
-      showSweepState();
-    }
-    async function capacityOf(config, points) {
-      const answer = await w.call({ config: { ...config, sweep_points: points } }, { simulation: "lab_capacity" });
-      return answer.ok ? answer.result.capacity : null;
-    }
-    async function runSweep() {
-      const config = { ...w.state.config };
-      const token = {};
-      running = token;
-      sweep = { config, signature: signature(config), points: [], capacity: null, complete: false };
-      setSweeping(true);
-      const started = performance.now();
-      for (let i = 0; i < nPoints; i++) {
-        progress.textContent = `Replaying the window at rate ${i + 1} of ${nPoints}…`;
-        let answer;
-        try {
-          answer = await w.call({ config: { ...config, sweep_index: i } }, { simulation: "lab_sweep_point", timeoutMs: 60000 });
-        } catch (err) {
-          if (running === token) stopSweep("Python stopped answering; the sweep stopped");
-          return;
-        }
-        if (running !== token) return; // cancelled, or a newer sweep started
-        if (!answer.ok) { stopSweep(`pysim refused: ${answer.error.message}`); return; }
-        sweep.points.push(answer.result.point);
-        drawSweep();
-      }
-      sweep.complete = true;
-      sweep.capacity = await capacityOf(config, sweep.points);
-      if (running !== token) return;
-      progress.textContent = `Swept ${nPoints} rates in ${((performance.now() - started) / 1000).toFixed(1)} s.`;
-      setSweeping(false);
-      draw();
-    }
-    async function stopSweep(why) {
-      if (!running) return;
-      const done = sweep;
-      setSweeping(false);
-      progress.textContent = `${why} after ${done.points.length} of ${nPoints} rates.`;
-      if (done.points.length) done.capacity = await capacityOf(done.config, done.points).catch(() => null);
-      if (sweep === done) draw();
-    }
-
     // ---------------------------------------------------------------- start
     return {
       draw(view, state) {
-        if (running && sweep && sweep.signature !== signature(state.config)) stopSweep("The settings changed; the sweep stopped");
+        sweep.follow(state.config);
         if (typeof state.config.bench_text === "string" && bench.value !== state.config.bench_text && document.activeElement !== bench) bench.value = state.config.bench_text;
         draw();
         if (bandOf !== JSON.stringify(state.config)) { bandOf = null; bandText.textContent = ""; bandBtn.disabled = !!w.offline; }
@@ -388,7 +308,7 @@
       redraw: drawCharts,
       busy(on) { status.textContent = on ? "Replaying…" : ""; },
       unmount() {
-        running = null;
+        sweep.unmount();
         while (drawn.length) drawn.pop().destroy();
       },
     };

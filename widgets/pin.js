@@ -17,6 +17,10 @@
 //   pin.buttons  // [pin, clear]: place them
 //   pin.note     // with `describe`: "Pinned: <words>. Change a setting to compare; ..."
 //   pin.pinned   // {config, view, ...} or null; view is null while a link's run is computed
+//   pin.cards(dl, figures, "lab")  // figures: [[label, (view) => text]]: a card each
+//                                  // (.pysim-card.PREFIX-card), the pinned run's value under it
+//   pin.table(table, rows)         // rows: the same; a row each, a column for this run and,
+//                                  // with a pinned run, one for it
 //
 // A link's pinned run is computed by pysim like the live one once Python is up (so it is
 // judged there too): the live run's config with the link's pin_ values over it.
@@ -63,9 +67,27 @@
     const given = link.filter((field) => w.link["pin_" + field] !== undefined);
     if (given.length) w.whenLive.then(() => fromLink(given));
 
+    // The run's figures beside the pinned run's, as cards and as a table.
+    const other = () => (pinned ? pinned.view : null);
+    function cards(dl, figures, prefix) {
+      const was = other();
+      dl.replaceChildren(...figures.map(([label, f]) => h("div", { class: `pysim-card ${prefix}-card` }, h("dt", {}, label),
+        h("dd", {}, f(w.view), was ? h("span", { class: `pysim-card-pin ${prefix}-card-pin` }, `pinned: ${f(was)}`) : ""))));
+    }
+    function table(el, rows) {
+      const was = other();
+      const col = (text) => h("th", { scope: "col" }, text);
+      el.replaceChildren(h("caption", {}, was ? "This run and the pinned one" : "This run, in numbers"),
+        h("thead", {}, h("tr", {}, col("Metric"), col("This run"), was ? col("Pinned") : "")),
+        h("tbody", {}, ...rows.map(([label, f]) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, f(w.view)),
+          was ? h("td", {}, f(was)) : ""))));
+    }
+
     return {
       buttons: [pinBtn, clearBtn],
       note,
+      cards,
+      table,
       get pinned() { return pinned; },
       linkState: () => Object.fromEntries(pinned ? link.map((field) => ["pin_" + field, pinned.config[field]]) : []),
     };

@@ -22,12 +22,6 @@
   const NAME = "policies";
   const CODE_KEY = "pysim.policies.code"; // the reader's policy survives a reload
   const PASS_KEY = "pysim.policies.passed"; // puzzles passed: {name: true}
-  const AZURE_ONLY = ["conv_rate_scale", "code_rate_scale", "flood_tenant", "flood_factor"];
-  const GROUPS = [
-    ["Policies", ["policy", "compare"]],
-    ["Traffic", ["services", "window_start_min", "window_minutes", "rate_scale", ...AZURE_ONLY, "batch_share", "seed"]],
-    ["Server and targets", ["gpu", "model", "max_num_seqs", "max_num_batched_tokens", "async_scheduling", "slo_ttft_ms", "slo_tpot_ms"]],
-  ];
   // What the reader's result depends on besides the code: everything but the policies.
   const NOT_TRAFFIC = ["policy", "compare", "policy_code"];
   // How long a call may run before the runtime thinks Python stuck and restarts it: a
@@ -70,6 +64,7 @@
 
     // ---------------------------------------------------------------- controls
     const controls = w.controls({
+      fieldsets: "pol", // pysim's PoliciesConfig.GROUPS
       onChange(name, value, delay) {
         // Mooncake's trace is one tenant: nobody can flood it, so the flood goes with the
         // switch. (The two tenants' rates stay in view, unused there: a control hidden by
@@ -78,13 +73,6 @@
         else w.set({ [name]: value }, delay);
       },
     });
-    const groups = h("div", { class: "pol-groups" });
-    for (const [title, names] of GROUPS) {
-      const set = h("fieldset", { class: "pol-group" }, h("legend", {}, title));
-      for (const n of names) if (controls.has(n)) set.append(controls.get(n).root);
-      groups.append(set);
-    }
-    controls.root.prepend(groups); // a field no group names stays after them
 
     // ---------------------------------------------------------------- the run
     const describeLine = h("ul", { class: "pol-desc" });

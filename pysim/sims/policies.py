@@ -110,6 +110,16 @@ class PoliciesConfig(SchedulerConfig):
                                                 f"(or lower rates)")
 
 
+# The widget's fieldsets, in order (pysim.config.describe); a knob added to SchedulerConfig
+# joins the server's group with no edit here. (policy_code is the widget's editor.)
+PoliciesConfig.GROUPS = (
+    ("Policies", ("policy", "compare")),
+    ("Traffic", ("services", "window_start_min", "window_minutes", "rate_scale", "conv_rate_scale",
+                 "code_rate_scale", "flood_tenant", "flood_factor", "batch_share", "seed")),
+    ("Server and targets", ("gpu", "model", *SchedulerConfig.GROUP[1], "slo_ttft_ms", "slo_tpot_ms")),
+)
+
+
 def scales(config) -> dict:
     """Each tenant's rate scale: its own, times the overall one, times the flood."""
     out = {}

@@ -59,6 +59,9 @@ def fields(name: str) -> dict[str, dict]:
 # one minute of traffic as on the five a page starts from, so a field's checks need not
 # replay five (the window's own bounds are tried as well).
 UNDER = {name: {"window_minutes": 1} for name in NAMES if "window_minutes" in fields(name)}
+# The actions a simulation cannot answer without (every other answers a config alone):
+# one rate of the lab's sweep is named by its action.
+NEEDS = {"lab_sweep_point": [{"sweep_index": 0}]}
 
 
 def fmt(x) -> str:
@@ -159,7 +162,8 @@ def test_every_field_refuses_wrong_types_and_huge_numbers(name):
         else:
             values = NUMBERS + NOT_NUMBERS + [math.nan, math.inf, -math.inf]
         for value in values:
-            answer = ask(name, _encode({"config": {**UNDER.get(name, {}), field: value}}))
+            answer = ask(name, _encode({"config": {**UNDER.get(name, {}), field: value},
+                                        "actions": NEEDS.get(name, [])}))
             tried += 1
             if answer["ok"]:
                 # Only a value of the field's kind, inside its declared range, may pass.
@@ -197,6 +201,61 @@ def test_bad_actions_name_the_actions_field(name):
         refused(answer, "actions")
 
 
+# Actions that are objects: what one call of a sweep asks (lab_sweep_point's
+# {"sweep_index": i}; lab_capacity's and cluster_sweep's points so far, each as the
+# simulation returned it). A valid list each, taken from the simulations themselves, then
+# every value in it, at any depth, swapped for a bad one, dropped, or joined by a stranger.
+BAD_VALUES = [None, True, -1, 0.5, 1e308, 10**400, -(10**400), "", "x" * 5000, [], [None], {}, {"a": 1}]
+
+
+def object_actions() -> dict[str, tuple[dict, list]]:
+    """Simulation -> (a config, valid actions). cluster_sweep's are asked on a window whose
+    counts fail by a bound before any replay, so the many accepted variations stay quick."""
+    def result(name, payload):
+        answer = ask(name, json.dumps(payload))
+        assert answer["ok"], answer
+        return answer["result"]
+    point = result("lab_sweep_point", {"config": {"window_minutes": 1}, "actions": [{"sweep_index": 1}]})["point"]
+    count = result("cluster_sweep", {"config": {"window_minutes": 1, "gpus": 2}})
+    count.pop("answer")
+    return {"lab_sweep_point": ({"window_minutes": 1}, [{"sweep_index": 1}]),
+            "lab_capacity": ({"window_minutes": 1}, [point]),
+            "cluster_sweep": ({"window_minutes": 1, "window_start_min": 55, "gpus": 3}, [count])}
+
+
+def variations(value):
+    """`value` with one part changed: each value at any depth swapped for each of
+    BAD_VALUES, each key dropped, an unknown key added, each list item dropped or doubled."""
+    for bad in BAD_VALUES:
+        yield bad
+    if isinstance(value, dict):
+        yield {**value, "<stranger>": 1}
+        for key, inner in value.items():
+            yield {k: v for k, v in value.items() if k != key}
+            for changed in variations(inner):
+                yield {**value, key: changed}
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield value[:i] + value[i + 1:]
+            yield value[:i + 1] + value[i:]
+            for changed in variations(inner):
+                yield value[:i] + [changed] + value[i + 1:]
+
+
+def test_object_actions_are_checked_at_any_depth():
+    examples = object_actions()
+    assert set(examples) <= {name for name, sim in SIMS.items() if sim.takes_actions}
+    for name, (config, actions) in examples.items():
+        assert ask(name, json.dumps({"config": config, "actions": actions}))["ok"]
+        tried = 0
+        for changed in variations(actions):
+            answer = ask(name, json.dumps({"config": config, "actions": changed}))
+            tried += 1
+            if not answer["ok"]:
+                assert answer["error"]["field"] == "actions", (name, changed, answer)
+        assert tried > 10
+
+
 # ===================================================================== every bound
 
 @pytest.mark.parametrize("name", NAMES)
@@ -224,7 +283,8 @@ def test_each_upper_bound_alone_is_answered(name):
     # either a picture, or a cross-field rule that names a field and its range.
     for field, meta in fields(name).items():
         if meta["kind"] in ("int", "float"):
-            ask(name, json.dumps({"config": {**UNDER.get(name, {}), field: meta["hi"]}}))
+            ask(name, json.dumps({"config": {**UNDER.get(name, {}), field: meta["hi"]},
+                                  "actions": NEEDS.get(name, [])}))
 
 
 def test_kvcache_list_bounds_are_refused_with_the_bound():
@@ -285,6 +345,10 @@ if given is not None:
         "", "NaN", "Infinity", "1e999", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
         "javascript:alert(1)", "\u202e", "\x00", "x" * 5000, "run", "check", "gen", "admit",
     ])
+    # The keys of the sweeps' actions (lab_sweep_point's index, a point's figures).
+    ACTION_KEYS = ["sweep_index", "rate_scale", "slo_attainment", "request_goodput", "request_throughput",
+                   "slo_attainment_fast", "slo_attainment_slow", "gpus", "colocated", "disaggregated",
+                   "meets", "attainment_at_most", "pass_ttft_ms"]
     scalars = st.one_of(st.none(), st.booleans(), st.integers(),
                         st.integers(-(10**400), 10**400), st.floats(), st.text(max_size=20),
                         SPECIAL)
@@ -302,8 +366,10 @@ if given is not None:
             config["code"] = "x = 1"  # random text is never run as a program here
         payload = {"config": config} if draw(st.booleans()) else draw(values)
         if isinstance(payload, dict) and draw(st.booleans()):
+            # Names (the block manager's, the exercise's) and objects (a sweep's index and points).
+            objects = st.dictionaries(st.sampled_from(ACTION_KEYS) | st.text(max_size=8), values, max_size=5)
             payload["actions"] = draw(st.one_of(values, st.lists(st.one_of(
-                st.sampled_from(["gen", "run", "admit", "admit:A", "admit:Z"]), scalars), max_size=8)))
+                st.sampled_from(["gen", "run", "admit", "admit:A", "admit:Z"]), scalars, objects), max_size=8)))
         text = json.dumps(payload)  # NaN and infinities become JSON's forbidden tokens
         cut = draw(st.one_of(st.none(), st.integers(0, len(text))))
         if cut is not None:  # and sometimes the text is cut short or gets a stray byte

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pysim import bridge
 from pysim.sims.cluster import (config as cluster_config, figures as cluster_figures,
                                 simulate as cluster_simulate, sweep as cluster_sweep, view as cluster_view,
                                 watch as cluster_watch)
@@ -335,16 +336,42 @@ def test_pass_ttft_is_the_lowest_target_that_meets():
 
 
 def test_the_page_sweep_one_call_per_count_gives_the_whole_sweep():
+    # As the page asks, through the bridge's JSON: one call per count, the count in the
+    # config and the points so far as the call's actions.
     config = {"window_minutes": 1, "rate_scale": 0.25, "slo_ttft_ms": 4000.0}
     whole = cluster_sweep.sweep_view(SweepConfig(**config), [])
     points, nxt = [], {"gpus": 2, "sweep_layouts": "both", "sweep_exact": False}
     while nxt:
-        v = cluster_sweep.sweep_view(SweepConfig(**config, gpus=nxt["gpus"], sweep_layouts=nxt["sweep_layouts"],
-                                           sweep_exact=nxt["sweep_exact"], swept=points), [])
+        asked = {**config, "gpus": nxt["gpus"], "sweep_layouts": nxt["sweep_layouts"], "sweep_exact": nxt["sweep_exact"]}
+        answer = json.loads(bridge.call("cluster_sweep", json.dumps({"config": asked, "actions": points})))
+        assert answer["ok"], answer
+        v = answer["result"]
         answer = v.pop("answer")
         points.append(v)
         nxt = answer["next"]
     assert answer == whole["answer"] and points == whole["points"]
+
+
+@pytest.mark.parametrize("config, actions, words", [
+    ({"gpus": 3}, [{"gpus": 3}], "point 1: expected an object for 2 GPUs"),
+    ({"gpus": 3}, [None], "point 1: expected an object for 2 GPUs"),
+    ({"gpus": 3}, [{"gpus": 2, "colocated": {"meets": "yes"}}], "point 1: 'colocated' should hold 'meets'"),
+    ({"gpus": 3}, [{"gpus": 2, "colocated": {"meets": True, "slo_attainment": 2}}], "'slo_attainment' from 0 to 1"),
+    # A count that meets ran to its end: it has its attainment (a crafted null broke the sentence).
+    ({"gpus": 3}, [{"gpus": 2, "colocated": {"meets": True, "slo_attainment": None, "attainment_at_most": 0.95}}],
+     "if it meets, 'slo_attainment' from 0 to 1"),
+    ({"gpus": 3}, [{"gpus": 2, "disaggregated": {"meets": False, "attainment_at_most": 0.5}}],
+     "'prefill_replicas' and 'decode_replicas' from 1 to 16"),
+    ({"gpus": 3}, [{"gpus": g} for g in cluster_sweep.SWEEP_GPUS], "fewer than 9 sweep points"),
+    ({}, [{"gpus": 2}], "the whole sweep (gpus 0) takes no points"),
+])
+def test_the_sweeps_points_are_its_actions_and_checked_there(config, actions, words):
+    payload = {"config": {"window_minutes": 1, **config}, "actions": actions}
+    answer = json.loads(bridge.call("cluster_sweep", json.dumps(payload)))
+    assert not answer["ok"] and answer["error"]["field"] == "actions" and words in answer["error"]["message"], answer
+    # Not a setting any more: a config that names it is refused as it would be anywhere.
+    answer = json.loads(bridge.call("cluster_sweep", json.dumps({"config": {"swept": []}})))
+    assert answer["error"]["field"] == "swept" and "unknown setting" in answer["error"]["message"]
 
 
 def test_first_token_floor_is_a_lone_replay():
@@ -381,6 +408,13 @@ def test_cli_cluster_sweep_whole_and_one_count(capsys):
     assert main(["cluster-sweep", "--set", "window_minutes=1", "--set", "gpus=3", "--json"]) == 0
     view = json.loads(capsys.readouterr().out)
     assert view["gpus"] == 3 and "points" not in view and set(cluster_sweep.LAYOUTS) <= set(view)
+    assert view["answer"] is None  # 3 GPUs follow the sweep's first count, not given here
+    # The count after the first, with the first as the call's action (a JSON list): the answer so far.
+    assert main(["cluster-sweep", "--set", "window_minutes=1", "--set", "gpus=2", "--json"]) == 0
+    first = {k: v for k, v in json.loads(capsys.readouterr().out).items() if k != "answer"}
+    assert main(["cluster-sweep", "--set", "window_minutes=1", "--set", "gpus=3", "--json",
+                 "--actions", json.dumps([first])]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"]["done"] == 2
 
 
 def test_a_count_ruled_out_by_the_bound_alone_replays_nothing():

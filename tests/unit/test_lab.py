@@ -399,14 +399,45 @@ def test_capacity_by_hand():
 
 
 def test_sweep_points_one_by_one_give_the_same_capacity_as_one_sweep():
+    # As the page asks: one lab_sweep_point call per rate (its action names the rate's
+    # place), then lab_capacity with the points as its actions, through the bridge's JSON.
     base = dict(trace="code", window_minutes=1, window_start_min=5)
     one = lab_sweep.sweep_view(cfg(lab_sweep.SweepConfig, **base), [])
-    points = [lab_sweep.sweep_point_view(cfg(lab_sweep.SweepPointConfig, sweep_index=i, **base), [])["point"]
-              for i in range(len(lab_sweep.SWEEP_RATES))]
+
+    def call(name, actions):
+        answer = json.loads(bridge.call(name, json.dumps({"config": base, "actions": actions})))
+        assert answer["ok"], answer
+        return answer["result"]
+    points = [call("lab_sweep_point", [{"sweep_index": i}])["point"] for i in range(len(lab_sweep.SWEEP_RATES))]
     assert points == one["points"]
-    cap = lab_sweep.capacity_view(cfg(lab_sweep.CapacityConfig, sweep_points=points, **base), [])["capacity"]
-    assert cap == one["capacity"]
+    assert call("lab_capacity", points)["capacity"] == one["capacity"]
     assert [p["rate_scale"] for p in points] == list(lab_sweep.SWEEP_RATES)
+    # Fewer points, a conclusion so far: the first two only.
+    assert call("lab_capacity", points[:2])["capacity"] == lab_sweep.capacity(cfg(**base), points[:2])
+
+
+@pytest.mark.parametrize("name, actions, words", [
+    ("lab_sweep_point", [], 'one action, {"sweep_index": i}'),
+    ("lab_sweep_point", [{"sweep_index": 0}, {"sweep_index": 1}], "from 0 to 7"),
+    ("lab_sweep_point", [{"sweep_index": 8}], "'sweep_index' should be a whole number from 0 to 7"),
+    ("lab_sweep_point", [{"sweep_index": -1}], "from 0 to 7"),
+    ("lab_sweep_point", [{"sweep_index": 2.5}], "whole number"),
+    ("lab_sweep_point", [{"sweep_index": True}], "whole number"),
+    ("lab_sweep_point", [{"sweep_index": 1, "gpu": "L40S"}], 'one action, {"sweep_index": i}'),
+    ("lab_sweep_point", ["sweep_index"], 'one action, {"sweep_index": i}'),
+    ("lab_capacity", [{"rate_scale": 1}], "point 1: 'slo_attainment' should be a number from 0 to 1"),
+    ("lab_capacity", [None], "point 1: expected an object"),
+    ("lab_capacity", [{"rate_scale": 1, "slo_attainment": 1, "request_goodput": 1, "request_throughput": 1,
+                       "slo_attainment_fast": 2}], "'slo_attainment_fast' should be a number from 0 to 1"),
+    ("lab_capacity", [{}] * 9, "at most 8 sweep points"),
+])
+def test_what_a_sweep_call_asks_is_its_actions_and_checked_there(name, actions, words):
+    answer = json.loads(bridge.call(name, json.dumps({"config": {"window_minutes": 1}, "actions": actions})))
+    assert not answer["ok"] and answer["error"]["field"] == "actions" and words in answer["error"]["message"], answer
+    # Not settings any more: a config that names them is refused as it would be anywhere.
+    for key in ("sweep_index", "sweep_points"):
+        answer = json.loads(bridge.call(name, json.dumps({"config": {key: 1}})))
+        assert answer["error"]["field"] == key and "unknown setting" in answer["error"]["message"]
 
 
 @pytest.mark.parametrize("config, field, words", [
@@ -429,10 +460,7 @@ def test_bad_settings_name_the_field_and_the_bound(config, field, words):
 
 def test_the_sweeps_own_settings_are_checked_by_their_simulations():
     with pytest.raises(ConfigError) as err:
-        cfg(lab_sweep.CapacityConfig, sweep_points=[{"rate_scale": 1}])
-    assert err.value.field == "sweep_points" and "slo_attainment" in err.value.message
-    with pytest.raises(ConfigError) as err:
-        cfg(lab_sweep.SweepPointConfig, traffic="benchmark", request_rate=0)
+        cfg(lab_sweep.SweepConfig, traffic="benchmark", request_rate=0)
     assert err.value.field == "request_rate" and "0.01 to 1,000" in err.value.message
     cfg(traffic="benchmark", request_rate=0)  # one replay may send everything at once
     for name in ("lab_sweep", "lab_sweep_point", "lab_capacity"):
@@ -458,6 +486,16 @@ def test_cli_summary_json_and_sweep(capsys):
     assert main(["lab-sweep", "--set", "trace=code", "--set", "window_minutes=1"]) == 0
     out = capsys.readouterr().out
     assert "Capacity" in out and out.count("\n") >= len(lab_sweep.SWEEP_RATES) + 2
+    # One rate of it, named by its action as a JSON list; then the capacity from that point.
+    assert main(["lab-sweep-point", "--json", "--set", "trace=code", "--set", "window_minutes=1",
+                 "--actions", '[{"sweep_index": 2}]']) == 0
+    point = json.loads(capsys.readouterr().out)["point"]
+    assert point["rate_scale"] == lab_sweep.SWEEP_RATES[2]
+    assert main(["lab-capacity", "--set", "trace=code", "--set", "window_minutes=1",
+                 "--actions", json.dumps([point])]) == 0
+    assert "Capacity: " in capsys.readouterr().out
+    assert main(["lab-sweep-point", "--actions", '[{"sweep_index": 8}']) == 2
+    assert "actions: not a valid JSON list" in capsys.readouterr().err
 
 
 def test_cli_bad_setting_exits_2_naming_the_field(capsys):

@@ -102,6 +102,11 @@ def scaled_value(f: dict):
     return None  # structured data: left at its default here (its own tests fuzz it)
 
 
+# In-range actions a simulation cannot answer without: one rate of the lab's sweep is
+# named by its action, {"sweep_index": i}, i from 0 to 7.
+NEEDS = {"lab_sweep_point": st.integers(0, 7).map(lambda i: [{"sweep_index": i}])}
+
+
 @st.composite
 def payloads(draw):
     name = draw(st.sampled_from(sorted(SIMS)))
@@ -111,14 +116,14 @@ def payloads(draw):
         # (The window is always drawn: left out, it would be the page's five minutes.)
         if strategy is not None and (f["name"] == "window_minutes" or draw(st.booleans())):
             config[f["name"]] = draw(strategy)
-    return name, config
+    return name, config, draw(NEEDS[name]) if name in NEEDS else []
 
 
 @PROPS
 @given(payloads())
 def test_every_simulation_answers_in_range_configs_and_is_deterministic(case):
-    name, config = case
-    text = json.dumps({"config": config})
+    name, config, actions = case
+    text = json.dumps({"config": config, "actions": actions})
     first = bridge.call(name, text)
     answer = json.loads(first)
     if answer["ok"]:

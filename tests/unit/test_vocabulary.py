@@ -79,8 +79,9 @@ def test_the_check_fails_on_a_second_label():
 
 
 def test_a_grouped_config_places_every_control_in_exactly_one_group():
-    # The lab's and cluster's widgets draw their fieldsets from `group` (pysim.config.describe),
-    # so a field missing from GROUPS would sit apart from every fieldset: name it here.
+    # The lab's, the cluster's and the policy lab's widgets draw their fieldsets from
+    # `group` (pysim.config.describe), so a field missing from GROUPS would sit apart from
+    # every fieldset: name it here.
     for name, sim in registry.simulations().items():
         groups = getattr(sim.config_cls, "GROUPS", None)
         if not groups:

@@ -49,7 +49,8 @@ two counters summed over replicas (vllm:prefix_cache_hits / vllm:prefix_cache_qu
 
 `cluster_sweep` (registered beside `cluster`) runs one GPU count, colocated and
 disaggregated, so the page can look for the fewest GPUs that meet the SLOs one count
-at a time, with progress and a way to stop.
+at a time, with progress and a way to stop; each call sends the points so far as its
+actions and gets back the answer so far (or, with `gpus` 0, the whole sweep at once).
 
 The cluster's own modules, one job each:
 - config.py: the settings (ClusterConfig), the routers' and links' constants, the window;

@@ -18,8 +18,10 @@ SIMULATION = Simulation("cluster", ClusterConfig, cluster_view, text=text, figur
 
 # One GPU count of the page's sweep (do colocated replicas and a prefill/decode split meet
 # the targets at `gpus` GPUs?): another question, another view, so a simulation of its
-# own, which the page calls once per count to show progress and stop between them.
+# own, which the page calls once per count to show progress and stop between them, sending
+# the points so far as the call's actions.
 SIMULATIONS = (
     SIMULATION,
-    Simulation("cluster_sweep", SweepConfig, sweep_view, text=text, data_files=traces.site_files),
+    Simulation("cluster_sweep", SweepConfig, sweep_view, text=text, takes_actions=True,
+               data_files=traces.site_files),
 )

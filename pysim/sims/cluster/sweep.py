@@ -1,9 +1,10 @@
 """`cluster_sweep`: the fewest GPUs that meet the SLOs, colocated and disaggregated.
 
-One GPU count per call (the page's, with progress and a way to stop) or the whole sweep
-(the command line): each count runs the window on that many replicas, split into
-prefill and decode in proportion to each side's work, and stops a run as soon as it is
-surely short of the target (pysim.sims.cluster.watch).
+One GPU count per call (the page's, with progress and a way to stop: the points so far
+are the call's actions) or the whole sweep (the command line): each count runs the
+window on that many replicas, split into prefill and decode in proportion to each side's
+work, and stops a run as soon as it is surely short of the target
+(pysim.sims.cluster.watch).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from pysim.config import ConfigError, bounded, choice, data, flag, to_mapping
+from pysim.config import ConfigError, bounded, choice, flag, to_mapping
 from pysim.sims.cluster.config import MAX_GPUS, ClusterConfig, block_size, window
 from pysim.sims.cluster.simulate import ClusterResult, metrics, simulate
 from pysim.sims.cluster.watch import Doomed, Watch
@@ -125,40 +126,61 @@ def split(config: ClusterConfig, gpus: int, reqs: list) -> tuple[int, int]:
 LAYOUTS = ("colocated", "disaggregated")
 
 
-def _check_points(value):
-    """The sweep's points so far, as cluster_sweep returned them: only what the answer reads."""
-    if not isinstance(value, list) or len(value) >= len(SWEEP_GPUS):
-        raise ConfigError("swept", f"expected a list of fewer than {len(SWEEP_GPUS)} sweep points")
+def sweep_points(actions: list) -> list[dict]:
+    """`cluster_sweep`'s actions: the sweep's points so far, in its order, each as
+    cluster_sweep returned it (only what the answer reads is kept)."""
+    if len(actions) >= len(SWEEP_GPUS):
+        raise ConfigError("actions", f"expected fewer than {len(SWEEP_GPUS)} sweep points, got {len(actions):,}")
     out = []
-    for k, p in enumerate(value):
+    for k, p in enumerate(actions):
         if not isinstance(p, dict) or p.get("gpus") != SWEEP_GPUS[k]:
-            raise ConfigError("swept", f"point {k + 1}: expected an object for {SWEEP_GPUS[k]} GPUs, "
-                                              "the sweep's counts in order")
+            raise ConfigError("actions", f"point {k + 1}: expected an object for {SWEEP_GPUS[k]} GPUs, "
+                                         "the sweep's counts in order")
         point = {"gpus": p["gpus"]}
         for layout in LAYOUTS:
             q = p.get(layout)
             if q is None:
                 point[layout] = None
                 continue
-            ok = isinstance(q, dict) and isinstance(q.get("meets"), bool)
-            for key in ("slo_attainment", "attainment_at_most"):
-                x = q.get(key) if ok else None
-                ok = ok and (x is None or (not isinstance(x, bool) and isinstance(x, (int, float)) and 0 <= x <= 1))
+            # What sweep_answer reads: a count that meets ran to its end, so it has its
+            # attainment; a split names its replicas.
+            ok = (isinstance(q, dict) and isinstance(q.get("meets"), bool) and _share(q.get("attainment_at_most"))
+                  and (_share(q.get("slo_attainment")) or (q.get("slo_attainment") is None and not q["meets"])))
+            split = layout == "disaggregated"
+            if split:
+                ok = ok and all(_whole(q.get(key), 1, MAX_GPUS) for key in ("prefill_replicas", "decode_replicas"))
             if not ok:
-                raise ConfigError("swept", f"point {k + 1}: '{layout}' should hold 'meets' and an "
-                                                  "attainment from 0 to 1")
+                raise ConfigError("actions", f"point {k + 1}: '{layout}' should hold 'meets', "
+                                             "'attainment_at_most' from 0 to 1 and, if it meets, "
+                                             "'slo_attainment' from 0 to 1"
+                                             + (f"; and 'prefill_replicas' and 'decode_replicas' from 1 to "
+                                                f"{MAX_GPUS}" if split else ""))
+            pass_ms = q.get("pass_ttft_ms")
             point[layout] = {"meets": q["meets"], "slo_attainment": q.get("slo_attainment"),
-                             "attainment_at_most": q.get("attainment_at_most"),
-                             "pass_ttft_ms": q.get("pass_ttft_ms") if isinstance(q.get("pass_ttft_ms"), (int, float)) else None,
+                             "attainment_at_most": q["attainment_at_most"],
+                             "pass_ttft_ms": pass_ms if _number(pass_ms) and pass_ms >= 0 else None,
                              "prefill_replicas": q.get("prefill_replicas"), "decode_replicas": q.get("decode_replicas")}
         out.append(point)
     return out
 
 
+def _number(x) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float))
+
+
+def _share(x) -> bool:
+    return _number(x) and 0 <= x <= 1
+
+
+def _whole(x, lo: int, hi: int) -> bool:
+    return not isinstance(x, bool) and isinstance(x, int) and lo <= x <= hi
+
+
 @dataclass(frozen=True)
 class SweepConfig(ClusterConfig):
-    """The cluster's settings and what the sweep asks of one call: a GPU count (or the
-    whole sweep), the layouts still without an answer, and the points so far."""
+    """The cluster's settings and which count of the sweep to run: a GPU count (or the
+    whole sweep), the layouts still without an answer, and whether to run to the end.
+    (The points so far are the call's actions: what one call asks, not a setting.)"""
 
     gpus: int = bounded(0, 0, MAX_GPUS, "GPUs in the cluster for one count of the sweep; 0 runs "
                         "the whole sweep", label="GPUs", unit="GPUs")
@@ -166,8 +188,6 @@ class SweepConfig(ClusterConfig):
                                 "drops a layout once a count meets the target)", label="Sweep layouts")
     sweep_exact: bool = flag(False, "run every request to its end, even once the target is surely "
                              "missed (the sweep's largest count)", label="Exact")
-    swept: list = data(list, "the sweep's points so far, in its order (as cluster_sweep "
-                              "returned them)", _check_points, label="Counts swept")
 
     def check(self) -> None:
         if self.gpus == 1:
@@ -305,14 +325,18 @@ def fewest_gpus(config: ClusterConfig, on_point=None) -> dict:
 
 def sweep_view(config: SweepConfig, actions: list) -> dict:
     """One GPU count of the sweep (`gpus`), its layouts (`sweep_layouts`), and the answer
-    so far with `swept`; or, with gpus 0, the whole sweep (`fewest_gpus`)."""
-    assert not actions
+    so far with the points before it (the actions); or, with gpus 0, the whole sweep
+    (`fewest_gpus`), which takes no points."""
+    if config.gpus == 0 and actions:
+        raise ConfigError("actions", "the whole sweep (gpus 0) takes no points; expected gpus from 2 "
+                                     f"to {MAX_GPUS} for one count after the points so far")
+    points = sweep_points(actions)  # checked before anything is replayed
     base = ClusterConfig(**{k: getattr(config, k) for k in ClusterConfig.__dataclass_fields__})
     if config.gpus == 0:
         return {"config": to_mapping(config)} | fewest_gpus(base)
     layouts = LAYOUTS if config.sweep_layouts == "both" else (config.sweep_layouts,)
     point = sweep_point(base, window(base), config.gpus, layouts, config.sweep_exact)
-    known = config.swept if config.gpus == SWEEP_GPUS[len(config.swept)] else None
+    known = points if config.gpus == SWEEP_GPUS[len(points)] else None
     answer = sweep_answer(base, known + [point]) if known is not None else None
     return point | {"answer": answer}
 

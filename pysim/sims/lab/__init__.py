@@ -34,16 +34,16 @@ What is left out, and why:
   from all the memory the driver reports (--gpu-memory-utilization 1.0), and
   `max_num_seqs` 1,024 and `max_num_batched_tokens` 8,192, `vllm serve`'s on an H100.
 
-Four questions, four simulations in the registry, one config and one engine:
+Four questions, five simulations in the registry, the lab's settings and one engine:
 - `lab` (view.run): one replay, the full view (distributions, gauges over time, goodput);
 - `lab_sweep` (sweep.sweep_view): the capacity sweep in one call, every rate in
   SWEEP_RATES (the CLI);
-- `lab_sweep_point` (sweep.sweep_point_view): one rate of the sweep,
-  SWEEP_RATES[sweep_index] (the page asks for these one by one, so it can show
-  progress and stop between calls);
+- `lab_sweep_point` (sweep.sweep_point_view): one rate of the sweep, SWEEP_RATES[i]
+  for its one action `{"sweep_index": i}` (the page asks for these one by one, so it
+  can show progress and stop between calls);
 - `lab_capacity` (sweep.capacity_view): the sweep's conclusion from points already
-  computed (`sweep_points`, as lab_sweep_point returned them), without running anything
-  again;
+  computed (its actions, each point as lab_sweep_point returned it), without running
+  anything again;
 - `lab_band` (band.band_view): the replay at both ends of the error band.
 
 Pin and compare: a pinned configuration is the view model the page already has; the

@@ -11,8 +11,7 @@ from pysim.registry import Simulation
 from pysim.sims.lab.band import band_view
 from pysim.sims.lab.config import LabConfig
 from pysim.sims.lab.figures import figures
-from pysim.sims.lab.sweep import (CapacityConfig, SweepConfig, SweepPointConfig, capacity_view,
-                                  sweep_point_view, sweep_view)
+from pysim.sims.lab.sweep import SweepConfig, capacity_view, sweep_point_view, sweep_view
 from pysim.sims.lab.text import text
 from pysim.sims.lab.view import run
 from pysim.traffic import traces
@@ -26,12 +25,14 @@ SIMULATION = Simulation(name="lab", config_cls=LabConfig, run=run, text=text, fi
 # 90% of requests within the SLOs?) with another view, so it is a simulation of its own:
 # whole (`lab_sweep`: the command line and the build), one rate at a time
 # (`lab_sweep_point`: the page, which shows each point arrive and can stop between two),
-# and the conclusion from the points there are (`lab_capacity`: the page, last).
+# and the conclusion from the points there are (`lab_capacity`: the page, last). What one
+# call of the page's sweep asks (a rate's place, the points so far) is its actions.
 SIMULATIONS = (
     SIMULATION,
     Simulation("lab_sweep", SweepConfig, sweep_view, text=text, data_files=traces.site_files),
-    Simulation("lab_sweep_point", SweepPointConfig, sweep_point_view, text=text,
+    Simulation("lab_sweep_point", SweepConfig, sweep_point_view, text=text, takes_actions=True,
                data_files=traces.site_files),
-    Simulation("lab_capacity", CapacityConfig, capacity_view, text=text, data_files=traces.site_files),
+    Simulation("lab_capacity", LabConfig, capacity_view, text=text, takes_actions=True,
+               data_files=traces.site_files),
     Simulation("lab_band", LabConfig, band_view, data_files=traces.site_files),
 )

@@ -1,9 +1,11 @@
 """The capacity sweep: up to which rate one replica keeps 90% of requests within the SLOs.
 
-Its simulations' configs and views: `lab_sweep` (every rate of SWEEP_RATES, the command
+Its simulations' config and views: `lab_sweep` (every rate of SWEEP_RATES, the command
 line), `lab_sweep_point` (one rate, the page's call per point) and `lab_capacity` (the
 conclusion from the points the page has), with the capacity at both ends of the error
-band (pysim.timing.errorband).
+band (pysim.timing.errorband). What one call of the page's sweep asks is no setting, so it
+comes as the call's actions: `lab_sweep_point` takes one, `{"sweep_index": i}`, and
+`lab_capacity` the points so far, each as `lab_sweep_point` returned it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pysim.config import ConfigError, bounded, data
+from pysim.config import ConfigError
 from pysim.sims.lab.calibrate import calibrate
 from pysim.sims.lab.config import MIN_RATE, LabConfig, echo
 from pysim.sims.lab.workload import run_once
@@ -25,28 +27,43 @@ SWEEP_RATES = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
 ATTAINMENT_TARGET = 0.9  # the capacity is the highest rate at which 90% of requests are good
 
 
-def _check_points(value):
-    if not isinstance(value, list) or len(value) > len(SWEEP_RATES):
-        raise ConfigError("sweep_points", f"expected a list of at most {len(SWEEP_RATES)} sweep points")
+def sweep_index(actions: list) -> int:
+    """`lab_sweep_point`'s one action, `{"sweep_index": i}`: which rate of SWEEP_RATES to
+    replay (its place in the list, from the lowest)."""
+    last = len(SWEEP_RATES) - 1
+    if len(actions) != 1 or not isinstance(actions[0], dict) or set(actions[0]) != {"sweep_index"}:
+        raise ConfigError("actions", f"expected one action, {{\"sweep_index\": i}}, with i the place of "
+                                     f"a rate in the sweep: a whole number from 0 to {last}")
+    i = actions[0]["sweep_index"]
+    if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i <= last:
+        raise ConfigError("actions", f"'sweep_index' should be a whole number from 0 to {last}")
+    return i
+
+
+def sweep_points(actions: list) -> list[dict]:
+    """`lab_capacity`'s actions: the sweep's points so far, each as lab_sweep_point
+    returned it (only what the capacity reads is kept)."""
+    if len(actions) > len(SWEEP_RATES):
+        raise ConfigError("actions", f"expected at most {len(SWEEP_RATES)} sweep points, got {len(actions):,}")
     out = []
-    for k, p in enumerate(value):
+    for k, p in enumerate(actions):
         if not isinstance(p, dict):
-            raise ConfigError("sweep_points", f"point {k + 1}: expected an object")
+            raise ConfigError("actions", f"point {k + 1}: expected an object")
         point = {}
         for key, lo, hi in (("rate_scale", 0.25, 8), ("slo_attainment", 0, 1),
                             ("request_goodput", 0, 1e6), ("request_throughput", 0, 1e6)):
             x = p.get(key)
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not lo <= x <= hi:
-                raise ConfigError("sweep_points", f"point {k + 1}: '{key}' should be a number "
-                                                  f"from {lo:g} to {hi:g}")
+                raise ConfigError("actions", f"point {k + 1}: '{key}' should be a number "
+                                             f"from {lo:g} to {hi:g}")
             point[key] = float(x)
         for key in BAND_KEYS:  # the error band's attainments, when the point has them
             x = p.get(key)
             if x is None:
                 continue
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1:
-                raise ConfigError("sweep_points", f"point {k + 1}: '{key}' should be a number "
-                                                  f"from 0 to 1")
+                raise ConfigError("actions", f"point {k + 1}: '{key}' should be a number "
+                                             f"from 0 to 1")
             point[key] = float(x)
         out.append(point)
     return out
@@ -67,21 +84,6 @@ class SweepConfig(LabConfig):
                                               "to 1,000")
 
 
-@dataclass(frozen=True)
-class SweepPointConfig(SweepConfig):
-    sweep_index: int = bounded(0, 0, len(SWEEP_RATES) - 1, "which rate of the sweep to replay "
-                               "(its place in the sweep's list, from the lowest)", label="Sweep point")
-
-
-SweepPointConfig.UNGROUPED = ("sweep_index",)  # the page's sweep sets it on each call
-
-
-@dataclass(frozen=True)
-class CapacityConfig(LabConfig):
-    sweep_points: list = data(list, "sweep points already computed (as lab_sweep_point returns "
-                              "them)", _check_points, label="Sweep points")
-
-
 def sweep_view(config: SweepConfig, actions: list) -> dict:
     """The `lab_sweep` simulation: every rate of the sweep, and the capacity they give."""
     assert not actions
@@ -91,18 +93,17 @@ def sweep_view(config: SweepConfig, actions: list) -> dict:
             "coefficients": coefficients.record(), "calibration": calibration}
 
 
-def sweep_point_view(config: SweepPointConfig, actions: list) -> dict:
-    """The `lab_sweep_point` simulation: one rate of the sweep."""
-    assert not actions
+def sweep_point_view(config: SweepConfig, actions: list) -> dict:
+    """The `lab_sweep_point` simulation: one rate of the sweep, the one its action names."""
+    rate = SWEEP_RATES[sweep_index(actions)]  # checked before anything is replayed
     coefficients, _calibration = calibrate(config)
-    return {"config": echo(config), "point": sweep_point(config, SWEEP_RATES[config.sweep_index], coefficients),
+    return {"config": echo(config), "point": sweep_point(config, rate, coefficients),
             "num_points": len(SWEEP_RATES)}
 
 
-def capacity_view(config: CapacityConfig, actions: list) -> dict:
-    """The `lab_capacity` simulation: the conclusion from the points the page has."""
-    assert not actions
-    return {"config": echo(config), "capacity": capacity(config, config.sweep_points)}
+def capacity_view(config: LabConfig, actions: list) -> dict:
+    """The `lab_capacity` simulation: the conclusion from the points the page has (its actions)."""
+    return {"config": echo(config), "capacity": capacity(config, sweep_points(actions))}
 
 
 def sweep_point(config: LabConfig, rate: float, coefficients: Coefficients) -> dict:
