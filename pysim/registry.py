@@ -52,6 +52,9 @@ class Simulation:
     run: Callable[[Any, list], dict]  # (config, actions) -> view model
     text: Callable[[dict], str] | None = None  # a readable summary for the CLI
     takes_actions: bool = False
+    # Actions a call on the default settings needs, for a simulation that answers none
+    # without them (one rate of the lab's sweep): what the tests and checks send.
+    example_actions: tuple = ()
     runs_reader_code: bool = False  # the exercise: arbitrary code, so the collector stays on
     # The numbers the chapter's prose quotes from this simulation ({{ NAME.key }}),
     # computed on demand: () -> {key: value}.

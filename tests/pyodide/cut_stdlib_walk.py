@@ -21,8 +21,8 @@ def answer(name, payload):
     return reply["result"]
 
 attempt("describe", lambda: answer("describe", {}))
-for name in bridge.simulations():
-    attempt(f"{name} default", lambda n=name: answer(n, {"config": {}}))
+for name, sim in bridge.simulations().items():
+    attempt(f"{name} default", lambda n=name, s=sim: answer(n, {"config": {}, "actions": list(s.example_actions)}))
 
 from pysim.sims import exercises
 def exercise(action, code, check):

@@ -60,8 +60,8 @@ def fields(name: str) -> dict[str, dict]:
 # replay five (the window's own bounds are tried as well).
 UNDER = {name: {"window_minutes": 1} for name in NAMES if "window_minutes" in fields(name)}
 # The actions a simulation cannot answer without (every other answers a config alone):
-# one rate of the lab's sweep is named by its action.
-NEEDS = {"lab_sweep_point": [{"sweep_index": 0}]}
+# one rate of the lab's sweep is named by its action (its registration says which).
+NEEDS = {name: list(sim.example_actions) for name, sim in SIMS.items() if sim.example_actions}
 
 
 def fmt(x) -> str:

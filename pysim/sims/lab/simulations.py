@@ -31,7 +31,7 @@ SIMULATIONS = (
     SIMULATION,
     Simulation("lab_sweep", SweepConfig, sweep_view, text=text, data_files=traces.site_files),
     Simulation("lab_sweep_point", SweepConfig, sweep_point_view, text=text, takes_actions=True,
-               data_files=traces.site_files),
+               example_actions=({"sweep_index": 0},), data_files=traces.site_files),
     Simulation("lab_capacity", LabConfig, capacity_view, text=text, takes_actions=True,
                data_files=traces.site_files),
     Simulation("lab_band", LabConfig, band_view, data_files=traces.site_files),
