@@ -6,7 +6,8 @@ Pyodide column runs the site's wheel under Node, with the traces where the page'
 worker puts them). Targets, in the page's Pyodide: a built-in on five minutes of the
 two-tenant Azure traffic (the `policies` default), p95 <= 300 ms; a policy written in
 the editor, p95 <= 600 ms; grading one puzzle (all its held-out windows) <= 3 s.
-p95 is the nearest-rank 95th percentile of 20 runs; the rest are medians. Nothing here
+p95 is the nearest-rank 95th percentile of 20 runs, printed with the median of the
+same runs; a puzzle's figure is the median of 3 gradings. Nothing here
 is asserted: a unit test never times anything (CONTRIBUTING.md).
 """
 
@@ -39,8 +40,10 @@ def samples(fn, n):
     return sorted(out)
 
 def p95(fn, n=20):
+    """(p95, median) of the same n runs: the median says what a run costs when the
+    machine is quiet, the p95 what a reader may wait."""
     s = samples(fn, n)
-    return s[-(-95 * len(s) // 100) - 1]
+    return s[-(-95 * len(s) // 100) - 1], statistics.median(s)
 
 def median(fn, n):
     return statistics.median(samples(fn, n))
@@ -49,11 +52,13 @@ config = policies.PoliciesConfig()
 traffic = policies.traffic_of(config)
 out = {"requests": len(traffic), "async_scheduling": config.async_scheduling}
 for name in NAMES:
-    out[f"builtin_{name}_p95"] = p95(lambda: policies.run_builtin(traffic, name, config), RUNS)
-out["whole_call_p95"] = p95(lambda: policies.run(policies.PoliciesConfig(policy="priority", compare="fcfs"), []), RUNS)
+    out[f"builtin_{name}_p95"], out[f"builtin_{name}_median"] = p95(
+        lambda: policies.run_builtin(traffic, name, config), RUNS)
+out["whole_call_p95"], out["whole_call_median"] = p95(
+    lambda: policies.run(policies.PoliciesConfig(policy="priority", compare="fcfs"), []), RUNS)
 for name in ("fcfs", "vtc"):
     code = source(name)
-    out[f"code_{name}_p95"] = p95(lambda: policies.run_code(traffic, code, config), RUNS)
+    out[f"code_{name}_p95"], out[f"code_{name}_median"] = p95(lambda: policies.run_code(traffic, code, config), RUNS)
 for name, puzzle in puzzles.PUZZLES.items():
     out[f"puzzle_{name}"] = median(lambda: puzzles.grade(puzzle, lambda: BUILTINS[puzzle.good_policy]), 3)
 print(json.dumps(out))
@@ -77,10 +82,12 @@ def main() -> None:
     for key in cp:
         if key in ("requests", "async_scheduling"):
             continue
-        target = ("<= 3000" if key.startswith("puzzle_") else
-                  "<= 600" if key.startswith("code_") or key in targets else "<= 300")
         measure = "p95" if key.endswith("_p95") else "median"
-        rows.append([key.removesuffix("_p95"), measure, f"{cp[key] * 1000:.0f}", f"{py[key] * 1000:.0f}",
+        call = key.removesuffix("_p95").removesuffix("_median")
+        # The targets are set on the p95 of a run, and on a puzzle's median grading.
+        target = ("<= 3000" if key.startswith("puzzle_") else "-" if measure == "median" else
+                  "<= 600" if key.startswith("code_") or key in targets else "<= 300")
+        rows.append([call, measure, f"{cp[key] * 1000:.0f}", f"{py[key] * 1000:.0f}",
                      f"{py[key] / cp[key]:.2f}", target])
     print(f"The policy lab, {cp['requests']:,} requests (5 minutes of Azure conv + code), "
           f"async_scheduling={cp['async_scheduling']}; load average {os.getloadavg()[0]:.2f}")
