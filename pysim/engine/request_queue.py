@@ -167,6 +167,7 @@ class PolicyRequestQueue:
         if self._policy.victim is None:
             return running[-1]
         views = self.views
+        self.view._update()  # what the tenants were served, as of this schedule
         return self._policy.pick_victim([views[r.seq] for r in running], self.view)._request
 
     def least_demanding(self) -> list:
@@ -175,6 +176,7 @@ class PolicyRequestQueue:
         return [v._request for v in self._items]
 
     def _sort(self) -> None:
+        self.view._update()  # what the tenants were served, as of this schedule
         self._items = self._policy.sort(self._items, self.view)
         self._sorted = True
 
