@@ -21,7 +21,7 @@ exit status 0 on a pass, 1 on a fail, 2 on a bad file or setting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import dataclasses
 from typing import Callable
 
 from pysim import fields
@@ -35,7 +35,7 @@ from pysim.traffic import traces
 MINUTES = 2  # each window's length
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Puzzle:
     name: str
     title: str
@@ -46,7 +46,7 @@ class Puzzle:
     grade: Callable  # (config, traffic, outcome, baseline) -> (figures, [(goal, met)])
     baseline: Callable | None = None  # (config) -> what `grade` compares with, per window
     good_policy: str = ""  # a policy that passes (the tests', and the statement's hint)
-    bounds: dict = field(default_factory=dict)
+    bounds: dict = dataclasses.field(default_factory=dict)
 
 
 def _group(traffic, out, config, key: str, value: str) -> dict:
@@ -88,7 +88,7 @@ FLOOD_FACTOR = 2.0  # the quiet tenant's p90 may grow to this many times its sol
 
 def _solo(config):
     """The quiet tenant alone on the same window: its p90 with nobody flooding."""
-    solo = replace(config, conv_rate_scale=0.1, flood_tenant="none")
+    solo = dataclasses.replace(config, conv_rate_scale=0.1, flood_tenant="none")
     traffic = traffic_of(solo)
     quiet = [i for i in range(len(traffic)) if traffic.tenants[i] == "code"]
     keep = set(quiet)
@@ -176,7 +176,7 @@ def grade(puzzle: Puzzle, make_policy, starts=None) -> dict:
 
 
 # --- the simulation ------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class PuzzleConfig:
     puzzle: str = choice("tiers", tuple(PUZZLES), "which puzzle to grade the policy on",
                          label="Puzzle", option_labels={n: p.title for n, p in PUZZLES.items()})
