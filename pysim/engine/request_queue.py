@@ -121,7 +121,6 @@ class PolicyRequestQueue:
         self.stamp = 0  # schedules so far: views cache what they compute per schedule
         self.views: dict = {}  # request seq -> its RequestView
         self.view = EngineView(engine, self)
-        self.tallies = self.view._tallies  # tenant -> Tally, which the engine adds to
         self.first_admitted: dict = {}  # request id -> `now` of its first admission
 
     def tally_of(self, request_id):

@@ -724,22 +724,18 @@ class Engine:
                 sampled.append(r.id)
                 out = r.num_output + 1
                 cache_to = r.num_computed - r.in_flight
-                if out < r.max_tokens and r.first_token_step is not None:
-                    # The common case: `_sample` without its rarer branches.
-                    ids = r.token_ids
-                    if ids is None:
-                        r.num_output = out
-                        r.num_tokens += 1
-                        if r.tally is not None:
-                            r.tally.output += 1
-                        continue
-                    if cache_to // bs <= kv.num_cached_blocks(r.id):  # no block newly full
-                        r.num_output = out
-                        r.num_tokens += 1
-                        if r.tally is not None:
-                            r.tally.output += 1
+                ids = r.token_ids
+                if out < r.max_tokens and r.first_token_step is not None and (
+                        ids is None or cache_to // bs <= kv.num_cached_blocks(r.id)):
+                    # The common case, `_sample` without its rarer branches: not finished,
+                    # not its first token, and no block newly full to cache.
+                    r.num_output = out
+                    r.num_tokens += 1
+                    if ids is not None:
                         ids.append(-(r.seq + 1))  # as `_sample` does
-                        continue
+                    if r.tally is not None:
+                        r.tally.output += 1
+                    continue
                 # The token is known now: the blocks it fills are cached.
                 if self._sample(r, index, cache_to):
                     finished.append(r.id)
