@@ -45,8 +45,8 @@ class ReadOnlyError(AttributeError):
 
 def _read(path: str, doc: str) -> property:
     """A read-only property reading `path` off the view (`_request.arrival`...) in C
-    (operator.attrgetter): no Python frame, so a reader's policy, whose calls are
-    traced for its budget (pysim.reader_policy), reads it at full speed."""
+    (operator.attrgetter): no Python frame, so a policy reads it as fast as a plain
+    attribute."""
     return property(attrgetter(path), doc=doc)
 
 
@@ -154,7 +154,7 @@ class EngineView:
         return self._engine.pool.num_free_blocks
 
     # Brought up to date (`_update`) by the queue before it calls the policy, so a read
-    # here runs no Python frame (a reader's policy is traced for its budget).
+    # here runs no Python frame.
     served_input_tokens = _read("_p_in", "tokens computed for each tenant's prompts")
     served_output_tokens = _read("_p_out", "tokens sampled for each tenant")
     served_tokens = _read("_p_all", "the two together, per tenant")

@@ -232,7 +232,7 @@ def test_a_readers_mistake_is_named_with_its_line_and_nothing_else_changes(code,
     config = _config()
     traffic = policies.traffic_of(config)
     before = policies.run_builtin(traffic, "fcfs", config)
-    mine, report = policies.run_code(traffic, code, config, max_lines=200_000)
+    mine, report = policies.run_code(traffic, code, config, max_steps=200_000)
     assert mine is None
     assert words in report["error"], report["error"]
     if line is not None:
@@ -253,16 +253,42 @@ def test_a_victim_that_is_not_running_is_named():
     assert err.value.line == 5
 
 
-def test_the_budget_counts_lines_only_in_the_readers_code():
-    guard = reader_policy.load("def order(request, engine):\n    return request.arrival_time\n").guard
+def test_the_budget_counts_each_call_and_loop_turn_of_the_readers_code_only():
+    policy = reader_policy.load(
+        "def order(request, engine):\n"
+        "    for _ in range(5):\n"
+        "        pass\n"
+        "    return sorted([3, 1, 2], key=lambda x: x)[0] + sum(1 for _ in 'ab')\n")
+    for _ in range(7):
+        policy.guard.run(policy.order, None, None, what="order()")
+    # per call: 1 entry + 5 turns + 3 lambda calls + 2 generator turns; pysim's own
+    # code (the guard, sorted's C loop) counts nothing
+    assert policy.guard.steps == 7 * 11
     config = _config()
-    traffic = policies.traffic_of(config)
-    policy = Policy("p", guard and reader_policy.load(
-        "def order(request, engine):\n    return request.arrival_time\n").order)
-    assert policy.guard is None
-    mine, report = policies.run_code(traffic, "def order(request, engine):\n    return request.arrival_time\n",
-                                     config, max_lines=10)
-    assert mine is None and "10 lines" in report["error"]
+    mine, report = policies.run_code(policies.traffic_of(config),
+                                     "def order(request, engine):\n    return request.arrival_time\n",
+                                     config, max_steps=10)
+    assert mine is None and "10 steps" in report["error"] and report["error_line"] == 2
+
+
+@pytest.mark.parametrize("code, line", [
+    ("def order(request, engine):\n    try:\n        while True:\n            pass\n"
+     "    except BaseException:\n        return 0\n", 4),  # a budget swallowed is spent still
+    ("def order(request, engine):\n    return sum(1 for _ in iter(int, 1))\n", 2),
+    ("f = lambda n: f(n - 1) + f(n - 1) if n else 1\n\ndef order(request, engine):\n    return f(60)\n", 1),
+    ('def order(request, engine):\n    """Doc."""\n    return [x for x in iter(int, 1)]\n', 3),
+])
+def test_a_policy_that_never_returns_is_stopped_whatever_runs_forever(code, line):
+    config = _config()
+    mine, report = policies.run_code(policies.traffic_of(config), code, config, max_steps=100_000)
+    assert mine is None and "budget" in report["error"] and report["error_line"] == line, report
+
+
+def test_the_budgets_own_name_is_refused():
+    config = _config()
+    mine, report = policies.run_code(policies.traffic_of(config),
+                                     "def order(request, engine):\n    return _pysim_step(1)\n", config)
+    assert mine is None and report["error_line"] == 2 and "pysim's" in report["error"]
 
 
 # ============================================================== puzzles
