@@ -52,6 +52,23 @@ FULL = ["/usr/lib/chromium/chromium", "/usr/bin/chromium", shutil.which("chromiu
         shutil.which("chromium-browser"), shutil.which("google-chrome"), shutil.which("google-chrome-stable")]
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long: takes tens of seconds here; runs first (see below)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long tests first, half at the head of each worker's share. pytest-xdist's
+    worksteal gives each of the two workers one half of the collection, and an idle
+    worker takes the tail of the other's queue; with the long tests started first, both
+    workers end on short ones, instead of one idling while the other runs a minute-long
+    test last (the random actions were late in the alphabet)."""
+    long = [item for item in items if item.get_closest_marker("long")]
+    short = [item for item in items if not item.get_closest_marker("long")]
+    half = (len(items) + 1) // 2
+    first = long[0::2] + short[:half - len(long[0::2])]
+    items[:] = first + long[1::2] + short[half - len(long[0::2]):]
+
+
 def first_found(paths: list) -> str | None:
     """The first of `paths` (None skipped) that exists on this machine."""
     return next((p for p in paths if p and Path(p).exists()), None)

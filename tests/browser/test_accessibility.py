@@ -28,6 +28,7 @@ def test_every_built_page_is_checked():
     assert sorted(PAGES) == sorted(p.stem for p in SITE.glob("*.html"))
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", PAGES)
 def test_no_serious_or_critical_violation(make_page, site_url, name):
     # The site's policy forbids inline scripts, and Playwright injects axe as one.

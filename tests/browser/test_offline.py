@@ -186,6 +186,7 @@ def test_front_end_files_are_named_by_content_or_version():
 # ---------------------------------------------------------------- from disk
 
 
+@pytest.mark.long
 def test_site_read_from_disk(make_page):
     read_from_disk(make_page(), OFFLINE_SITE)
 
@@ -223,6 +224,7 @@ def test_from_disk_the_note_is_on_top_and_the_settings_are_off(make_page, name):
         assert page.locator(".pysim-step-label").inner_text().startswith("Step 1 of")
 
 
+@pytest.mark.long
 def test_downloadable_zip_holds_the_whole_site_and_opens(make_page, tmp_path):
     archive = OFFLINE_SITE / ZIP
     # The hosted site offers the very zip the download build made.
@@ -379,6 +381,7 @@ def test_python_waits_until_a_widget_is_near_or_touched(make_page, site_url, wat
     page.wait_for_function("() => document.querySelector('.pysim-widget').dataset.runtime === 'ready'", timeout=90000)
 
 
+@pytest.mark.long
 def test_every_page_and_widget_works_with_the_network_cut(make_page, offline_site_url, watch):
     """Served from 127.0.0.1 with every other host unreachable (the fixture aborts and
     records such requests): every page of the download, served as its README says, loads

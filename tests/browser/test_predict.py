@@ -207,6 +207,7 @@ AXE_ON = """async ([selector, tags]) => {
 }"""
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_asked_and_answered_the_checkpoints_pass_axe(make_page, site_url, scheme):
     """The whole pages are test_accessibility.py's (with the checkpoints asking); here

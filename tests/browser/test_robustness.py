@@ -310,6 +310,7 @@ def normal_check(widget: str):
     return getattr(own, "normal_answers", None) or functools.partial(default_answers, widget=widget)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("page_name", sorted(PAGES))
 def test_random_actions_break_nothing(page, site_url, page_name):
     dialogs = []
