@@ -14,10 +14,13 @@ engine needs:
   looks at the clock. Past `MAX_STEPS` steps or `MAX_SECONDS` in one run the code is
   stopped, and it stays stopped (a bare `except:` cannot swallow the budget). The
   checks run inside the code itself, so this works where threads and signals do not
-  (Pyodide in a Web Worker), and pysim's own code runs at full speed.
-  (A trace function, `sys.settrace`, would do the same job, but since Python 3.12
-  switching it on and off makes every function re-instrument itself: it cost a third
-  of a run in Pyodide; bench/bench_policies.py prints what the budget costs now.)
+  (Pyodide in a Web Worker), and pysim's own code runs at full speed. A loop inside a
+  C function (`sum(itertools.count())`) runs no Python line at all: on the page, the
+  runtime's timeout restarts Python (widgets/policies.js, `RUN_MS`).
+  (A trace function, `sys.settrace`, could count lines instead, but from Python 3.12
+  on, switching one on and off around each call of the reader's code makes every
+  function, pysim's too, re-instrument itself: the whole run slows, not just the
+  reader's code. bench/bench_policies.py prints what the budget costs.)
 
 Any failure becomes `ReaderError(message, line)`; the engine that ran it is dropped,
 so nothing carries over to the next run. Python cannot make objects truly private: the
