@@ -122,7 +122,7 @@ class Guard:
         self.last_line = None
         self.output = _Capped()
         self._limit = self.max_steps  # 0 once the budget is spent: every later step stops too
-        self.stopped_at = None  # the line where it was spent (a reader's `except:` may go on)
+        self.stopped = None  # (line, why) where it was spent first (a reader's `except:` may go on)
         self._t0 = time.perf_counter()
 
     # --- the budget -------------------------------------------------------------------
@@ -132,17 +132,16 @@ class Guard:
         self.last_line = line
         n = self.steps = self.steps + 1
         if n > self._limit:
-            self._spent(line)
-            raise BudgetExceeded(f"more than {self.max_steps:,} steps")
+            self._stop(line, f"more than {self.max_steps:,} steps")
         if not n & (CHECK_EVERY - 1) and self.seconds + time.perf_counter() - self._t0 > self.max_seconds:
-            self._spent(line)
-            raise BudgetExceeded(f"more than {self.max_seconds:g} s")
+            self._stop(line, f"more than {self.max_seconds:g} s")
         return True
 
-    def _spent(self, line: int):
-        self._limit = 0
-        if self.stopped_at is None:
-            self.stopped_at = line
+    def _stop(self, line: int, why: str):
+        if self.stopped is None:
+            self.stopped = (line, why)
+            self._limit = 0
+        raise BudgetExceeded(self.stopped[1])  # the first reason, however often it is caught
 
     def _enter(self):
         self._stdout = sys.stdout
@@ -178,7 +177,7 @@ class Guard:
         if isinstance(exc, ReaderError):
             return exc
         if isinstance(exc, BudgetExceeded):
-            line = self.stopped_at
+            line = self.stopped[0]
             return ReaderError(f"Line {line}: your policy was stopped in {what} after {exc}: its budget "
                                f"for one run is {self.max_steps:,} steps (function calls and loop "
                                f"turns) and {self.max_seconds:g} s. "

@@ -284,6 +284,15 @@ def test_a_policy_that_never_returns_is_stopped_whatever_runs_forever(code, line
     assert mine is None and "budget" in report["error"] and report["error_line"] == line, report
 
 
+def test_a_budget_spent_on_time_and_swallowed_still_says_time_and_its_line():
+    code = ("def order(request, engine):\n    try:\n        while True:\n            pass\n"
+            "    except BaseException:\n        return 0\n")
+    config = _config()
+    mine, report = policies.run_code(policies.traffic_of(config), code, config, max_seconds=0)
+    assert mine is None and report["error_line"] == 4, report
+    assert "after more than 0 s" in report["error"], report["error"]
+
+
 def test_the_budgets_own_name_is_refused():
     config = _config()
     mine, report = policies.run_code(policies.traffic_of(config),
