@@ -4,9 +4,9 @@ FILE.gz (gzip, level 9) beside FILE.
 A host that serves such copies (nginx's `gzip_static` and the ngx_brotli module's
 `brotli_static`, and CDNs that honour them) sends them when the browser offers the
 encoding, and spends no time compressing; a host that compresses on the fly ignores
-them. Brotli at quality 11 is too slow to run per request (about 25 s for Pyodide's
-9.6 MB wasm on these CPUs) and smaller than what hosts do on the fly: the wasm is 2.74 MB
-against 3.55 MB gzip (README, "Deploying"; bench/bench_network.py measures it).
+them. Brotli at quality 11 is far too slow to run per request (for Pyodide's wasm it
+takes tens of seconds) and gives smaller files than hosts make on the fly (README,
+"Deploying"; bench/bench_network.py prints the sizes).
 
 The download build (site-offline/) gets none: it is read from disk, where nothing
 decompresses. Each copy is kept under .cache/precompressed/ by the SHA-256 of what it

@@ -40,12 +40,11 @@ LAUNCH_ARGS = [
 
 # Chromium's headless shell is the same engine (Blink, V8, the same version) without the
 # desktop browser around it: it is what Playwright itself runs headless tests on since
-# 1.49 (microsoft/playwright#33566). On these 2-core machines it spends a third to two
-# thirds less CPU a page than `chromium --headless` (bench/bench_browser_cpu.py: a fresh
-# context and a blank page, 0.09 CPU-s against 0.34; the home page, 0.56 against 1.55; a
-# widget page until it is live, 2.3 against 3.4), and CPU is what the browser suite
-# waits on. The benchmarks time pages as a reader's browser loads them, so they ask for
-# the full Chromium.
+# 1.49 (microsoft/playwright#33566). It spends less CPU a page than `chromium --headless`
+# (bench/bench_browser_cpu.py prints the two side by side: a blank page, the home page,
+# a widget page until it is live), and CPU is what the browser suite waits on. The
+# benchmarks time pages as a reader's browser loads them, so they ask for the full
+# Chromium.
 SHELLS = ["/usr/lib/chromium/chromium-headless-shell", shutil.which("chromium-headless-shell"),
           shutil.which("chrome-headless-shell")]
 FULL = ["/usr/lib/chromium/chromium", "/usr/bin/chromium", shutil.which("chromium"),
