@@ -17,7 +17,6 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
-DIR = ROOT / ".cache" / "figures"
 
 
 def digest(root: Path = ROOT) -> str:

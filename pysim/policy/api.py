@@ -38,7 +38,6 @@ from operator import attrgetter
 from types import MappingProxyType
 
 
-
 class ReadOnlyError(AttributeError):
     """A policy tried to change what it may only read."""
 
@@ -171,9 +170,9 @@ class EngineView:
         if self._stamp == self._queue.stamp:
             return
         tallies = self._tallies
-        for name, value in (("_p_in", {t: k.input() for t, k in tallies.items()}),
-                            ("_p_out", {t: k.output for t, k in tallies.items()}),
-                            ("_p_all", {t: k.input() + k.output for t, k in tallies.items()})):
+        inp = {t: k.input() for t, k in tallies.items()}
+        out = {t: k.output for t, k in tallies.items()}
+        for name, value in (("_p_in", inp), ("_p_out", out), ("_p_all", {t: inp[t] + out[t] for t in inp})):
             object.__setattr__(self, name, MappingProxyType(value))
         object.__setattr__(self, "_stamp", self._queue.stamp)
 

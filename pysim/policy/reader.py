@@ -65,7 +65,7 @@ class Instrument(ast.NodeTransformer):
         self.generic_visit(node)
         body = node.body
         at = int(docstring and ast.get_docstring(node, clean=False) is not None)
-        body.insert(at, ast.Expr(self._call(body[at].lineno if at < len(body) else body[0].lineno)))
+        body.insert(at, ast.Expr(self._call(body[min(at, len(body) - 1)].lineno)))
         return node
 
     def visit_FunctionDef(self, node):
@@ -123,7 +123,6 @@ class Guard:
         self.output = _Capped()
         self._limit = self.max_steps  # 0 once the budget is spent: every later step stops too
         self.stopped = None  # (line, why) where it was spent first (a reader's `except:` may go on)
-        self._t0 = time.perf_counter()
 
     # --- the budget -------------------------------------------------------------------
     def step(self, line: int) -> bool:
@@ -221,17 +220,19 @@ class Guard:
             self._leave()
 
     def victim(self, victim, running: list, engine_view):
-        chosen = self.run(victim, running, engine_view, what="victim()")
-        if not any(chosen is v for v in running):
-            self._enter()
-            try:
+        self._enter()
+        try:
+            chosen = victim(running, engine_view)
+            if not any(chosen is v for v in running):
                 line = self.returned_from(victim, running, engine_view)
-            finally:
-                self._leave()
-            raise ReaderError(f"Line {line}, in victim: victim() returned {_short(chosen)}; it "
-                              "must return one of the running requests it was given (an item "
-                              "of `running`)", line)
-        return chosen
+                raise ReaderError(f"Line {line}, in victim: victim() returned {_short(chosen)}; it "
+                                  "must return one of the running requests it was given (an item "
+                                  "of `running`)", line)
+            return chosen
+        except BaseException as exc:
+            raise self.fail(exc, "victim()") from None
+        finally:
+            self._leave()
 
 
 def load(code: str, max_steps: int | None = None, max_seconds: float | None = None) -> Policy:
