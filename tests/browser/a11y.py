@@ -201,7 +201,7 @@ def main(argv=None):
 
     from playwright.sync_api import sync_playwright
 
-    from conftest import LAUNCH_ARGS, SITE, _QuietHandler, _is_local, chromium_path
+    from conftest import LAUNCH_ARGS, OUTSIDE, SITE, _QuietHandler, chromium_path
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--save", type=Path, help="write the counts to this JSON file")
@@ -218,7 +218,7 @@ def main(argv=None):
 
         def make_context():
             context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900}, bypass_csp=True)
-            context.route("**/*", lambda route, request: route.continue_() if _is_local(request.url) else route.abort())
+            context.route(OUTSIDE, lambda route, request: route.abort())
             return context
 
         details = {} if args.details else None

@@ -19,7 +19,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import CSP_PROBE, OFFLINE_SITE, ROOT, SITE, page_url, wait_for_python, widget_pages
+from conftest import (CSP_PROBE, OFFLINE_SITE, OUTSIDE, ROOT, SITE, _is_local, page_url, until,
+                      wait_for_python, widget_pages)
 from sitebuild import iframe_worker, prerender
 
 PAGES = sorted(p.stem for p in SITE.glob("*.html"))
@@ -192,3 +193,30 @@ def test_pictures_draw_under_the_policy_from_disk(make_page):
             assert root.locator(".pysim-body").evaluate("b => b.childElementCount") > 0
         assert policy_of(page.content())
         assert page.evaluate("__violations") == [], page_name
+
+
+URLS = ["http://127.0.0.1:8000/", "http://127.0.0.1/x.js", "http://127.0.0.1?q", "ws://127.0.0.1:9/",
+        "HTTP://127.0.0.1:1/a", "data:text/plain,hi", "blob:http://127.0.0.1:1/u", "about:blank",
+        "file:///tmp/site/index.html", "http://127.0.0.2:9/x.js", "http://127.0.0.1.evil.com/",
+        "https://cdn.example.com/a.js", "http://8.8.8.8/", "http://localhost:8000/",
+        "http://evil.com/?http://127.0.0.1/", "https://fonts.googleapis.com/css"]
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_the_routed_pattern_is_exactly_what_leaves_the_machine(url):
+    assert bool(OUTSIDE.match(url)) == (not _is_local(url))
+
+
+def test_a_request_that_would_leave_the_machine_is_refused_and_recorded(page, watch):
+    """The fixture routes every request that would leave 127.0.0.1 to an abort, and each
+    test then fails on it (conftest._check). The site's own policy already forbids such
+    fetches, so this asks from a page without one: an IP address, which is not looked up,
+    so Chromium's resolver rule (LAUNCH_ARGS) alone would not stop it."""
+    watch.allow_error("net::ERR_FAILED")  # Chromium logs the aborted request
+    page.goto("about:blank")
+    outcome = page.evaluate("""Promise.race([
+        fetch('http://192.0.2.1/from-the-page').then(() => 'fetched', () => 'refused'),
+        new Promise((done) => setTimeout(() => done('no answer'), 10000))])""")
+    assert outcome == "refused"
+    assert watch.outside == ["http://192.0.2.1/from-the-page"]
+    watch.outside.clear()  # made on purpose: the fixture's own check would fail the test
