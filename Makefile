@@ -95,18 +95,18 @@ serve: setup
 
 # ------------------------------------------------------------------ tests
 
-# The set-up's downloads (two virtual environments, npm's packages) run side by side.
-# Then pysim's CPython suite, which needs no built site, beside the site's build; once
-# the site is built, the browser suite (two workers), the Pyodide suite (one Node
+# The set-up's downloads (two virtual environments, npm's packages) run side by side,
+# and pysim's CPython suite starts as soon as its own environment is there: it needs no
+# built site, so it runs while the rest downloads and then beside the site's build.
+# Once the site is built, the browser suite (two workers), the Pyodide suite (one Node
 # process: it tests the wheel the site ships) and the build steps' tests, which read
 # the figures the build computed (sitebuild/figure_cache.py) instead of computing them
 # again. Every step but the downloads is CPU-bound, so this keeps both cores busy.
 # Each step's output is printed whole when it ends.
 test:
-	$(MAKE) --no-print-directory -j3 --output-sync=target setup $(WHEELS_FOR_PYODIDE)/.installed chromium
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-unit site-then-suites
 
-site-then-suites:
+site-then-suites: setup $(WHEELS_FOR_PYODIDE)/.installed chromium
 	$(MAKE) --no-print-directory site
 	$(MAKE) --no-print-directory --output-sync=target test-browser test-pyodide test-build
 

@@ -27,7 +27,9 @@ from conftest import page_url, pysim_view, wait_for_python, until, prerendered, 
 from pysim import bridge
 from pysim.sims import exercises
 
-ACTIONS = 250  # random actions per widget page
+# Random actions per widget. The same seeded actions every run, so the count is how much
+# of a widget's state space is walked, paid on every `make test` (CONTRIBUTING.md).
+ACTIONS = 150
 # How long one action waits for its element to be actionable (a box to fill, a list to
 # choose from; a click goes to the pointer's place at once, see PICK). One still being
 # redrawn is skipped (it is counted as not done); the next action picks again. Waiting
@@ -43,7 +45,7 @@ TARGETS = "button, input, select, textarea, summary, canvas, [tabindex], [role=b
 # in the widget (on the element, or on what the widget lays over it: uPlot's event layer
 # over its canvas, Ace's text over its hidden input), outside it (the page's header), or
 # nowhere on screen (an element taller than the window).
-# One round trip instead of three keeps 250 actions a page short.
+# One round trip instead of three keeps the actions short.
 PICK = """([root, targets, f]) => {
   const box = document.querySelector(root);
   for (const old of box.querySelectorAll("[data-robot-pick]")) old.removeAttribute("data-robot-pick");
