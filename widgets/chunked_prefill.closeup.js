@@ -3,9 +3,10 @@
 //
 // On the time axis a step is as wide as it is long, so the first steps of the long
 // document (a few milliseconds each, in a run over a second long) are about one pixel
-// wide and pressing Step changes nothing a reader can see. Here every step is a column of the same width, built from the
-// same parts as its bar (solid decode slices at the bottom, striped prompt chunks above,
-// as tall as their share of the budget), and the current step is outlined and labelled.
+// wide and pressing Step changes nothing a reader can see. Here every step is a column
+// of the same width, built from the same parts as its bar (solid decode slices at the
+// bottom, striped prompt chunks above, as tall as their share of the budget), and the
+// current step is outlined and labelled.
 // Only the parts have height and colour: a column's empty room above them stays blank
 // (over a baseline), and every column's number row is as tall whether it holds a number
 // or not, so a column is never taller for its label.

@@ -34,6 +34,7 @@ import ast
 import sys
 import time
 import types
+from contextlib import contextmanager
 
 from pysim.policy.api import Policy, is_key
 from pysim.sims.exercises import FILENAME, ReaderError, _Capped, _explain, error_line
@@ -184,18 +185,24 @@ class Guard:
         return ReaderError(_explain(exc, self.code), error_line(exc))
 
     # --- what the engine calls --------------------------------------------------------
-    def run(self, fn, *args, what: str):
+    @contextmanager
+    def window(self, what: str):
+        """Around each call into the reader's code: their prints captured, their time
+        counted, and whatever they raise turned into a ReaderError naming `what`."""
         self._enter()
         try:
-            return fn(*args)
+            yield
         except BaseException as exc:
             raise self.fail(exc, what) from None
         finally:
             self._leave()
 
+    def run(self, fn, *args, what: str):
+        with self.window(what):
+            return fn(*args)
+
     def sort(self, order, views: list, engine_view) -> list:
-        self._enter()
-        try:
+        with self.window("order()"):
             keyed = []
             for v in views:
                 key = order(v, engine_view)
@@ -214,14 +221,9 @@ class Guard:
                                   f"({' and '.join(kinds)}): return numbers always, or tuples "
                                   "of numbers always", self.last_line) from None
             return [k[2] for k in keyed]
-        except BaseException as exc:
-            raise self.fail(exc, "order()") from None
-        finally:
-            self._leave()
 
     def victim(self, victim, running: list, engine_view):
-        self._enter()
-        try:
+        with self.window("victim()"):
             chosen = victim(running, engine_view)
             if not any(chosen is v for v in running):
                 line = self.returned_from(victim, running, engine_view)
@@ -229,10 +231,6 @@ class Guard:
                                   "must return one of the running requests it was given (an item "
                                   "of `running`)", line)
             return chosen
-        except BaseException as exc:
-            raise self.fail(exc, "victim()") from None
-        finally:
-            self._leave()
 
 
 def load(code: str, max_steps: int | None = None, max_seconds: float | None = None) -> Policy:

@@ -19,8 +19,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import (CSP_PROBE, OFFLINE_SITE, OUTSIDE, ROOT, SITE, _is_local, page_url, until,
-                      wait_for_python, widget_pages)
+from conftest import (CSP_PROBE, OFFLINE_SITE, OUTSIDE, ROOT, SITE, _is_local, page_url, wait_for_python,
+                      widget_pages)
 from sitebuild import iframe_worker, prerender
 
 PAGES = sorted(p.stem for p in SITE.glob("*.html"))
