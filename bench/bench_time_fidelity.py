@@ -18,13 +18,15 @@ modes of pysim.timing.fidelity:
 - gpu_out: the defaults of a GPU with no runs (the typical GPU), fitted without any
   record of the record's GPU.
 Then the median and the largest absolute relative error per figure and mode, the same
-for records with and without a peer of the same GPU and model, the records skipped and
-why, the error band's factors (pysim.timing.errorband), and last one JSON line:
-{"records": N, "uncalibrated": {"mean_ttft": E, ...}, "calibrated": {...}, "held_out":
-{...}, "source_out": {...}, "gpu_out": {...}, "with_peers": {MODE: {...}}, "no_peer":
-{MODE: {...}}, "sources": S, "band": {GPU: [fast, slow]}}, with E the median absolute
-relative error (0.12 = 12%) of each figure (mean_ttft, mean_tpot, output_throughput,
-median_ttft, p99_ttft, median_tpot, p99_tpot).
+for records with and without a peer of the same GPU and model, the tails of the records
+whose lengths the replay draws as their benchmark did and of those whose lengths it
+guesses, the records skipped and why, the error band's factors (pysim.timing.errorband),
+and last one JSON line: {"records": N, "uncalibrated": {"mean_ttft": E, ...},
+"calibrated": {...}, "held_out": {...}, "source_out": {...}, "gpu_out": {...},
+"with_peers": {MODE: {...}}, "no_peer": {MODE: {...}}, "lengths_drawn": {MODE: {...}},
+"lengths_guessed": {MODE: {...}}, "sources": S, "band": {GPU: [fast, slow]}}, with E
+the median absolute relative error (0.12 = 12%) of each figure (mean_ttft, mean_tpot,
+output_throughput, median_ttft, p99_ttft, median_tpot, p99_tpot).
 """
 
 from __future__ import annotations
@@ -76,18 +78,12 @@ def main() -> None:
             lines.append([mode, NAMES[key], s["records"], _pct(s["median"]), _pct(s["largest"])])
     print("\nAbsolute relative error over the records")
     print(table(["mode", "figure", "records", "median", "largest"], lines))
-    lines = []
-    for group, stats in fidelity.split_by_peers(rows).items():
-        out[group] = {}
-        for mode in ("held_out", "calibrated"):
-            out[group][mode] = {}
-            for key in fidelity.FIGURES:
-                s = stats[mode][fidelity.SHORT[key]]
-                out[group][mode][fidelity.SHORT[key]] = None if s["median"] is None else round(s["median"], 4)
-                if key in fidelity.MEANS:
-                    lines.append([group, mode, NAMES[key], s["records"], _pct(s["median"]), _pct(s["largest"])])
     print("\nRecords with a peer of the same GPU and model, and without one (the means)")
-    print(table(["records", "mode", "figure", "records", "median", "largest"], lines))
+    print(_groups(out, fidelity.split_by_peers(rows), ("held_out", "calibrated"), fidelity.MEANS))
+    print("\nRecords whose lengths the replay draws as their benchmark did (random datasets), "
+          "and those whose lengths it guesses (ShareGPT: the means); the tails")
+    print(_groups(out, fidelity.split_by_lengths(rows), ("held_out", "source_out", "gpu_out"),
+                  fidelity.TAILS))
     out["sources"] = len({r["source"] for r in rows})
     skipped = [r for r in records if r.run is None]
     if skipped:
@@ -106,6 +102,22 @@ def main() -> None:
                 [[g, f["fast"], f["slow"], f["errors"], f["basis"]] for g, f in band.items()]))
     print(f"\n({time.perf_counter() - started:.1f} s)")
     print(json.dumps(out))
+
+
+def _groups(out: dict, split: dict, modes: tuple, shown: tuple) -> str:
+    """Put each group's medians for `modes` into `out` (every figure), and return the
+    table of the figures `shown`."""
+    lines = []
+    for group, stats in split.items():
+        out[group] = {}
+        for mode in modes:
+            out[group][mode] = {}
+            for key in fidelity.FIGURES:
+                s = stats[mode][fidelity.SHORT[key]]
+                out[group][mode][fidelity.SHORT[key]] = None if s["median"] is None else round(s["median"], 4)
+                if key in shown:
+                    lines.append([group, mode, NAMES[key], s["records"], _pct(s["median"]), _pct(s["largest"])])
+    return table(["records", "mode", "figure", "records", "median", "largest"], lines)
 
 
 def _num(x) -> str:

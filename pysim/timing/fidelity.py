@@ -24,6 +24,11 @@ Every figure the record reports is compared: the means (TTFT, TPOT, output throu
 and the tails (median and P99 TTFT and TPOT). Fits are cached by the set of runs they
 see, so a group held out costs one fit, whichever records share it.
 
+A tail tests the model only as far as the replay's requests are the run's: a random-
+dataset run's lengths are drawn as `vllm bench serve` drew them (`lengths` "drawn"), a
+ShareGPT run's are guessed from its token totals (every prompt the mean: "guessed"), and
+the spread of lengths is what makes a P99. `split_by_lengths` shows the two apart.
+
 `band_factors` turns the held-out errors into the timing factors of the lab's error
 bands (pysim.timing.errorband holds them; `python -m pysim.timing.fidelity` prints them).
 """
@@ -114,7 +119,9 @@ def evaluate(records: list[realbench.Record]) -> list[dict]:
         predicted = {m: fit.predict(run, c) for m, c in coefficients.items()}
         measured = _measured(rec, run)
         rows.append({"id": rec.id, "source": source, "gpu": gpu, "model": model,
-                     "peers": len(peers), "measured": measured, "predicted": predicted,
+                     "peers": len(peers),
+                     "lengths": "drawn" if run.bench.dataset_name == "random" else "guessed",
+                     "measured": measured, "predicted": predicted,
                      "errors": {m: _errors(measured, predicted[m]) for m in MODES},
                      "notes": run.notes})
     return rows
@@ -156,6 +163,14 @@ def split_by_peers(rows: list[dict]) -> dict:
     without (for them `calibrated` is `held_out`: nothing to calibrate with)."""
     return {"with_peers": summary([r for r in rows if r["peers"]]),
             "no_peer": summary([r for r in rows if not r["peers"]])}
+
+
+def split_by_lengths(rows: list[dict]) -> dict:
+    """`summary` of the records whose replay draws each request's lengths as their
+    benchmark did (random datasets), and of those whose lengths it guesses (ShareGPT:
+    the run's means; pysim.timing.realbench)."""
+    return {f"lengths_{kind}": summary([r for r in rows if r["lengths"] == kind])
+            for kind in ("drawn", "guessed")}
 
 
 def band_factors(rows: list[dict]) -> dict[str, dict]:

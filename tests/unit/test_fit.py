@@ -193,6 +193,7 @@ def test_leave_one_out_never_fits_a_record_on_itself():
     few = [r for r in records if r.id.startswith("blog-hami-l40s")]
     rows = fidelity.evaluate(few)
     assert [r["peers"] for r in rows] == [3, 3, 3, 3]
+    assert [r["lengths"] for r in rows] == ["drawn"] * 4  # random prompts, as the benchmark drew them
     s = fidelity.summary(rows)
     assert s["calibrated"]["mean_tpot"]["records"] == 4
     raw = dict(few[0].raw)
@@ -286,3 +287,24 @@ def test_the_error_band_contains_the_answer_and_widens_with_the_error():
     # the factor's exact rule: a point's times x s are the real server's at rate / s
     assert errorband.crossing([0.5, 1.0], [1.0, 0.8], 0.9) == (0.75, None)
     assert errorband.attainment([1.0, 3.0], [0.01, None], 2000, 50, 1.5) == 0.5
+
+
+def test_the_tails_are_shown_apart_by_whether_the_replay_knows_the_lengths():
+    """split_by_lengths puts each record in the group of its `lengths` and nowhere else;
+    evaluate marks a random-dataset run "drawn" and a ShareGPT run "guessed"."""
+    records = {r.id: r for r in realbench.load(RECORDS)}
+    assert records["blog-hami-l40s-qwen25-3b-random512x128-c16-mns4"].run.bench.dataset_name == "random"
+    sharegpt = records["gpustack-qwen3-8b-h100-sharegpt-c1"]
+    assert sharegpt.run.bench.dataset_name == "sharegpt"
+    assert [r["lengths"] for r in fidelity.evaluate([sharegpt])] == ["guessed"]  # the means
+
+    def row(lengths, error):
+        errors = {"p99_tpot_ms": error}
+        return {"lengths": lengths, "errors": {m: errors for m in fidelity.MODES}}
+
+    rows = [row("drawn", 0.1), row("drawn", -0.3), row("guessed", 0.5)]
+    split = fidelity.split_by_lengths(rows)
+    assert set(split) == {"lengths_drawn", "lengths_guessed"}
+    assert split["lengths_drawn"]["held_out"]["p99_tpot"] == {"records": 2, "median": 0.2, "largest": 0.3}
+    assert split["lengths_guessed"]["gpu_out"]["p99_tpot"] == {"records": 1, "median": 0.5, "largest": 0.5}
+    assert split["lengths_guessed"]["held_out"]["mean_ttft"]["records"] == 0

@@ -112,8 +112,9 @@ def fidelity_figures() -> dict:
     """The error table of "How far to trust the lab": the shipped records replayed
     (pysim.timing.fidelity, as bench/bench_time_fidelity.py does), at build time, every mode
     and figure: err_{mode}_{figure}_{median,largest,records}, the same for the records
-    with and without a peer (err_{with_peers,no_peer}_{mode}_...), and the error band's
-    factors, checked against pysim.timing.errorband.FACTORS."""
+    with and without a peer (err_{with_peers,no_peer}_{mode}_...) and for those whose
+    lengths the replay draws or guesses (err_lengths_{drawn,guessed}_{mode}_...), and
+    the error band's factors, checked against pysim.timing.errorband.FACTORS."""
     from pysim.timing import fidelity, realbench  # the records are read at build time only
 
     records = realbench.load(realbench.REPO_FILE)
@@ -122,7 +123,9 @@ def fidelity_figures() -> dict:
            "records_gpus": len({r["gpu"] for r in rows}),
            "records_models": len({r["model"] for r in rows}),
            "records_sources": len({r["source"] for r in rows}),
-           "records_no_peer": sum(1 for r in rows if not r["peers"])}
+           "records_no_peer": sum(1 for r in rows if not r["peers"]),
+           "records_lengths_drawn": sum(1 for r in rows if r["lengths"] == "drawn"),
+           "records_lengths_guessed": sum(1 for r in rows if r["lengths"] == "guessed")}
 
     def put(prefix, stats):
         for mode, by_figure in stats.items():
@@ -132,7 +135,7 @@ def fidelity_figures() -> dict:
                     out[f"{prefix}{mode}_{figure}_{stat}"] = None if s[stat] is None else s[stat] * 100
 
     put("err_", fidelity.summary(rows))
-    for group, stats in fidelity.split_by_peers(rows).items():
+    for group, stats in (fidelity.split_by_peers(rows) | fidelity.split_by_lengths(rows)).items():
         put(f"err_{group}_", stats)
     factors = fidelity.band_factors(rows)
     for gpu, f in factors.items():
