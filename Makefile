@@ -18,7 +18,7 @@ PORT ?= 8000
 PY312 ?= $(shell for p in python3 python3.14 python3.13 python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -r); do \
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v $$p; exit; }; done)
 
-.PHONY: help serve test test-unit test-build test-pyodide test-browser site site-then-suites wheel bench setup chromium chromium-full clean
+.PHONY: help serve test test-unit test-build test-wheel test-pyodide test-pyodide-cut test-browser site site-then-suites wheel bench setup chromium chromium-full clean
 
 help:
 	@echo "make serve   build the site and serve it at http://$(HOST):$(PORT) (rebuilds on change)"
@@ -95,20 +95,23 @@ serve: setup
 
 # ------------------------------------------------------------------ tests
 
-# The set-up's downloads (two virtual environments, npm's packages) run side by side,
-# and pysim's CPython suite starts as soon as its own environment is there: it needs no
-# built site, so it runs while the rest downloads and then beside the site's build.
-# Once the site is built, the browser suite (two workers), the Pyodide suite (one Node
-# process: it tests the wheel the site ships) and the build steps' tests, which read
-# the figures the build computed (sitebuild/figure_cache.py) instead of computing them
-# again. Every step but the downloads is CPU-bound, so this keeps both cores busy.
-# Each step's output is printed whole when it ends.
+# The set-up's downloads (two virtual environments, npm's packages) run side by side.
+# Then the suites that each keep one core busy run together, while the site builds:
+# pysim's CPython suite, and its Pyodide suite, on a wheel built the way the site builds
+# its own (test-wheel), so neither waits for the site. Once the site is built, the browser
+# suite (two workers, Chromium: nearly both cores on its own), beside the short checks
+# that need the site: the build steps' tests, which read the figures the build computed
+# (sitebuild/figure_cache.py), and the page's cut standard library. Every step but the
+# downloads is CPU-bound, and the browser suite slows down more than any other when it
+# shares the cores, so it gets them as much to itself as the order allows
+# (bench/bench_test_cpu.py prints each suite's CPU alone). Each step's output is printed
+# whole when it ends.
 test:
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-unit site-then-suites
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-unit test-pyodide site-then-suites
 
-site-then-suites: setup $(WHEELS_FOR_PYODIDE)/.installed chromium
+site-then-suites: setup $(WHEELS_FOR_PYODIDE)/.installed chromium test-wheel
 	$(MAKE) --no-print-directory site
-	$(MAKE) --no-print-directory --output-sync=target test-browser test-pyodide test-build
+	$(MAKE) --no-print-directory --output-sync=target test-browser test-pyodide-cut test-build
 
 # pysim's tests (CPython).
 test-unit: $(VENV)/.installed
@@ -119,12 +122,24 @@ test-unit: $(VENV)/.installed
 test-build: $(VENV)/.installed
 	$(VENV)/bin/pytest -p no:cacheprovider tests/build
 
-# The same unit tests inside Pyodide, against the exact wheel the site ships (with
-# Pyodide's whole standard library: pytest needs it); then the page's cut standard
-# library, the zip the site ships (bytecode), running pysim, the exercise and the
-# reader's modules.
-test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed
-	node tests/pyodide/run_pytest.mjs $(WHEELS_FOR_PYODIDE) $$(ls site/assets/pyodide/*/pysim-*.whl)
+# The pysim wheel as the site's build makes it (sitebuild/wheel.py: the same code gives
+# the same bytes, and the name carries their sha256), for the Pyodide suite.
+TEST_WHEEL := .cache/test-wheel
+test-wheel: $(VENV)/.installed
+	rm -rf $(TEST_WHEEL) && mkdir -p $(TEST_WHEEL)
+	$(PY) -c 'import sys, pathlib, sitebuild.wheel as w; print(w.build_wheel(pathlib.Path(sys.argv[1]).resolve()).name)' $(TEST_WHEEL)
+
+# The same unit tests inside Pyodide (with Pyodide's whole standard library: pytest
+# needs it), against that wheel.
+test-pyodide: $(WHEELS_FOR_PYODIDE)/.installed node_modules/.installed test-wheel
+	node tests/pyodide/run_pytest.mjs $(WHEELS_FOR_PYODIDE) $$(ls $(TEST_WHEEL)/pysim-*.whl)
+
+# After a site build: the wheel the site ships is, byte for byte, the one the Pyodide
+# suite tested; and the page's cut standard library, the zip the site ships (bytecode),
+# runs pysim, the exercise and the reader's modules.
+test-pyodide-cut: node_modules/.installed
+	@cmp site/assets/pyodide/*/pysim-*.whl $(TEST_WHEEL)/pysim-*.whl \
+		|| { echo "the site's wheel is not the one the Pyodide suite tested (make test-wheel, then make site)"; exit 1; }
 	for zip in site/assets/pyodide/*/python_stdlib.*.zip; do \
 		node tests/pyodide/cut_stdlib.mjs $$zip $$(ls site/assets/pyodide/*/pysim-*.whl) || exit 1; done
 
