@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-from common import ROOT, table
+from common import ROOT, busy, table
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from conftest import (ALL_LIVE, FULL, LAUNCH_ARGS, SHELLS, SITE, _QuietHandler,  # noqa: E402
@@ -34,13 +34,6 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 RUNS = 7  # medians of this many, after one warm-up load of each
 WIDGET_PAGE = "lab"  # the heaviest pre-rendered view, and a Python start like any other
-
-
-def busy() -> float:
-    """Seconds of CPU the whole machine has spent busy since boot."""
-    with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / 100  # idle and iowait are not busy
 
 
 def blank(browser, base):

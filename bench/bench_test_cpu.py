@@ -2,8 +2,8 @@
 
 `make test` keeps every core of these 2-core machines busy from set-up to the end (the
 suites overlap: Makefile, `test` and `site-then-suites`), so its length follows the CPU
-the suites spend, not the order they run in. This runs each suite alone, as the Makefile
-runs it, and measures its wall time and the machine's busy time (/proc/stat: every
+the suites spend, not the order they run in. This runs each suite alone, by its own
+Makefile target, and measures its wall time and the machine's busy time (/proc/stat: every
 process, Chromium and Node included, so run it on an otherwise idle machine). The sum
 over the suites, divided by the cores, is the shortest `make test` could be if nothing
 waited; the real run is longer (set-up downloads, and suites slow each other down when
@@ -11,8 +11,9 @@ they share the cores).
 
 The site build is timed with the caches a rebuild has (.cache/: compressed copies,
 figures, the compiled standard library); a fresh clone fills them first, which the row's
-note says. Needs what `make test` sets up (`make setup .cache/pyodide-wheels/.installed
-chromium`) and a built site (`make site`); takes about as long as the suites themselves.
+note says. Run the site first (the default order does): the Pyodide row's cut check reads
+it. Needs what `make test` sets up (`make setup .cache/pyodide-wheels/.installed
+chromium`); takes about as long as the suites themselves.
 
 Run: `python bench/bench_test_cpu.py [SUITE ...]` from the project root (suites: site,
 unit, build, pyodide, browser; default all). Last line: one JSON object,
@@ -21,62 +22,38 @@ unit, build, pyodide, browser; default all). Last line: one JSON object,
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import subprocess
 import sys
 import time
 
-from common import ROOT, table
+from common import ROOT, busy, table
 
-VENV = ROOT / ".venv" / "bin"
-PYTEST = [str(VENV / "pytest"), "-p", "no:cacheprovider", "-q"]
-
-
-def suites() -> dict[str, list[list[str]]]:
-    """Each suite's commands, as the Makefile's target of the same job runs them."""
-    wheel = glob.glob(str(ROOT / "site/assets/pyodide/*/pysim-*.whl"))
-    if not wheel:
-        sys.exit("no pysim wheel in site/: run `make site` first")
-    cut = [["node", "tests/pyodide/cut_stdlib.mjs", z, wheel[0]]
-           for z in sorted(glob.glob(str(ROOT / "site/assets/pyodide/*/python_stdlib.*.zip")))]
-    return {
-        "site": [[str(VENV / "python"), "-m", "sitebuild"]],
-        "unit": [PYTEST + ["tests/unit"]],
-        "build": [PYTEST + ["tests/build"]],
-        "pyodide": [["node", "tests/pyodide/run_pytest.mjs", ".cache/pyodide-wheels", wheel[0], "-q"], *cut],
-        "browser": [PYTEST + ["-n", "2", "--dist", "worksteal", "--reruns", "1", "tests/browser"]],
-    }
+# Each suite is the Makefile's own target, so the bench times what `make test` runs.
+SUITES = {"site": ["site"], "unit": ["test-unit"], "build": ["test-build"],
+          "pyodide": ["test-pyodide", "test-pyodide-cut"], "browser": ["test-browser"]}
 
 
-def busy() -> float:
-    """Seconds of CPU the whole machine has spent busy since boot."""
-    with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # idle, iowait
-
-
-def measure(commands: list[list[str]]) -> tuple[float, float]:
-    """(wall s, machine busy CPU-s) of one run of `commands`, one after another; each must pass."""
+def measure(targets: list[str]) -> tuple[float, float]:
+    """(wall s, machine busy CPU-s) of `make TARGETS`, one after another; it must pass."""
     b0, t0 = busy(), time.monotonic()
-    for command in commands:
-        done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if done.returncode:
-            sys.exit(f"{' '.join(command)} failed:\n{done.stdout[-3000:]}")
+    done = subprocess.run(["make", "--no-print-directory", *targets], cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode:
+        sys.exit(f"make {' '.join(targets)} failed:\n{done.stdout[-3000:]}")
     return time.monotonic() - t0, busy() - b0
 
 
 def main() -> None:
-    commands = suites()
-    chosen = sys.argv[1:] or list(commands)
-    unknown = [s for s in chosen if s not in commands]
+    chosen = sys.argv[1:] or list(SUITES)
+    unknown = [s for s in chosen if s not in SUITES]
     if unknown:
-        sys.exit(f"unknown suite {unknown}: choose from {', '.join(commands)}")
+        sys.exit(f"unknown suite {unknown}: choose from {', '.join(SUITES)}")
     cores = os.cpu_count() or 1
     results = {}
     for name in chosen:
-        results[name] = measure(commands[name])
+        results[name] = measure(SUITES[name])
         print(f"{name}: {results[name][0]:.0f} s wall, {results[name][1]:.0f} CPU-s", flush=True)
     notes = {"site": "caches warm (a fresh clone also compresses and prerenders)"}
     rows = [[name, f"{wall:.0f}", f"{cpu:.0f}", f"{cpu / wall:.2f}", notes.get(name, "")]

@@ -25,6 +25,14 @@ def site_wheel() -> str:
     return wheels[0]
 
 
+def busy() -> float:
+    """Seconds of CPU the whole machine has spent busy since boot (/proc/stat: every
+    process, so a measurement needs an otherwise idle machine)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # idle and iowait are not busy
+
+
 def median_seconds(fn, repeats: int = 7, inner: int = 1) -> float:
     """Median wall time of `inner` calls of fn, divided by inner, over `repeats` runs."""
     fn()  # warm-up: imports, caches
