@@ -16,9 +16,11 @@ benchmark measures. For each record pysim can replay (pysim.timing.realbench), f
 - `source_out` (leave one source out): the defaults fitted without any record of the
   record's publisher (`source_of`: the id's first word, gpustack, lambda, ...), so a
   lab, a harness or a way of reporting shared by one publisher's runs cannot help;
-- `gpu_out` (leave one GPU out): the defaults a GPU with no runs of its own gets (the
-  typical GPU, pysim.timing.fit.typical_gpu), fitted without any record of the record's GPU:
-  how far the lab is on a card known only from its datasheet (the H100 PCIe, L4, ...).
+- `gpu_out` (leave one GPU out): the defaults a GPU with no runs of its own gets
+  (pysim.timing.fit.no_runs_default; no two GPUs of the records share a die, so here the
+  typical GPU's), fitted without any record of the record's GPU: how far the lab is on a
+  card known only from its datasheet (the L4, the A10G, ...). `same_chip` measures the
+  rule's other half, a card timed with the fit of its die.
 
 Every figure the record reports is compared: the means (TTFT, TPOT, output throughput)
 and the tails (median and P99 TTFT and TPOT). Fits are cached by the set of runs they
@@ -81,7 +83,8 @@ class _Fits:
 
     def defaults(self, gpu: str, without: set[str]) -> Coefficients:
         """The GPU's defaults fitted without the runs `without`: on its own runs left,
-        else (no run of it left) the typical GPU of the runs left (fit.typical_gpu)."""
+        else (no run of it left) what a GPU with no runs gets from the runs left
+        (fit.no_runs_default: a card on its die, else the typical GPU)."""
         kept = sorted(i for i in self.runs if i not in without)
         own = self._own(gpu, kept)
         if own is not None:
@@ -89,7 +92,7 @@ class _Fits:
         if not kept:  # nothing left to fit: pysim.timing.fit's generic starting point
             return fit.GENERIC
         others = sorted({self.runs[i].server.gpu for i in kept})
-        return fit.typical_gpu({g: self._own(g, kept) for g in others})
+        return fit.no_runs_default(gpu, {g: self._own(g, kept) for g in others})
 
 
 def evaluate(records: list[realbench.Record]) -> list[dict]:
@@ -173,6 +176,22 @@ def split_by_lengths(rows: list[dict]) -> dict:
             for kind in ("drawn", "guessed")}
 
 
+def same_chip(rows: list[dict]) -> dict:
+    """The two halves of the rule for a GPU with no runs (fit.no_runs_default), on the
+    records where both can be measured: those of a GPU with runs from two publishers or
+    more. `same_chip` is `source_out` there (the GPU's fit on the other publishers' runs
+    only: what a card gets from another card on its die, short of the card itself), and
+    `typical` is `gpu_out` on the same records (the typical GPU's). Each is `summary`'s
+    entry for that mode, with the GPUs counted."""
+    publishers: dict[str, set] = {}
+    for r in rows:
+        publishers.setdefault(r["gpu"], set()).add(r["source"])
+    kept = [r for r in rows if len(publishers[r["gpu"]]) > 1]
+    s = summary(kept)
+    return {"same_chip": s["source_out"], "typical": s["gpu_out"],
+            "gpus": sorted({r["gpu"] for r in kept})}
+
+
 def band_factors(rows: list[dict]) -> dict[str, dict]:
     """For every GPU of the catalog, the timing factors of the lab's error bands.
 
@@ -181,7 +200,9 @@ def band_factors(rows: list[dict]) -> dict[str, dict]:
     percentiles of 1 / (1 + e) are the band's `fast` and `slow` factors. A GPU with
     BAND_MIN_RECORDS records or more uses its own records' leave-one-out errors;
     another (no runs, or too few) uses every record's leave-one-GPU-out errors, the
-    error of timing a card from its datasheet and the defaults for one without runs.
+    error of timing a card from its datasheet and the defaults for one without runs. A
+    card that takes the fit of another on its die (fit.no_runs_default) keeps that wider
+    band: the rule was measured on other runs of the same card, never on a sibling card.
     """
     def factors(values: list[float], basis: str) -> dict:
         ratios = sorted(1 / (1 + e) for e in values)

@@ -28,6 +28,7 @@ the schedule is the same for any coefficients, and one replay serves the whole f
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -422,12 +423,31 @@ def fit_by_gpu(runs: list[Run]) -> dict[str, Coefficients]:
             for gpu, mine in by_gpu.items()}
 
 
+def no_runs_default(gpu: str, fitted: dict[str, Coefficients]) -> Coefficients:
+    """The defaults of a GPU with no runs of its own, given the fits of the GPUs that have
+    runs: the fit of the cards built on its die where there are any (an A100 40GB takes
+    the A100 80GB's: one GA100, other memory), else the typical GPU's (typical_gpu).
+
+    Why the die first: the coefficients are shares of a datasheet that the kernels reach,
+    and one die runs the same kernels on the same tensor cores. `pysim.timing.fidelity`
+    measures both halves of the rule: a GPU's fit carried to another publisher's runs on
+    it (`same_chip`), and the typical GPU's, each GPU held out in turn (`gpu_out`).
+    """
+    assert gpu not in fitted, f"{gpu} has runs: its own fit is its default"
+    chip = GPUS[gpu].chip
+    same = {g: c for g, c in fitted.items() if GPUS[g].chip == chip}
+    if not same:
+        return typical_gpu(fitted)
+    median = typical_gpu(same)  # one card, or the median of several on the die
+    return dataclasses.replace(median, source=f"{', '.join(sorted(same))}'s fit (the same {chip} die): "
+                                              f"no runs on {gpu}")
+
+
 def fit_defaults(runs: list[Run]) -> dict[str, Coefficients]:
     """One set of coefficients per GPU of the catalog: its own fit where it has runs,
-    else the typical GPU's (typical_gpu)."""
+    else no_runs_default's."""
     fitted = fit_by_gpu(runs)
-    typical = typical_gpu(fitted)
-    return {gpu: fitted.get(gpu, typical) for gpu in GPUS}
+    return {gpu: fitted[gpu] if gpu in fitted else no_runs_default(gpu, fitted) for gpu in GPUS}
 
 
 def main() -> None:

@@ -109,22 +109,23 @@ class Coefficients:
 
 # Fitted by `python -m pysim.timing.fit` (pysim.timing.fit.fit_defaults) on
 # data/realbench/records.jsonl, every GPU on the records of its own (all models), pulled
-# weakly towards pysim.timing.fit.GENERIC. A GPU with no record (H200, H100 PCIe,
-# A100 40GB, L4, A10G) takes the typical GPU's (pysim.timing.fit.typical_gpu: each coefficient's median over
-# the GPUs with records, each GPU once): its datasheet's bandwidth and FLOP/s carry what
-# differs between cards, and `pysim.timing.fidelity` measures what that costs by holding
-# each GPU's records out in turn (the lab's page quotes it). L40S rests on 4 runs of a
+# weakly towards pysim.timing.fit.GENERIC. A GPU with no record takes the fit of a card on
+# its die where one has runs (H200 and H100 PCIe: the H100's GH100; A100 40GB: the A100's
+# GA100), else the typical GPU's (L4, A10G: each coefficient's median over the GPUs with
+# records, each GPU once); pysim.timing.fit.no_runs_default. Its datasheet's bandwidth and
+# FLOP/s carry what differs between cards, and `pysim.timing.fidelity` measures both
+# halves of the rule (`same_chip`, `gpu_out`; the lab's page quotes them). L40S rests on 4 runs of a
 # small model on a shared card, MI300X on 1: treat those as rough. With few runs the
 # four coefficients trade off against each other (a higher memory efficiency against a
 # larger per-request overhead), so one of them alone is no measurement of the GPU.
 # tests/unit/test_fit.py fits them again and checks they are what is written here.
 DEFAULTS: dict[str, Coefficients] = {
     "H100": Coefficients(1.947, 7.494, 0.8151, 0.3061, "fitted: 21 runs on H100"),
-    "H200": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
+    "H200": Coefficients(1.947, 7.494, 0.8151, 0.3061, "H100's fit (the same GH100 die): no runs on H200"),
     "L40S": Coefficients(1.656, 6.893, 0.9085, 0.3271, "fitted: 4 runs on L40S"),
     "A100": Coefficients(4.548, 94.39, 0.9975, 0.5706, "fitted: 15 runs on A100"),
-    "H100-PCIe": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
-    "A100-40GB": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
+    "H100-PCIe": Coefficients(1.947, 7.494, 0.8151, 0.3061, "H100's fit (the same GH100 die): no runs on H100-PCIe"),
+    "A100-40GB": Coefficients(4.548, 94.39, 0.9975, 0.5706, "A100's fit (the same GA100 die): no runs on A100-40GB"),
     "L4": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
     "A10G": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
     "MI300X": Coefficients(2.232, 4.954, 0.7135, 0.2251, "fitted: 1 run on MI300X"),

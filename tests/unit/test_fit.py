@@ -178,10 +178,57 @@ def test_a_gpu_without_runs_takes_the_median_gpu_each_gpu_once():
     assert (three.step_overhead_ms, three.request_overhead_us, three.memory_efficiency,
             three.compute_efficiency) == pytest.approx((2.0, 8.0, 0.8, 0.3))
     assert three.source == "median of 3 GPUs' fits (A, B, C)"
-    # the shipped defaults: every GPU without records gets the same typical set
+    # the shipped defaults: every GPU without records, nor a card on its die, gets the
+    # same typical set
     typical = {gpu for gpu, co in DEFAULTS.items() if co.source.startswith("median")}
-    assert typical >= {"H200", "H100-PCIe", "A100-40GB", "L4", "A10G"}
+    assert typical == {"L4", "A10G"}
     assert len({DEFAULTS[g] for g in typical}) == 1
+
+
+def test_a_gpu_without_runs_takes_the_fit_of_a_card_on_its_die_else_the_typical_gpu():
+    """An A100 40GB (GA100) with no runs takes the A100's fit, an L4 (AD104, no card on
+    it has runs) the median; two cards on one die with runs give their median; a GPU
+    with runs is never asked."""
+    from pysim.timing.steptime import Coefficients
+    a100 = Coefficients(4.0, 90.0, 0.99, 0.57, "fitted: 15 runs on A100")
+    h100 = Coefficients(2.0, 7.0, 0.81, 0.31, "fitted: 21 runs on H100")
+    l40s = Coefficients(1.6, 6.0, 0.90, 0.33, "fitted: 4 runs on L40S")
+    fitted = {"A100": a100, "H100": h100, "L40S": l40s}
+    got = fit.no_runs_default("A100-40GB", fitted)
+    assert (got.step_overhead_ms, got.request_overhead_us, got.memory_efficiency,
+            got.compute_efficiency) == (4.0, 90.0, 0.99, 0.57)
+    assert got.source == "A100's fit (the same GA100 die): no runs on A100-40GB"
+    assert fit.no_runs_default("H100-PCIe", fitted).compute_efficiency == 0.31
+    l4 = fit.no_runs_default("L4", fitted)
+    assert l4 == fit.typical_gpu(fitted) and l4.compute_efficiency == pytest.approx(0.33)
+    # H200 and H100 SXM both fitted: the PCIe card takes their median
+    two = fit.no_runs_default("H100-PCIe", fitted | {"H200": Coefficients(3.0, 9.0, 0.85, 0.35, "x")})
+    assert two.compute_efficiency == pytest.approx(0.33) and two.source.startswith("H100, H200's fit")
+    with pytest.raises(AssertionError):
+        fit.no_runs_default("A100", fitted)
+    # the shipped defaults, by the catalog's dies
+    def numbers(gpu):
+        c = DEFAULTS[gpu]
+        return c.step_overhead_ms, c.request_overhead_us, c.memory_efficiency, c.compute_efficiency
+    assert numbers("A100-40GB") == numbers("A100")
+    assert numbers("H100-PCIe") == numbers("H200") == numbers("H100")
+
+
+def test_the_die_rule_is_measured_where_a_gpu_has_runs_from_two_publishers():
+    """same_chip: source_out and gpu_out on the records of GPUs with two publishers or more,
+    and on no other record."""
+    def row(gpu, source, err_source, err_gpu):
+        errs = {m: {} for m in fidelity.MODES}
+        errs["source_out"] = {"mean_ttft_ms": err_source}
+        errs["gpu_out"] = {"mean_ttft_ms": err_gpu}
+        return {"gpu": gpu, "source": source, "errors": errs}
+    rows = [row("A100", "lambda", 0.1, 0.6), row("A100", "gpustack", -0.3, 0.8),
+            row("L40S", "blog", 0.05, 0.05), row("L40S", "blog", 0.07, 0.07)]
+    got = fidelity.same_chip(rows)
+    assert got["gpus"] == ["A100"]
+    assert got["same_chip"]["mean_ttft"] == {"records": 2, "median": pytest.approx(0.2), "largest": pytest.approx(0.3)}
+    assert got["typical"]["mean_ttft"]["median"] == pytest.approx(0.7)
+    assert got["same_chip"]["mean_tpot"]["records"] == 0
 
 
 def test_leave_one_out_never_fits_a_record_on_itself():
