@@ -19,7 +19,6 @@ Needs the built site (`make site`) and both browsers (Debian: `chromium` and
 from __future__ import annotations
 
 import functools
-import http.server
 import statistics
 import sys
 import threading
@@ -28,7 +27,7 @@ import time
 from common import ROOT, busy, table
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
-from conftest import (ALL_LIVE, FULL, LAUNCH_ARGS, SHELLS, SITE, _QuietHandler,  # noqa: E402
+from conftest import (ALL_LIVE, FULL, LAUNCH_ARGS, SHELLS, SITE, _QuietHandler, _QuietServer,  # noqa: E402
                       first_found, until, wait_for_python)
 from playwright.sync_api import sync_playwright  # noqa: E402
 
@@ -87,7 +86,7 @@ def measure(path: str, base: str) -> dict[str, tuple[float, float]]:
 def main():
     if not (SITE / "index.html").exists():
         sys.exit(f"{SITE} has no index.html: run `make site` first")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
+    server = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     browsers = {"full Chromium": first_found(FULL), "headless shell": first_found(SHELLS)}

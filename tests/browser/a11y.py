@@ -196,12 +196,11 @@ def table(now: Counter, before: Counter | None = None) -> str:
 
 def main(argv=None):
     import functools
-    import http.server
     import threading
 
     from playwright.sync_api import sync_playwright
 
-    from conftest import LAUNCH_ARGS, OUTSIDE, SITE, _QuietHandler, chromium_path
+    from conftest import LAUNCH_ARGS, OUTSIDE, SITE, _QuietHandler, _QuietServer, chromium_path
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--save", type=Path, help="write the counts to this JSON file")
@@ -209,7 +208,7 @@ def main(argv=None):
     ap.add_argument("--details", type=Path, help="write every violation, by page, width and scheme, to this JSON file")
     args = ap.parse_args(argv)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
+    server = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     with sync_playwright() as p:

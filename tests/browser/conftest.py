@@ -16,6 +16,7 @@ import http.server
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -111,6 +112,15 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         super().end_headers()
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """A reader who closes a page mid-download is no error of the site's: the connection
+    they dropped is not printed as a traceback in the test output."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # BrokenPipe, ConnectionReset...
+            super().handle_error(request, client_address)
+
+
 WIDGET_TAG = re.compile(r'class="pysim-widget" data-widget="([a-z_]+)"')
 
 
@@ -146,7 +156,7 @@ def serve(site: Path):
     if not (site / "index.html").exists():
         pytest.fail(f"{site} has no index.html: build the site first (make site)")
     handler = functools.partial(_QuietHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
