@@ -439,7 +439,7 @@ def no_runs_default(gpu: str, fitted: dict[str, Coefficients]) -> Coefficients:
     if not same:
         return typical_gpu(fitted)
     median = typical_gpu(same)  # one card, or the median of several on the die
-    return dataclasses.replace(median, source=f"{', '.join(sorted(same))}'s fit (the same {chip} die): "
+    return dataclasses.replace(median, source=f"{', '.join(sorted(same))}'s fit, the same {chip} die; "
                                               f"no runs on {gpu}")
 
 

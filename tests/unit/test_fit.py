@@ -197,7 +197,7 @@ def test_a_gpu_without_runs_takes_the_fit_of_a_card_on_its_die_else_the_typical_
     got = fit.no_runs_default("A100-40GB", fitted)
     assert (got.step_overhead_ms, got.request_overhead_us, got.memory_efficiency,
             got.compute_efficiency) == (4.0, 90.0, 0.99, 0.57)
-    assert got.source == "A100's fit (the same GA100 die): no runs on A100-40GB"
+    assert got.source == "A100's fit, the same GA100 die; no runs on A100-40GB"
     assert fit.no_runs_default("H100-PCIe", fitted).compute_efficiency == 0.31
     l4 = fit.no_runs_default("L4", fitted)
     assert l4 == fit.typical_gpu(fitted) and l4.compute_efficiency == pytest.approx(0.33)
