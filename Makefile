@@ -150,9 +150,12 @@ test-pyodide-cut: node_modules/.installed
 # `-r R` names it): a real Chromium on a loaded machine (this suite runs beside the
 # Pyodide one) now and then misses a frame that a test's wait did not foresee. A test
 # that fails twice fails the suite. Every rerun is a wait to fix: CONTRIBUTING.md.
+# BROWSER_DURATIONS: how many of the slowest tests the summary lists (0: every one, as
+# bench/bench_browser_starts.py asks).
 BROWSER_WORKERS ?= 2
+BROWSER_DURATIONS ?= 25
 test-browser: $(VENV)/.installed
-	$(VENV)/bin/pytest -p no:cacheprovider --durations=25 -n $(BROWSER_WORKERS) --dist worksteal \
+	$(VENV)/bin/pytest -p no:cacheprovider --durations=$(BROWSER_DURATIONS) -n $(BROWSER_WORKERS) --dist worksteal \
 		--reruns 1 --reruns-delay 1 -r fER tests/browser
 
 bench: site $(WHEELS_FOR_PYODIDE)/.installed chromium chromium-full

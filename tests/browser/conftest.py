@@ -90,11 +90,21 @@ def sitemap_here(data: bytes, origin: str) -> bytes:
     return SITEMAP_LOC.sub(b"<loc>" + origin.encode() + b"/", data)
 
 
+# bench/bench_browser_starts.py names a file here: every request the test servers answer
+# is appended to it, one line each, after the test that was running (pytest's own
+# PYTEST_CURRENT_TEST), so the bench can say which tests start Python and how often.
+REQUEST_LOG = os.environ.get("PYSIM_REQUEST_LOG")
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
     def do_GET(self):
+        if REQUEST_LOG:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "-").rsplit(" ", 1)[0]
+            with open(REQUEST_LOG, "a", encoding="utf-8") as log:  # one short write: whole lines
+                log.write(f"{test}\t{self.path}\n")
         if self.path.split("?")[0] != "/sitemap.xml":
             return super().do_GET()
         data = sitemap_here(Path(self.directory, "sitemap.xml").read_bytes(),
