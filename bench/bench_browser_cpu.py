@@ -18,17 +18,15 @@ Needs the built site (`make site`) and both browsers (Debian: `chromium` and
 
 from __future__ import annotations
 
-import functools
 import statistics
 import sys
-import threading
 import time
 
 from common import ROOT, busy, table
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
-from conftest import (ALL_LIVE, FULL, LAUNCH_ARGS, SHELLS, SITE, _QuietHandler, _QuietServer,  # noqa: E402
-                      first_found, until, wait_for_python)
+from conftest import (ALL_LIVE, FULL, LAUNCH_ARGS, SHELLS, SITE, first_found,  # noqa: E402
+                      start_server, until, wait_for_python)
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 RUNS = 7  # medians of this many, after one warm-up load of each
@@ -86,9 +84,7 @@ def measure(path: str, base: str) -> dict[str, tuple[float, float]]:
 def main():
     if not (SITE / "index.html").exists():
         sys.exit(f"{SITE} has no index.html: run `make site` first")
-    server = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    server, base = start_server(SITE)
     browsers = {"full Chromium": first_found(FULL), "headless shell": first_found(SHELLS)}
     found = {name: path for name, path in browsers.items() if path}
     if not found:

@@ -56,9 +56,9 @@ def main() -> None:
             seconds[m.group(3)] += float(m.group(1))
     starts = collections.Counter(family(test) for test, _, path in (l.partition("\t") for l in lines)
                                  if WASM.search(path))
-    tests = collections.Counter(family(t) for t in seconds)
-    time_of = collections.defaultdict(float)
+    tests, time_of = collections.Counter(), collections.defaultdict(float)
     for t, s in seconds.items():
+        tests[family(t)] += 1
         time_of[family(t)] += s
     total_s, total_starts = sum(time_of.values()), sum(starts.values())
     rows = sorted(time_of, key=lambda f: (-starts[f], -time_of[f]))

@@ -20,13 +20,14 @@ modes of pysim.timing.fidelity:
 Then the median and the largest absolute relative error per figure and mode, the same
 for records with and without a peer of the same GPU and model, the tails of the records
 whose lengths the replay draws as their benchmark did and of those whose lengths it
-guesses, the two rules for a GPU with no runs (the fit of a card on its die, the
-typical GPU's) on the records where both can be checked, the records skipped and why, the error band's factors (pysim.timing.errorband),
-and last one JSON line: {"records": N, "uncalibrated": {"mean_ttft": E, ...},
-"calibrated": {...}, "held_out": {...}, "source_out": {...}, "gpu_out": {...},
-"with_peers": {MODE: {...}}, "no_peer": {MODE: {...}}, "lengths_drawn": {MODE: {...}},
-"lengths_guessed": {MODE: {...}}, "same_chip": {"die": {...}, "typical": {...}}, "sources": S, "band": {GPU: [fast, slow]}}, with E
-the median absolute relative error (0.12 = 12%) of each figure (mean_ttft, mean_tpot,
+guesses, the two rules for a GPU with no runs (the fit of a card on its die, the typical
+GPU's) on the records where both can be checked, the records skipped and why, the error
+band's factors (pysim.timing.errorband), and last one JSON line: {"records": N,
+"uncalibrated": {"mean_ttft": E, ...}, "calibrated": {...}, "held_out": {...},
+"source_out": {...}, "gpu_out": {...}, "with_peers": {MODE: {...}}, "no_peer": {MODE:
+{...}}, "lengths_drawn": {MODE: {...}}, "lengths_guessed": {MODE: {...}}, "same_die":
+{"die": {...}, "typical": {...}}, "sources": S, "band": {GPU: [fast, slow]}}, with E the
+median absolute relative error (0.12 = 12%) of each figure (mean_ttft, mean_tpot,
 output_throughput, median_ttft, p99_ttft, median_tpot, p99_tpot).
 """
 
@@ -85,12 +86,11 @@ def main() -> None:
           "and those whose lengths it guesses (ShareGPT: the means); the tails")
     print(_groups(out, fidelity.split_by_lengths(rows), ("held_out", "source_out", "gpu_out"),
                   fidelity.TAILS))
-    chip = fidelity.same_chip(rows)
+    die = fidelity.same_die(rows)
     print(f"\nA GPU with no runs (pysim.timing.fit.no_runs_default), on the records of the GPUs with "
-          f"runs from two publishers or more ({', '.join(chip['gpus'])}): timed with the fit of its die "
+          f"runs from two publishers or more ({', '.join(die['gpus'])}): timed with the fit of its die "
           f"from the other publishers' runs (source_out), and with the typical GPU's (gpu_out)")
-    print(_groups(out, {"same_chip": {"die": chip["same_chip"], "typical": chip["typical"]}},
-                  ("die", "typical"), fidelity.MEANS))
+    print(_groups(out, {"same_die": die}, ("die", "typical"), fidelity.MEANS))
     out["sources"] = len({r["source"] for r in rows})
     skipped = [r for r in records if r.run is None]
     if skipped:

@@ -47,7 +47,7 @@ class GPU:
     # The GPU die the card is built on. Two cards on one die run the same kernels on the
     # same tensor cores, so what their steps reach of each datasheet is alike: a card with
     # no benchmark runs takes the fit of a card on its die (pysim.timing.fit.no_runs_default).
-    chip: str = ""
+    die: str = ""
 
     @property
     def reported_bytes(self) -> int:
@@ -117,7 +117,7 @@ class Model:
                 "max_context_tokens": self.max_context_tokens, "source": self.source}
 
 
-# The dies (`chip`): NVIDIA's architecture whitepapers name GH100 for the H100 SXM5 and
+# The dies (`die`): NVIDIA's architecture whitepapers name GH100 for the H100 SXM5 and
 # PCIe cards alike ("NVIDIA H100 Tensor Core GPU Architecture") and GA100 for the A100
 # 40 GB and 80 GB ("NVIDIA A100 Tensor Core GPU Architecture"); the H200 is the H100's
 # GH100 with HBM3e in place of HBM3 (AnandTech, "NVIDIA at SC23: H200 Accelerator with
@@ -128,22 +128,22 @@ _GPU_LIST = (
     # BF16/FP16 tensor 1,979 TFLOPS *with sparsity*, so 989 dense.
     GPU("H100", "H100 SXM", 80 * GB, 3_350 * GB, 989 * TFLOPS,
         "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, BF16 989 TFLOPS dense "
-        "(1,979 with sparsity); nvidia-smi shows 81,559 MiB", 81_559, chip="GH100"),
+        "(1,979 with sparsity); nvidia-smi shows 81,559 MiB", 81_559, die="GH100"),
     # NVIDIA H200 Tensor Core GPU datasheet (SXM): 141 GB HBM3e, 4.8 TB/s; the same
     # Hopper compute as H100 SXM, 1,979 TFLOPS BF16 with sparsity, 989 dense.
     GPU("H200", "H200", 141 * GB, 4_800 * GB, 989 * TFLOPS,
         "NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 4.8 TB/s, BF16 989 TFLOPS dense "
-        "(1,979 with sparsity); nvidia-smi shows 143,771 MiB", 143_771, chip="GH100"),
+        "(1,979 with sparsity); nvidia-smi shows 143,771 MiB", 143_771, die="GH100"),
     # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16/FP16 tensor 362.05 TFLOPS dense
     # (733 with sparsity); the chapter rounds it to 362, which we keep.
     GPU("L40S", "L40S", 48 * GB, 864 * GB, 362 * TFLOPS,
         "NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16 362 TFLOPS dense "
-        "(733 with sparsity); nvidia-smi shows 46,068 MiB", 46_068, chip="AD102"),
+        "(733 with sparsity); nvidia-smi shows 46,068 MiB", 46_068, die="AD102"),
     # NVIDIA A100 Tensor Core GPU datasheet, "A100 80GB SXM" column: 80 GB HBM2e,
     # 2,039 GB/s, BF16 tensor 312 TFLOPS dense (624 with sparsity).
     GPU("A100", "A100 SXM", 80 * GB, 2_039 * GB, 312 * TFLOPS,
         "NVIDIA A100 datasheet (80GB SXM): 80 GB HBM2e, 2,039 GB/s, BF16 312 TFLOPS dense "
-        "(624 with sparsity); nvidia-smi shows 81,920 MiB", 81_920, chip="GA100"),
+        "(624 with sparsity); nvidia-smi shows 81,920 MiB", 81_920, die="GA100"),
     # The cards readers rent most besides (no benchmark record of their own yet: they run
     # on the defaults for a GPU without runs, pysim.timing.steptime.DEFAULTS). Each memory total
     # as nvidia-smi prints it in a public log.
@@ -152,18 +152,18 @@ _GPU_LIST = (
     # (TensorRT-LLM's test report for "NVIDIA H100 PCIe (81559 MiB)").
     GPU("H100-PCIe", "H100 PCIe", 80 * GB, 2_000 * GB, 756 * TFLOPS,
         "NVIDIA H100 datasheet (PCIe): 80 GB HBM2e, 2 TB/s, BF16 756 TFLOPS dense "
-        "(1,513 with sparsity); nvidia-smi shows 81,559 MiB", 81_559, chip="GH100"),
+        "(1,513 with sparsity); nvidia-smi shows 81,559 MiB", 81_559, die="GH100"),
     # NVIDIA A100 Tensor Core GPU datasheet, "A100 40GB SXM" column: 40 GB HBM2,
     # 1,555 GB/s, BF16 312 TFLOPS dense (624 with sparsity). nvidia-smi on an
     # A100-SXM4-40GB: 40,960 MiB with recent drivers (older ones print 40,537).
     GPU("A100-40GB", "A100 SXM", 40 * GB, 1_555 * GB, 312 * TFLOPS,
         "NVIDIA A100 datasheet (40GB SXM): 40 GB HBM2, 1,555 GB/s, BF16 312 TFLOPS dense "
-        "(624 with sparsity); nvidia-smi shows 40,960 MiB", 40_960, chip="GA100"),
+        "(624 with sparsity); nvidia-smi shows 40,960 MiB", 40_960, die="GA100"),
     # NVIDIA L4 Tensor Core GPU datasheet: 24 GB GDDR6, 300 GB/s, BF16 tensor 242.5
     # TFLOPS with sparsity, so 121 dense. nvidia-smi: 23,034 MiB.
     GPU("L4", "L4", 24 * GB, 300 * GB, 121 * TFLOPS,
         "NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s, BF16 121 TFLOPS dense "
-        "(242 with sparsity); nvidia-smi shows 23,034 MiB", 23_034, chip="AD104"),
+        "(242 with sparsity); nvidia-smi shows 23,034 MiB", 23_034, die="AD104"),
     # The A10G is AWS's variant of the A10 (EC2 G5), with no NVIDIA datasheet of its own:
     # 24 GB GDDR6 at 600 GB/s as the A10, but fewer tensor FLOP/s, 70 TFLOPS BF16 dense
     # (Baseten, "NVIDIA A10 vs A10G for ML model inference", spec table; the A10's
@@ -171,12 +171,12 @@ _GPU_LIST = (
     GPU("A10G", "A10G", 24 * GB, 600 * GB, 70 * TFLOPS,
         "no NVIDIA datasheet for the A10G (AWS EC2 G5's card): Baseten's A10 vs A10G spec "
         "table, 24 GB GDDR6, 600 GB/s, BF16 70 TFLOPS dense (140 with sparsity); nvidia-smi "
-        "shows 23,028 MiB", 23_028, chip="GA102"),
+        "shows 23,028 MiB", 23_028, die="GA102"),
     # AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s peak bandwidth,
     # FP16/BF16 matrix 1,307.4 TFLOPS dense (2,614.9 with sparsity).
     GPU("MI300X", "MI300X", 192 * GB, 5_300 * GB, 1_307_400_000_000_000,
         "AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s, FP16/BF16 1,307.4 TFLOPS "
-        "dense (2,614.9 with sparsity); rocminfo shows a 201,310,208 KB pool", 196_592, "rocm", chip="MI300X"),
+        "dense (2,614.9 with sparsity); rocminfo shows a 201,310,208 KB pool", 196_592, "rocm", die="MI300X"),
 )
 
 _MODEL_LIST = (

@@ -19,7 +19,7 @@ benchmark measures. For each record pysim can replay (pysim.timing.realbench), f
 - `gpu_out` (leave one GPU out): the defaults a GPU with no runs of its own gets
   (pysim.timing.fit.no_runs_default; no two GPUs of the records share a die, so here the
   typical GPU's), fitted without any record of the record's GPU: how far the lab is on a
-  card known only from its datasheet (the L4, the A10G, ...). `same_chip` measures the
+  card known only from its datasheet (the L4, the A10G, ...). `same_die` measures the
   rule's other half, a card timed with the fit of its die.
 
 Every figure the record reports is compared: the means (TTFT, TPOT, output throughput)
@@ -176,10 +176,10 @@ def split_by_lengths(rows: list[dict]) -> dict:
             for kind in ("drawn", "guessed")}
 
 
-def same_chip(rows: list[dict]) -> dict:
+def same_die(rows: list[dict]) -> dict:
     """The two halves of the rule for a GPU with no runs (fit.no_runs_default), on the
     records where both can be measured: those of a GPU with runs from two publishers or
-    more. `same_chip` is `source_out` there (the GPU's fit on the other publishers' runs
+    more. `die` is `source_out` there (the GPU's fit on the other publishers' runs
     only: what a card gets from another card on its die, short of the card itself), and
     `typical` is `gpu_out` on the same records (the typical GPU's). Each is `summary`'s
     entry for that mode, with the GPUs counted."""
@@ -188,7 +188,7 @@ def same_chip(rows: list[dict]) -> dict:
         publishers.setdefault(r["gpu"], set()).add(r["source"])
     kept = [r for r in rows if len(publishers[r["gpu"]]) > 1]
     s = summary(kept)
-    return {"same_chip": s["source_out"], "typical": s["gpu_out"],
+    return {"die": s["source_out"], "typical": s["gpu_out"],
             "gpus": sorted({r["gpu"] for r in kept})}
 
 

@@ -431,15 +431,15 @@ def no_runs_default(gpu: str, fitted: dict[str, Coefficients]) -> Coefficients:
     Why the die first: the coefficients are shares of a datasheet that the kernels reach,
     and one die runs the same kernels on the same tensor cores. `pysim.timing.fidelity`
     measures both halves of the rule: a GPU's fit carried to another publisher's runs on
-    it (`same_chip`), and the typical GPU's, each GPU held out in turn (`gpu_out`).
+    it (`same_die`), and the typical GPU's, each GPU held out in turn (`gpu_out`).
     """
     assert gpu not in fitted, f"{gpu} has runs: its own fit is its default"
-    chip = GPUS[gpu].chip
-    same = {g: c for g, c in fitted.items() if GPUS[g].chip == chip}
+    die = GPUS[gpu].die
+    same = {g: c for g, c in fitted.items() if GPUS[g].die == die}
     if not same:
         return typical_gpu(fitted)
     median = typical_gpu(same)  # one card, or the median of several on the die
-    return dataclasses.replace(median, source=f"{', '.join(sorted(same))}'s fit, the same {chip} die; "
+    return dataclasses.replace(median, source=f"{', '.join(sorted(same))}'s fit, the same {die} die; "
                                               f"no runs on {gpu}")
 
 

@@ -114,7 +114,7 @@ class Coefficients:
 # GA100), else the typical GPU's (L4, A10G: each coefficient's median over the GPUs with
 # records, each GPU once); pysim.timing.fit.no_runs_default. Its datasheet's bandwidth and
 # FLOP/s carry what differs between cards, and `pysim.timing.fidelity` measures both
-# halves of the rule (`same_chip`, `gpu_out`; the lab's page quotes them). L40S rests on 4 runs of a
+# halves of the rule (`same_die`, `gpu_out`; the lab's page quotes them). L40S rests on 4 runs of a
 # small model on a shared card, MI300X on 1: treat those as rough. With few runs the
 # four coefficients trade off against each other (a higher memory efficiency against a
 # larger per-request overhead), so one of them alone is no measurement of the GPU.

@@ -195,12 +195,9 @@ def table(now: Counter, before: Counter | None = None) -> str:
 
 
 def main(argv=None):
-    import functools
-    import threading
-
     from playwright.sync_api import sync_playwright
 
-    from conftest import LAUNCH_ARGS, OUTSIDE, SITE, _QuietHandler, _QuietServer, chromium_path
+    from conftest import LAUNCH_ARGS, OUTSIDE, SITE, chromium_path, start_server
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--save", type=Path, help="write the counts to this JSON file")
@@ -208,9 +205,7 @@ def main(argv=None):
     ap.add_argument("--details", type=Path, help="write every violation, by page, width and scheme, to this JSON file")
     args = ap.parse_args(argv)
 
-    server = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    server, base = start_server(SITE)
     with sync_playwright() as p:
         path = chromium_path()
         browser = p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)

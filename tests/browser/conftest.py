@@ -161,15 +161,20 @@ def page_url(base: str, name: str, fragment: str = "") -> str:
     return f"{base}{name}.html{fragment}"
 
 
+def start_server(site: Path) -> tuple[_QuietServer, str]:
+    """A server of the built site on 127.0.0.1 (a free port), answering from a thread of
+    its own, and its base URL (the tests', tests/browser/a11y.py's and the benchmarks')."""
+    server = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
 def serve(site: Path):
-    """Serve a built site on 127.0.0.1 (a free port) until the session ends."""
+    """Serve a built site on 127.0.0.1 until the session ends."""
     if not (site / "index.html").exists():
         pytest.fail(f"{site} has no index.html: build the site first (make site)")
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    server = _QuietServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = start_server(site)
+    yield url
     server.shutdown()
 
 

@@ -215,7 +215,7 @@ def test_a_gpu_without_runs_takes_the_fit_of_a_card_on_its_die_else_the_typical_
 
 
 def test_the_die_rule_is_measured_where_a_gpu_has_runs_from_two_publishers():
-    """same_chip: source_out and gpu_out on the records of GPUs with two publishers or more,
+    """same_die: source_out and gpu_out on the records of GPUs with two publishers or more,
     and on no other record."""
     def row(gpu, source, err_source, err_gpu):
         errs = {m: {} for m in fidelity.MODES}
@@ -224,11 +224,11 @@ def test_the_die_rule_is_measured_where_a_gpu_has_runs_from_two_publishers():
         return {"gpu": gpu, "source": source, "errors": errs}
     rows = [row("A100", "lambda", 0.1, 0.6), row("A100", "gpustack", -0.3, 0.8),
             row("L40S", "blog", 0.05, 0.05), row("L40S", "blog", 0.07, 0.07)]
-    got = fidelity.same_chip(rows)
+    got = fidelity.same_die(rows)
     assert got["gpus"] == ["A100"]
-    assert got["same_chip"]["mean_ttft"] == {"records": 2, "median": pytest.approx(0.2), "largest": pytest.approx(0.3)}
+    assert got["die"]["mean_ttft"] == {"records": 2, "median": pytest.approx(0.2), "largest": pytest.approx(0.3)}
     assert got["typical"]["mean_ttft"]["median"] == pytest.approx(0.7)
-    assert got["same_chip"]["mean_tpot"]["records"] == 0
+    assert got["die"]["mean_tpot"]["records"] == 0
 
 
 def test_leave_one_out_never_fits_a_record_on_itself():

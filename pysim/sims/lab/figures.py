@@ -115,7 +115,7 @@ def fidelity_figures() -> dict:
     with and without a peer (err_{with_peers,no_peer}_{mode}_...) and for those whose
     lengths the replay draws or guesses (err_lengths_{drawn,guessed}_{mode}_...), the
     rule for a GPU with no runs on the records where both its halves can be checked
-    (err_{same_chip,typical_gpu}_{figure}_...), and
+    (err_{same_die,typical_gpu}_{figure}_...), and
     the error band's factors, checked against pysim.timing.errorband.FACTORS."""
     from pysim.timing import fidelity, realbench  # the records are read at build time only
 
@@ -139,9 +139,9 @@ def fidelity_figures() -> dict:
     put("err_", fidelity.summary(rows))
     for group, stats in (fidelity.split_by_peers(rows) | fidelity.split_by_lengths(rows)).items():
         put(f"err_{group}_", stats)
-    chip = fidelity.same_chip(rows)  # the rule for a GPU with no runs, both halves
-    put("err_", {"same_chip": chip["same_chip"], "typical_gpu": chip["typical"]})
-    out["same_chip_gpus"] = " and ".join(chip["gpus"])
+    die = fidelity.same_die(rows)  # the rule for a GPU with no runs, both halves
+    put("err_", {"same_die": die["die"], "typical_gpu": die["typical"]})
+    out["same_die_gpus"] = " and ".join(die["gpus"])
     factors = fidelity.band_factors(rows)
     for gpu, f in factors.items():
         shipped = errorband.FACTORS[gpu]
