@@ -4,8 +4,9 @@ and, run as a script, the table of every violation on every page.
 Every page of the site's nav (read from mkdocs.yml, so a new page is checked without
 touching this file) and Material's 404 page, in the light and the dark scheme, at 1280
 and 375 px, once the page's widgets are live. axe-core comes from node_modules
-(package.json's devDependencies) and is injected by Playwright, so the page fetches
-nothing for it; the rules are WCAG 2.1 A and AA, colour contrast included.
+(package.json's devDependencies) and is evaluated in the page over the DevTools protocol,
+which the page's Content-Security-Policy does not govern: the page fetches nothing for it
+and runs under its real policy. The rules are WCAG 2.1 A and AA, colour contrast included.
 
     .venv/bin/python tests/browser/a11y.py                      # the table, every impact
     .venv/bin/python tests/browser/a11y.py --save before.json   # ... and keep the counts
@@ -68,7 +69,7 @@ def pages() -> list[str]:
 
 def open_live(page, url: str):
     """Open `url`, wait until every widget on it has its live answer, and unfold every
-    collapsed block."""
+    collapsed block (see unfold)."""
     page.goto(url)
     if page.locator(".pysim-widget").count():
         # As a reader would: Python starts when a widget comes near the screen; then every
@@ -80,8 +81,22 @@ def open_live(page, url: str):
         live = page.evaluate("[...document.querySelectorAll('.pysim-widget')].map(w => w.dataset.live)")
         assert set(live) == {"ready"}, (url, live)
     # What a reader can unfold is checked too (axe skips what is not rendered).
-    page.evaluate("document.querySelectorAll('details:not([open])').forEach(d => { d.open = true; })")
+    unfold(page)
+
+
+def unfold(page):
+    """Open every collapsed block, so axe checks what is inside it too, and scroll to the
+    top. The blocks it opened are marked: fold_back closes them again, on a page that
+    other tests share."""
+    page.evaluate("document.querySelectorAll('details:not([open])')"
+                  ".forEach(d => { d.open = true; d.dataset.a11yUnfolded = ''; })")
     page.evaluate("window.scrollTo(0, 0)")
+
+
+def fold_back(page):
+    """Close the blocks unfold opened: the page as it was."""
+    page.evaluate("document.querySelectorAll('details[data-a11y-unfolded]')"
+                  ".forEach(d => { d.open = false; delete d.dataset.a11yUnfolded; })")
 
 
 def scheme_applied(page) -> dict:
@@ -123,11 +138,17 @@ def combinations(page):
             yield scheme, width
 
 
+def inject_axe(page):
+    """axe-core into the page, once: not as a <script> (the page's policy refuses inline
+    ones, and bypassing it would test another page) but evaluated over the protocol."""
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate(AXE.read_text(encoding="utf-8") + "\n;undefined")
+
+
 def run_axe(page) -> list[dict]:
     """axe-core's WCAG 2.1 A/AA violations on the page as it is now:
     [{id, impact, help, nodes: [{target, summary}]}]."""
-    if not page.evaluate("typeof window.axe === 'object'"):
-        page.add_script_tag(path=str(AXE))
+    inject_axe(page)
     return page.evaluate(
         """async (tags) => {
              const r = await axe.run(document, {runOnly: {type: 'tag', values: tags},
@@ -211,7 +232,7 @@ def main(argv=None):
         browser = p.chromium.launch(executable_path=path, args=LAUNCH_ARGS) if path else p.chromium.launch(args=LAUNCH_ARGS)
 
         def make_context():
-            context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900}, bypass_csp=True)
+            context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
             context.route(OUTSIDE, lambda route, request: route.abort())
             return context
 

@@ -289,14 +289,14 @@ LINE_COLUMNS = """() => {
 }"""
 
 
-def test_memory_limit_and_recommendation_both_show_where_they_meet(page, site_url):
+def test_memory_limit_and_recommendation_both_show_where_they_meet(live_page):
     """Issue 16: by default both lines stand at one batch (251) and the memory limit hid under
     the recommendation. Its dashes are drawn over the green line, each has its own label,
     and the legend names both values."""
     view = computed()
     assert view["recommended_max_num_seqs"] == view["max_batch_memory"]  # the case in question
     n = f"{view['max_batch_memory']:,}"
-    open_ready(page, site_url)
+    page = live_page(PAGE)
     legend = page.locator(f"{WIDGET} .bs-legend")
     assert legend.locator('[data-key="rec"]').inner_text().endswith(f"recommended --max-num-seqs: {n}")
     assert f"memory limit (dashed, over the recommendation where they meet): {n} (the same batch)" in \

@@ -212,13 +212,13 @@ AXE_ON = """async ([selector, tags]) => {
 def test_asked_and_answered_the_checkpoints_pass_axe(make_page, site_url, scheme):
     """The whole pages are test_accessibility.py's (with the checkpoints asking); here
     each kind once answered, in both schemes, at both widths."""
-    from a11y import AXE, FAILING, TAGS, describe
+    from a11y import FAILING, TAGS, describe, inject_axe
     failures = []
     for name, key, pick in [(SCALE_PAGE, SCALE_KEY, None), (CHOICE_PAGE, CHOICE_KEY, "Priority")]:
-        page = make_page(bypass_csp=True, color_scheme=scheme)
+        page = make_page(color_scheme=scheme)
         page.goto(page_url(site_url, name))
         cp = mounted(page, key)
-        page.add_script_tag(path=str(AXE))
+        inject_axe(page)
         selector = BOX.format(key=key)
         for state in ("asking", "answered"):
             if state == "answered":

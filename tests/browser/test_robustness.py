@@ -314,11 +314,20 @@ def normal_check(widget: str):
 
 @pytest.mark.long
 @pytest.mark.parametrize("page_name", sorted(PAGES))
-def test_random_actions_break_nothing(page, site_url, page_name):
-    dialogs = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(page_url(site_url, page_name))
-    wait_for_python(page)
+def test_random_actions_break_nothing(live_page, page_name):
+    # On the page the other tests share (live_page: its widgets mounted afresh, Python
+    # already running), so the actions cost no start of their own; what they leave
+    # behind, the next test's remount must clear, which is one more thing checked.
+    page = live_page(page_name)
+    dismiss = lambda d: d.dismiss()  # noqa: E731 (a dialog would block the page)
+    page.on("dialog", dismiss)
+    try:
+        random_actions(page, page_name)
+    finally:
+        page.remove_listener("dialog", dismiss)
+
+
+def random_actions(page, page_name: str):
     rng = random.Random(f"robustness-{page_name}")  # the same actions on every run
     for widget in PAGES[page_name]:
         page.locator(root_of(widget)).scroll_into_view_if_needed()
@@ -339,9 +348,8 @@ def test_random_actions_break_nothing(page, site_url, page_name):
 
 # ===================================================================== a dead worker
 
-def test_killed_worker_is_restarted_and_the_widget_recovers(page, site_url):
-    page.goto(page_url(site_url, "naive-batching"))
-    wait_for_python(page)
+def test_killed_worker_is_restarted_and_the_widget_recovers(live_page):
+    page = live_page("naive-batching")  # the Python the page's tests share: it is the one killed
     assert page.evaluate("!!PySim.runtime.worker")
     # Killed behind the runtime's back: no error event, no message, just silence.
     page.evaluate("PySim.runtime.worker.terminate()")
@@ -354,7 +362,7 @@ def test_killed_worker_is_restarted_and_the_widget_recovers(page, site_url):
     race_answers(page)
 
 
-def test_broken_interpreter_is_replaced(page, site_url, watch):
+def test_broken_interpreter_is_replaced(live_page, watch):
     # Parsing JSON nested 200,000 deep, with the recursion limit lifted, overflows the
     # WebAssembly stack: Pyodide reports a fatal error and answers nothing more. (pysim's
     # bridge refuses such JSON; a reader's program can still do it.) The worker says so
@@ -362,8 +370,7 @@ def test_broken_interpreter_is_replaced(page, site_url, watch):
     watch.allow_error("fatal error")
     watch.allow_error("Maximum call stack size exceeded")
     watch.allow_error("Pyodide")
-    page.goto(page_url(site_url, "exercises"))
-    wait_for_python(page)
+    page = live_page("exercises")
     code = 'import json, sys\nsys.setrecursionlimit(10**7)\njson.loads("[" * 200000 + "]" * 200000)\n'
     answer = run_code(page, code)
     assert answer.get("ok") is False and answer["error"]["message"].startswith("Python failed"), answer
@@ -444,11 +451,18 @@ def run_code(page, code: str, timeout_ms: int = 30000):
                             .then(a => a, e => ({rejected: String(e && e.message)}))""", [code, timeout_ms])
 
 
-def test_readers_code_cannot_reach_the_page(page, site_url):
+def test_readers_code_cannot_reach_the_page(live_page):
+    page = live_page("exercises")
     dialogs = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(page_url(site_url, "exercises"))
-    wait_for_python(page)
+    seen = lambda d: (dialogs.append(d.message), d.dismiss())  # noqa: E731
+    page.on("dialog", seen)
+    try:
+        readers_code_stays_in_the_worker(page, dialogs)
+    finally:
+        page.remove_listener("dialog", seen)
+
+
+def readers_code_stays_in_the_worker(page, dialogs: list):
     title = page.title()
     # The code runs in the worker: there is no document to change.
     answer = run_code(page, "import js\njs.document.title = 'x'\n")
