@@ -7,8 +7,9 @@ This runs the suite as `make test-browser` does, with the test servers logging e
 request after the test that made it (tests/browser/conftest.py, PYSIM_REQUEST_LOG) and
 pytest listing every test's time (BROWSER_DURATIONS=0), and prints for each family of tests (a test
 function, all its parameters): how many tests, how many Python starts (requests for
-Pyodide's wasm: every start downloads it once, as the test servers forbid caching; a
-page read from disk, file://, passes no server and is not counted), and the seconds its
+Pyodide's wasm: every start asks the server for it once, as the test servers let
+nothing be used without asking, Cache-Control: no-cache; a page read from disk, file://,
+passes no server and is not counted), and the seconds its
 tests took. A family that starts Python once per page in a context of
 its own is where a shared page would save the most.
 
