@@ -7,6 +7,7 @@ and of the zip read that one; the served ones read the hosted site (SITE)."""
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import zipfile
@@ -290,6 +291,13 @@ def test_widget_page_text_and_pictures_before_python(make_page, site_url, watch,
     assert len(pysim_workers(page)) == 1
     fetched = [u.rsplit("/", 1)[-1] for u in watch.requests if is_pyodide(u)]
     assert sorted(fetched) == sorted(set(fetched)), f"downloaded twice: {fetched}"
+    # What the page preloads in its <head> (its scripts), it uses: each fetched once
+    # (README, "Deploying": a host's no-store makes the browser fetch each again).
+    preloads = page.evaluate("""() => {
+        const preloaded = new Set([...document.querySelectorAll('link[rel=preload]')].map(l => l.href));
+        return performance.getEntriesByType('resource').map(e => e.name).filter(u => preloaded.has(u)); }""")
+    twice = sorted(u for u, n in collections.Counter(preloads).items() if n > 1)
+    assert preloads and twice == [], f"preloaded, then fetched again: {twice}"
     assert {"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm"} <= set(fetched)
     # The page's standard library, as bytecode.
     assert len([f for f in fetched if re.fullmatch(r"python_stdlib\.[0-9a-f]{10}\.pyc\.zip", f)]) == 1, fetched
