@@ -16,6 +16,7 @@ can be retried; the reader's own code cannot reach the page.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -319,12 +320,25 @@ def test_random_actions_break_nothing(live_page, page_name):
     # already running), so the actions cost no start of their own; what they leave
     # behind, the next test's remount must clear, which is one more thing checked.
     page = live_page(page_name)
-    dismiss = lambda d: d.dismiss()  # noqa: E731 (a dialog would block the page)
-    page.on("dialog", dismiss)
-    try:
+    with dialogs_dismissed(page):
         random_actions(page, page_name)
+
+
+@contextlib.contextmanager
+def dialogs_dismissed(page):
+    """Every dialog the page opens in the block dismissed (one would block the page), its
+    message kept in the list yielded; the listener goes with the block, the page stays."""
+    messages = []
+
+    def seen(dialog):
+        messages.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", seen)
+    try:
+        yield messages
     finally:
-        page.remove_listener("dialog", dismiss)
+        page.remove_listener("dialog", seen)
 
 
 def random_actions(page, page_name: str):
@@ -453,13 +467,8 @@ def run_code(page, code: str, timeout_ms: int = 30000):
 
 def test_readers_code_cannot_reach_the_page(live_page):
     page = live_page("exercises")
-    dialogs = []
-    seen = lambda d: (dialogs.append(d.message), d.dismiss())  # noqa: E731
-    page.on("dialog", seen)
-    try:
+    with dialogs_dismissed(page) as dialogs:
         readers_code_stays_in_the_worker(page, dialogs)
-    finally:
-        page.remove_listener("dialog", seen)
 
 
 def readers_code_stays_in_the_worker(page, dialogs: list):
