@@ -782,21 +782,42 @@ def test_a_moved_pin_names_the_figure_and_its_values():
                                     "summary.ttft_p50: 1.0 -> 1.5"]
 
 
-# The engine's step trace for one fixed workload with streams, arrivals and preemption.
-ENGINE_DIGEST = "bc938e6c91a24dd44774254ad950138a7ece3a7bb6ea4336b7d3d017f394a2c9"
+# The engine's step trace for one fixed workload with streams, arrivals and preemption,
+# one step a line: [time, [[request, phase, tokens], ...], preempted, finished].
+ENGINE_TRACE = Path(__file__).resolve().parent / "pinned_engine_trace.json"
 
 
-def test_engine_trace_digest_is_pinned():
+def engine_trace() -> list:
     # 19 usable blocks + the null block: the same trace as before the null block.
     config = EngineConfig(max_num_batched_tokens=48, max_num_seqs=4, num_gpu_blocks=20,
                           block_size=4, enable_prefix_caching=True, policy="priority")
     reqs = [(20 + 7 * i, 6 + i, 3 * i, i % 3, i % 4 == 0, i % 3) for i in range(9)]
     e, trace, kept = drive(config, reqs, [0, 1, 5])
     assert e.num_preemptions > 0  # the pinned trace covers preemption
-    text = json.dumps([[now, [list(p) for p in parts], pre, fin] for now, parts, pre, fin, _ in trace],
-                      separators=(",", ":"))
-    got = hashlib.sha256(text.encode()).hexdigest()
-    assert got == ENGINE_DIGEST, f"engine trace digest is now {got}"
+    return [[now, [list(p) for p in parts], pre, fin] for now, parts, pre, fin, _ in trace]
+
+
+def first_difference(pinned: list, now: list) -> str:
+    """The first step where two traces part, both sides: what a failing pin prints."""
+    for i, (a, b) in enumerate(zip(pinned, now)):
+        if a != b:
+            return f"step {i}: pinned {a}, now {b}"
+    return f"the same first {min(len(pinned), len(now))} steps, then {len(pinned)} steps pinned, {len(now)} now"
+
+
+def test_engine_trace_is_pinned():
+    pinned = json.loads(ENGINE_TRACE.read_text(encoding="utf-8"))
+    now = engine_trace()
+    assert now == pinned, (first_difference(pinned, now)
+                           + "\nIf that is meant: python tests/unit/test_properties.py --pin")
+
+
+def test_a_moved_trace_names_its_first_step():
+    steps = [[0, [[0, "decode", 1]], [], []], [1, [[1, "prefill", 3]], [], [1]]]
+    moved_step = [steps[0], [1, [[1, "prefill", 4]], [], [1]]]
+    assert first_difference(steps, moved_step) == (
+        "step 1: pinned [1, [[1, 'prefill', 3]], [], [1]], now [1, [[1, 'prefill', 4]], [], [1]]")
+    assert first_difference(steps, steps[:1]) == "the same first 1 steps, then 2 steps pinned, 1 now"
 
 
 
@@ -804,3 +825,6 @@ if __name__ == "__main__" and "--pin" in sys.argv:  # pragma: no cover
     PINNED.write_text(json.dumps([pin_entry(n, p) for n, p in PINNED_CALLS], indent=1, sort_keys=True)
                       + "\n", encoding="utf-8")
     print(f"wrote {PINNED}")
+    ENGINE_TRACE.write_text("[\n" + ",\n".join(json.dumps(step) for step in engine_trace()) + "\n]\n",
+                            encoding="utf-8")
+    print(f"wrote {ENGINE_TRACE}")
