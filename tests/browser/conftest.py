@@ -325,8 +325,9 @@ def live_page(_open_pages, browser, site_url, watch):
     and shared by the tests that ask for it: between them its widgets are unmounted and
     mounted again from their pre-rendered models (as instant navigation does), with no
     state in the link or the page's storage, so each test starts from the picture a reader first sees, on the
-    Python already running. A page a test took elsewhere (another URL, another scheme, a
-    Python not ready) is loaded again. For a test that needs a page of its own (a route,
+    Python already running, at 1280 x 900 in the light scheme (switched back with the
+    header's toggle if a test took it to the dark one). A page a test took elsewhere
+    (another URL, a Python not ready) is loaded again. For a test that needs a page of its own (a route,
     an init script, another screen, a crash), make_page gives a fresh one."""
     used = []
 
@@ -341,15 +342,20 @@ def live_page(_open_pages, browser, site_url, watch):
         page.set_viewport_size({"width": 1280, "height": 900})
         page.emulate_media(media="screen", color_scheme="light", reduced_motion="no-preference")
         as_left = page.url.split("#")[0] == url and page.evaluate(
-            "() => !!(window.PySim && PySim.runtime.state === 'ready')"
-            " && document.body.getAttribute('data-md-color-scheme') === 'default'")
+            "() => !!(window.PySim && PySim.runtime.state === 'ready')")
         if as_left:
+            # A test that took the page to the dark scheme did it with the header's
+            # toggle, as a reader does: it comes back the same way (no-op when light).
+            from a11y import set_scheme
+            set_scheme(page, "light")
             # (The exercise keeps the reader's code in localStorage: that goes too.)
             page.evaluate("() => { PySim.unmountAll(); history.replaceState(null, '', location.pathname);"
                           " localStorage.clear(); sessionStorage.clear();"
                           " document.activeElement && document.activeElement.blur(); scrollTo(0, 0);"
                           " PySim.mountAll(); }")
         else:
+            # (Nor a scheme a test chose with the toggle, which Material keeps there.)
+            page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
             page.goto(url)
             wait_for_python(page)
         until(page, ALL_LIVE)

@@ -94,22 +94,13 @@ def test_widgets_fit_a_phone_in_the_dark(live_page, name):
     # The page its widget tests share, switched to the dark scheme with the header's
     # toggle (a reader's system setting on load: test_accessibility.py), narrowed to a
     # phone, and its widgets mounted again at that size, as instant navigation mounts
-    # them; then left as it was found.
+    # them. (The next live_page puts the size and the scheme back.)
     page = live_page(name)
-    try:
-        set_scheme(page, "dark")
-        page.set_viewport_size({"width": 375, "height": 800})
-        settle(page)
-        page.evaluate("() => { PySim.unmountAll(); PySim.mountAll(); }")
-        until(page, ALL_LIVE)  # (its controls drawn for Python's answer: nothing moves now)
-        fit_a_phone(page, name)
-    finally:
-        page.set_viewport_size({"width": 1280, "height": 900})
-        settle(page)
-        set_scheme(page, "light")
-
-
-def fit_a_phone(page, name: str):
+    set_scheme(page, "dark")
+    page.set_viewport_size({"width": 375, "height": 800})
+    settle(page)
+    page.evaluate("() => { PySim.unmountAll(); PySim.mountAll(); }")
+    until(page, ALL_LIVE)  # (its controls drawn for Python's answer: nothing moves now)
     for widget in WIDGET_PAGES[name]:
         root = page.locator(f'.pysim-widget[data-widget="{widget}"]')
         root.scroll_into_view_if_needed()
