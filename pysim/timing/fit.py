@@ -127,6 +127,12 @@ def replay_run(run: Run, coefficients: Coefficients, itl: bool = True):
     return result, reqs, model
 
 
+def _replayed(run: Run, coefficients: Coefficients):
+    """(ReplayResult, StepTimeModel) of `run` replayed for a fit (no inter-token gaps)."""
+    result, _reqs, model = replay_run(run, coefficients, itl=False)
+    return result, model
+
+
 def predict(run: Run, coefficients: Coefficients) -> dict:
     """What `vllm bench serve` would report for this run under the model."""
     result, reqs, _ = replay_run(run, coefficients)
@@ -143,29 +149,9 @@ def _coefficients(theta: list[float], source: str) -> Coefficients:
     return Coefficients(theta[0] * 1e3, theta[1] * 1e6, 1 / theta[2], 1 / theta[3], source)
 
 
-def _features(result, model) -> list[list[float]]:
-    """Each segment's phi: its time is theta . phi under the model's coefficients'
-    choice of binding ceiling."""
-    c = model.coefficients
-    out = []
-    for w in result.seg_work:
-        if w[0] == "step":
-            _, tokens, reqs, kv, pairs = w
-            mem, comp = model.roofline(tokens, kv, pairs, reqs)
-            if mem / c.memory_efficiency >= comp / c.compute_efficiency:
-                out.append([1.0, reqs, mem, 0.0])
-            else:
-                out.append([1.0, reqs, 0.0, comp])
-        else:
-            _, b, kv, steps = w
-            mem, comp = model.decode_run_terms(b, kv, steps)
-            out.append([steps, b * steps, mem, comp])
-    return out
-
-
-def linear_form(result, model) -> dict:
-    """For each of mean TTFT, mean TPOT and the duration (seconds): (const, phi) with
-    the figure = const + theta . phi, for this replay's schedule.
+class LinearForm:
+    """A replay's mean TTFT, mean TPOT and duration (seconds) as `const + theta . phi`,
+    for any coefficients, on this replay's schedule.
 
     A request's times are anchored where it entered: sent when another finished (a
     concurrency cap) it waits through the segments after that one; arrived on its own
@@ -175,47 +161,145 @@ def linear_form(result, model) -> dict:
     arrivals at a finite rate, slower steps lengthen the queue a request meets, and
     they do not push its arrival later. At the replay's own coefficients the form is
     exact (tests/unit/test_fit.py).
+
+    Each figure is therefore a weighted sum of the segments' phi, with weights that
+    depend on the schedule alone (how many requests waited through a segment, and for
+    what share): they are computed once, here, and a fit asks `at` for dozens of
+    coefficients. Of phi only the ceiling that binds moves with the coefficients: a
+    step is memory-bound when memory / e_mem >= compute / e_comp, so with the steps
+    sorted by memory / compute the memory-bound ones are a prefix, found by bisection.
+    A run of decodes (pysim.engine.decode_run) changes sides within itself, and is
+    split by the model at each call.
     """
-    phi = _features(result, model)
-    prefix = [[0.0] * 4]  # prefix[s + 1] = sum of phi over segments 0..s
-    for f in phi:
-        last = prefix[-1]
-        prefix.append([last[k] + f[k] for k in range(4)])
-    starts, ends = result.seg_start, result.seg_end
 
-    def span(i: int, last: int):
-        """(const, vec): from request i's sending to the end of segment `last`."""
-        if result.sent_seg[i] >= 0:  # sent at the end of a segment
-            a = result.sent_seg[i]
-            return 0.0, [prefix[last + 1][k] - prefix[a + 1][k] for k in range(4)]
-        t = result.sent[i]
-        s = _first_ending_after(ends, t)
-        if starts[s] >= t:  # it found the engine between steps (or idle): a constant wait
-            return starts[s] - t, [prefix[last + 1][k] - prefix[s][k] for k in range(4)]
-        share = (ends[s] - t) / (ends[s] - starts[s])
-        return 0.0, [share * phi[s][k] + prefix[last + 1][k] - prefix[s + 1][k] for k in range(4)]
+    FIGURES = ("mean_ttft", "mean_tpot", "duration")
 
-    n = len(result.sent)
-    ttft_c, ttft_v = 0.0, [0.0] * 4
-    tpot_v, n_tpot = [0.0] * 4, 0
-    for i in range(n):
-        f = result.first_seg[i]
-        c0, v = span(i, f)
-        ttft_c += c0
-        for k in range(4):
-            ttft_v[k] += v[k]
-        out = result.output_tokens[i]
-        if out > 1:
-            e = result.finish_seg[i]
-            for k in range(4):
-                tpot_v[k] += (prefix[e + 1][k] - prefix[f + 1][k]) / (out - 1)
-            n_tpot += 1
-    # The duration: the last request to finish, from its sending, plus when it was sent.
-    last = max(range(n), key=lambda i: result.finished[i])
-    c0, v = span(last, result.finish_seg[last])
-    return {"mean_ttft": (ttft_c / n, [x / n for x in ttft_v]),
-            "mean_tpot": (0.0, [x / max(n_tpot, 1) for x in tpot_v]),
-            "duration": (result.sent[last] + c0, v)}  # from the benchmark's start, time 0
+    def __init__(self, result, model):
+        self.model = model
+        self.output_tokens = sum(result.output_tokens)
+        work = result.seg_work
+        nseg = len(work)
+        starts, ends = result.seg_start, result.seg_end
+        # Each figure's weight per segment, built as a difference array (a request adds
+        # its weight from its first segment to its last), plus the share of the segment
+        # a request arrived in, and a constant (seconds no coefficient moves).
+        diff = {f: [0.0] * (nseg + 1) for f in self.FIGURES}
+        arrived_in: dict[int, float] = {}  # segment -> the shares of it that requests waited
+        ttft_const = 0.0
+        n = len(result.sent)
+        n_tpot = 0
+        for i in range(n):
+            # TTFT: from its sending to the end of the segment of its first token.
+            if result.sent_seg[i] >= 0:  # sent at the end of a segment
+                first = result.sent_seg[i] + 1
+            else:
+                t = result.sent[i]
+                s = _first_ending_after(ends, t)
+                if starts[s] >= t:  # it found the engine between steps (or idle): a constant wait
+                    ttft_const += starts[s] - t
+                    first = s
+                else:
+                    arrived_in[s] = arrived_in.get(s, 0.0) + (ends[s] - t) / (ends[s] - starts[s])
+                    first = s + 1
+            diff["mean_ttft"][first] += 1
+            diff["mean_ttft"][result.first_seg[i] + 1] -= 1
+            # TPOT: the segments after its first token's, to its last, over its later tokens.
+            out = result.output_tokens[i]
+            if out > 1:
+                diff["mean_tpot"][result.first_seg[i] + 1] += 1 / (out - 1)
+                diff["mean_tpot"][result.finish_seg[i] + 1] -= 1 / (out - 1)
+                n_tpot += 1
+        # The duration: the last request to finish, from its sending, plus when it was
+        # sent (from the benchmark's start, time 0).
+        last = max(range(n), key=lambda i: result.finished[i])
+        end, dur_share = result.finish_seg[last], None
+        if result.sent_seg[last] >= 0:
+            begin, dur_const = result.sent_seg[last] + 1, result.sent[last]
+        else:
+            t = result.sent[last]
+            s = _first_ending_after(ends, t)
+            if starts[s] >= t:
+                begin, dur_const = s, starts[s]
+            else:
+                begin, dur_const = s + 1, t
+                dur_share = (s, (ends[s] - t) / (ends[s] - starts[s]))
+        diff["duration"][begin] += 1
+        diff["duration"][end + 1] -= 1
+        scale = {"mean_ttft": 1 / n, "mean_tpot": 1 / max(n_tpot, 1), "duration": 1.0}
+        self.const = {"mean_ttft": ttft_const / n, "mean_tpot": 0.0, "duration": dur_const}
+        weights = {}
+        for f in self.FIGURES:
+            w, running = [], 0.0
+            for s in range(nseg):
+                running += diff[f][s]
+                share = arrived_in.get(s, 0.0) if f == "mean_ttft" else 0.0
+                if f == "duration" and dur_share and dur_share[0] == s:
+                    share = dur_share[1]
+                w.append((running + share) * scale[f])
+            weights[f] = w
+
+        # What does not move with the coefficients: the steps and requests per segment.
+        self.fixed = {f: [0.0, 0.0] for f in self.FIGURES}
+        steps, self.runs = [], []
+        for s, seg in enumerate(work):
+            ws = [weights[f][s] for f in self.FIGURES]
+            if seg[0] == "step":
+                _, tokens, reqs, kv, pairs = seg
+                mem, comp = model.roofline(tokens, kv, pairs, reqs)
+                steps.append((mem / comp, mem, comp, ws))
+                count, per_request = 1.0, reqs
+            else:
+                _, batch, kv, nsteps = seg
+                if any(ws):
+                    self.runs.append((batch, kv, nsteps, ws))
+                count, per_request = nsteps, batch * nsteps
+            for f, wf in zip(self.FIGURES, ws):
+                self.fixed[f][0] += wf * count
+                self.fixed[f][1] += wf * per_request
+        # Steps from the most memory-heavy down; a prefix of them is memory-bound.
+        steps.sort(key=lambda x: -x[0])
+        self.steps = [(mem, comp) for _, mem, comp, _ in steps]
+        self.memory_before, self.compute_before = {}, {}  # prefix sums, by figure
+        for k, f in enumerate(self.FIGURES):
+            mem_sum, comp_sum = [0.0], [0.0]
+            for _, mem, comp, ws in steps:
+                mem_sum.append(mem_sum[-1] + ws[k] * mem)
+                comp_sum.append(comp_sum[-1] + ws[k] * comp)
+            self.memory_before[f], self.compute_before[f] = mem_sum, comp_sum
+
+    def _memory_bound(self, c: Coefficients) -> int:
+        """How many of the sorted steps are memory-bound under `c`."""
+        lo, hi = 0, len(self.steps)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            mem, comp = self.steps[mid]
+            if mem / c.memory_efficiency >= comp / c.compute_efficiency:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def at(self, c: Coefficients) -> dict:
+        """figure -> (const, phi) under coefficients `c`."""
+        k = self._memory_bound(c)
+        out = {}
+        for f in self.FIGURES:
+            mem = self.memory_before[f][k]
+            comp = self.compute_before[f][-1] - self.compute_before[f][k]
+            out[f] = [*self.fixed[f], mem, comp]
+        model = self.model.with_coefficients(c)
+        for batch, kv, nsteps, ws in self.runs:
+            mem, comp = model.decode_run_terms(batch, kv, nsteps)
+            for f, wf in zip(self.FIGURES, ws):
+                out[f][2] += wf * mem
+                out[f][3] += wf * comp
+        return {f: (self.const[f], out[f]) for f in self.FIGURES}
+
+
+def linear_form(result, model) -> dict:
+    """For each of mean TTFT, mean TPOT and the duration (seconds): (const, phi) with
+    the figure = const + theta . phi, for this replay's schedule (LinearForm)."""
+    return LinearForm(result, model).at(model.coefficients)
 
 
 def _first_ending_after(ends: list[float], t: float) -> int:
@@ -230,17 +314,17 @@ def _first_ending_after(ends: list[float], t: float) -> int:
     return lo
 
 
-def _rows(run: Run, result, model) -> list[tuple[float, list[float], float]]:
+def _rows(run: Run, form: LinearForm, c: Coefficients) -> list[tuple[float, list[float], float]]:
     """(const, phi, measured) per reported figure of this run, all in seconds."""
-    form = linear_form(result, model)
+    at = form.at(c)
     m = run.measured
     rows = []
     if m.get("mean_ttft_ms"):
-        rows.append((*form["mean_ttft"], m["mean_ttft_ms"] / 1e3))
+        rows.append((*at["mean_ttft"], m["mean_ttft_ms"] / 1e3))
     if m.get("mean_tpot_ms"):
-        rows.append((*form["mean_tpot"], m["mean_tpot_ms"] / 1e3))
+        rows.append((*at["mean_tpot"], m["mean_tpot_ms"] / 1e3))
     if m.get("output_throughput"):
-        rows.append((*form["duration"], sum(result.output_tokens) / m["output_throughput"]))
+        rows.append((*at["duration"], form.output_tokens / m["output_throughput"]))
     return rows
 
 
@@ -335,10 +419,10 @@ def fit(runs: list[Run], prior: Coefficients, weight: float = PRIOR_WEIGHT,
     towards its answer only as far as the true objective (with the ceilings that bind
     there) goes down: halving the step up to four times, as a damped Gauss-Newton.
 
-    `memo` (a dict the caller keeps, with the runs alive) holds the replays at the prior
-    by run and coefficients: fits of overlapping runs from the same prior replay each
-    run there only once (pysim.timing.fidelity fits dozens of such subsets). A replay is
-    only read here, so sharing one changes nothing.
+    `memo` (a dict the caller keeps, with the runs alive) holds each run's replay at the
+    prior, as its LinearForm, by run and coefficients: fits of overlapping runs from the
+    same prior replay each run there only once (pysim.timing.fidelity fits dozens of such
+    subsets). A form is only read here, so sharing one changes nothing.
     """
     assert runs
     prior_theta = _theta(prior)
@@ -349,19 +433,19 @@ def fit(runs: list[Run], prior: Coefficients, weight: float = PRIOR_WEIGHT,
         c = _coefficients(theta, source)
         key = (c.step_overhead_ms, c.request_overhead_us, c.memory_efficiency, c.compute_efficiency)
         if theta is not prior_theta:  # later rounds differ from fit to fit: not kept
-            replays = [replay_run(r, c, itl=False) for r in runs]
+            forms = [LinearForm(*_replayed(r, c)) for r in runs]
         else:
-            replays = []
+            forms = []
             for r in runs:
                 if (id(r), key) not in memo:
-                    memo[id(r), key] = replay_run(r, c, itl=False)
-                replays.append(memo[id(r), key])
+                    memo[id(r), key] = LinearForm(*_replayed(r, c))
+                forms.append(memo[id(r), key])
 
         def rows_at(th):
             c = _coefficients(th, source)
             rows = []
-            for run, (result, _reqs, model) in zip(runs, replays):
-                rows += _rows(run, result, model.with_coefficients(c))
+            for run, form in zip(runs, forms):
+                rows += _rows(run, form, c)
             return rows
 
         rows = rows_at(theta)
