@@ -56,15 +56,15 @@ class Band:
 
 # Printed by `python -m pysim.timing.fidelity` from data/realbench/records.jsonl.
 FACTORS: dict[str, Band] = {
-    "H100": Band(0.836, 1.312, 21, "21 H100 records, each held out"),
-    "H200": Band(0.563, 1.364, 41, "every GPU held out in turn (41 records)"),
-    "L40S": Band(0.987, 1.067, 4, "4 L40S records, each held out"),
+    "H100": Band(0.847, 1.348, 21, "21 H100 records, each held out"),
+    "H200": Band(0.569, 1.349, 41, "every GPU held out in turn (41 records)"),
+    "L40S": Band(0.972, 1.05, 4, "4 L40S records, each held out"),
     "A100": Band(0.801, 1.351, 15, "15 A100 records, each held out"),
-    "H100-PCIe": Band(0.563, 1.364, 41, "every GPU held out in turn (41 records)"),
-    "A100-40GB": Band(0.563, 1.364, 41, "every GPU held out in turn (41 records)"),
-    "L4": Band(0.563, 1.364, 41, "every GPU held out in turn (41 records)"),
-    "A10G": Band(0.563, 1.364, 41, "every GPU held out in turn (41 records)"),
-    "MI300X": Band(0.563, 1.364, 41, "every GPU held out in turn (41 records)"),
+    "H100-PCIe": Band(0.569, 1.349, 41, "every GPU held out in turn (41 records)"),
+    "A100-40GB": Band(0.569, 1.349, 41, "every GPU held out in turn (41 records)"),
+    "L4": Band(0.569, 1.349, 41, "every GPU held out in turn (41 records)"),
+    "A10G": Band(0.569, 1.349, 41, "every GPU held out in turn (41 records)"),
+    "MI300X": Band(0.569, 1.349, 41, "every GPU held out in turn (41 records)"),
 }
 assert set(FACTORS) == set(GPUS)
 assert all(b.fast <= 1 <= b.slow for b in FACTORS.values())

@@ -159,8 +159,10 @@ class LinearForm:
     that segment's time) and the segments after. So a request's figures depend on the
     steps it lived through, not on how long the server ran before it came: with
     arrivals at a finite rate, slower steps lengthen the queue a request meets, and
-    they do not push its arrival later. At the replay's own coefficients the form is
-    exact (tests/unit/test_fit.py).
+    they do not push its arrival later. The duration runs from the benchmark's start to
+    the end of the last segment, through every segment since the engine last sat idle.
+    At the replay's own coefficients the form is exact, and at any others under which
+    the schedule holds, as it does for requests all sent at once (tests/unit/test_fit.py).
 
     Each figure is therefore a weighted sum of the segments' phi, with weights that
     depend on the schedule alone (how many requests waited through a segment, and for
@@ -209,32 +211,24 @@ class LinearForm:
                 diff["mean_tpot"][result.first_seg[i] + 1] += 1 / (out - 1)
                 diff["mean_tpot"][result.finish_seg[i] + 1] -= 1 / (out - 1)
                 n_tpot += 1
-        # The duration: the last request to finish, from its sending, plus when it was
-        # sent (from the benchmark's start, time 0).
-        last = max(range(n), key=lambda i: result.finished[i])
-        end, dur_share = result.finish_seg[last], None
-        if result.sent_seg[last] >= 0:
-            begin, dur_const = result.sent_seg[last] + 1, result.sent[last]
-        else:
-            t = result.sent[last]
-            s = _first_ending_after(ends, t)
-            if starts[s] >= t:
-                begin, dur_const = s, starts[s]
-            else:
-                begin, dur_const = s + 1, t
-                dur_share = (s, (ends[s] - t) / (ends[s] - starts[s]))
+        # The duration: from the benchmark's start (time 0) to the end of the last segment
+        # a request finished in. The engine ran without a pause from the start of that
+        # segment's busy period, which began at an arrival time (the first request's, or
+        # that of one that found the engine idle): a time no coefficient moves.
+        end = max(result.finish_seg)
+        begin = end
+        while begin > 0 and starts[begin] <= ends[begin - 1]:
+            begin -= 1
         diff["duration"][begin] += 1
         diff["duration"][end + 1] -= 1
         scale = {"mean_ttft": 1 / n, "mean_tpot": 1 / max(n_tpot, 1), "duration": 1.0}
-        self.const = {"mean_ttft": ttft_const / n, "mean_tpot": 0.0, "duration": dur_const}
+        self.const = {"mean_ttft": ttft_const / n, "mean_tpot": 0.0, "duration": starts[begin]}
         weights = {}
         for f in self.FIGURES:
             w, running = [], 0.0
             for s in range(nseg):
                 running += diff[f][s]
                 share = arrived_in.get(s, 0.0) if f == "mean_ttft" else 0.0
-                if f == "duration" and dur_share and dur_share[0] == s:
-                    share = dur_share[1]
                 w.append((running + share) * scale[f])
             weights[f] = w
 

@@ -120,15 +120,15 @@ class Coefficients:
 # larger per-request overhead), so one of them alone is no measurement of the GPU.
 # tests/unit/test_fit.py fits them again and checks they are what is written here.
 DEFAULTS: dict[str, Coefficients] = {
-    "H100": Coefficients(1.947, 7.494, 0.8151, 0.3061, "fitted: 21 runs on H100"),
-    "H200": Coefficients(1.947, 7.494, 0.8151, 0.3061, "H100's fit, the same GH100 die; no runs on H200"),
-    "L40S": Coefficients(1.656, 6.893, 0.9085, 0.3271, "fitted: 4 runs on L40S"),
+    "H100": Coefficients(2.145, 3.678, 0.8585, 0.3093, "fitted: 21 runs on H100"),
+    "H200": Coefficients(2.145, 3.678, 0.8585, 0.3093, "H100's fit, the same GH100 die; no runs on H200"),
+    "L40S": Coefficients(1.721, 2.1, 0.8972, 0.3281, "fitted: 4 runs on L40S"),
     "A100": Coefficients(4.548, 94.39, 0.9975, 0.5706, "fitted: 15 runs on A100"),
-    "H100-PCIe": Coefficients(1.947, 7.494, 0.8151, 0.3061, "H100's fit, the same GH100 die; no runs on H100-PCIe"),
+    "H100-PCIe": Coefficients(2.145, 3.678, 0.8585, 0.3093, "H100's fit, the same GH100 die; no runs on H100-PCIe"),
     "A100-40GB": Coefficients(4.548, 94.39, 0.9975, 0.5706, "A100's fit, the same GA100 die; no runs on A100-40GB"),
-    "L4": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
-    "A10G": Coefficients(2.089, 7.194, 0.8618, 0.3166, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
-    "MI300X": Coefficients(2.232, 4.954, 0.7135, 0.2251, "fitted: 1 run on MI300X"),
+    "L4": Coefficients(2.085, 6.834, 0.8778, 0.3187, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
+    "A10G": Coefficients(2.085, 6.834, 0.8778, 0.3187, "median of 4 GPUs' fits (A100, H100, L40S, MI300X)"),
+    "MI300X": Coefficients(2.025, 9.989, 0.7181, 0.2249, "fitted: 1 run on MI300X"),
 }
 assert set(DEFAULTS) == set(GPUS)
 

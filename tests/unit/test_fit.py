@@ -16,7 +16,7 @@ from pysim.traffic import bench_serve
 from pysim.engine.scheduler import SchedulerConfig
 from pysim.engine.replay import replay
 from pysim.traffic.slo import percentile
-from pysim.timing.steptime import DEFAULTS
+from pysim.timing.steptime import DEFAULTS, Coefficients
 from test_lab import HUGE, TOY  # a step lasts 1 s plus 1 ms per token of context read
 
 RECORDS = next(p for p in (realbench.REPO_FILE, Path("/pysim-data/realbench/records.jsonl"))
@@ -151,6 +151,36 @@ def test_the_linear_form_is_exact_at_the_replays_own_coefficients():
         assert got["mean_ttft"] == pytest.approx(m["mean_ttft_ms"] / 1e3, rel=1e-9)
         assert got["mean_tpot"] == pytest.approx(m["mean_tpot_ms"] / 1e3, rel=1e-9)
         assert got["duration"] == pytest.approx(m["duration"], rel=1e-9)
+
+
+def test_one_form_gives_the_figures_at_any_coefficients_when_the_schedule_holds():
+    # Sent all at once (or through a concurrency cap), the requests meet the same schedule
+    # under any coefficients: the form built from one replay must then give what a replay
+    # at other coefficients measures, with the ceilings that bind there (a fit evaluates
+    # dozens of trials on one form).
+    server = fit.ServerSetup("H100", "llama-3.1-8b", SchedulerConfig(256, 2048))
+    others = (Coefficients(4.0, 40.0, 0.3, 0.9, "memory binds more"),
+              Coefficients(0.5, 1.0, 0.99, 0.05, "compute binds more"),
+              Coefficients(2.0, 10.0, 0.6, 0.4, "between"))
+    for bench in (bench_serve.Benchmark(num_prompts=60, random_input_len=2500, random_output_len=50,
+                                        random_range_ratio=0.6),
+                  bench_serve.Benchmark(num_prompts=80, random_input_len=400, random_output_len=120,
+                                        random_range_ratio=0.5, max_concurrency=40)):
+        run = fit.Run(bench, server, {})
+        result, _reqs, model = fit.replay_run(run, DEFAULTS["H100"])
+        form = fit.LinearForm(result, model)
+        memory_seconds = set()
+        for c in others:
+            there, reqs, _ = fit.replay_run(run, c)
+            assert there.seg_work == result.seg_work  # the same schedule
+            m = bench_serve.metrics(there, reqs.prompt_tokens)
+            theta = fit._theta(c)
+            got = {k: const + math.fsum(p * t for p, t in zip(phi, theta)) for k, (const, phi) in form.at(c).items()}
+            assert got["mean_ttft"] == pytest.approx(m["mean_ttft_ms"] / 1e3, rel=1e-9)
+            assert got["mean_tpot"] == pytest.approx(m["mean_tpot_ms"] / 1e3, rel=1e-9)
+            assert got["duration"] == pytest.approx(m["duration"], rel=1e-9)
+            memory_seconds.add(form.at(c)["duration"][1][2])
+        assert len(memory_seconds) > 1  # the trials moved work from one ceiling to the other
 
 
 def test_the_defaults_are_the_fit_of_the_shipped_records():
