@@ -240,7 +240,7 @@ class LinearForm:
             if seg[0] == "step":
                 _, tokens, reqs, kv, pairs = seg
                 mem, comp = model.roofline(tokens, kv, pairs, reqs)
-                steps.append((mem / comp, mem, comp, ws))
+                steps.append((mem / comp if comp else math.inf, mem, comp, ws))
                 count, per_request = 1.0, reqs
             else:
                 _, batch, kv, nsteps = seg
