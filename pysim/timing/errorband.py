@@ -26,8 +26,10 @@ FACTORS as written here, and the lab's build-time figures check they still match
 
 Why TPOT and not TTFT too: a TTFT also holds what happens to a request outside the
 engine's steps (the API server's tokenizing, a chat template, the network), which the
-model leaves out. The records at concurrency 1 show it: their TTFT is 4 to 5 times the
-model's while their TPOT agrees to a few percent. Scaling every step by those errors
+model leaves out. The records at concurrency 1 to 8 show it: their TTFT is 4 to 5 times
+the model's while their TPOT agrees within 10%, and on the same GPU and benchmark SGLang
+reached the first token in under half vLLM's time at the same TPOT (docs/facts.toml,
+sglang_engines_first_token). Scaling every step by those errors
 would say the server's steps are three times slower than they are measured to be, so the
 TTFT errors are reported on the page (pysim.timing.fidelity) and left out of the factor. What one
 factor cannot say: prefill (compute-bound) and decode (memory-bound) steps may be off by
