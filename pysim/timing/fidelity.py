@@ -69,12 +69,12 @@ class _Fits:
     def __init__(self, runs: dict[str, fit.Run]):
         self.runs = runs
         self.cache: dict[tuple, Coefficients] = {}
-        self.replays: dict = {}  # fit.fit's memo: every fit starts from the same prior
+        self.forms: dict = {}  # fit.fit's memo: each run's LinearForm at the prior every fit starts from
 
     def _fit(self, ids: tuple, label: str) -> Coefficients:
         if ids not in self.cache:
             self.cache[ids] = fit.fit([self.runs[i] for i in ids], fit.GENERIC,
-                                      fit.GENERIC_WEIGHT, label, self.replays)
+                                      fit.GENERIC_WEIGHT, label, self.forms)
         return self.cache[ids]
 
     def _own(self, gpu: str, kept: list[str]) -> Coefficients | None:
